@@ -1,0 +1,110 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Herald",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // The one thin C-interop module: nghttp2, protobuf-c, OpenSSL, SQLite
+        // headers, shims for macros Swift cannot import, and link settings.
+        .target(
+            name: "CInterop",
+            linkerSettings: [
+                .linkedLibrary("nghttp2"),
+                .linkedLibrary("protobuf-c"),
+                .linkedLibrary("ssl"),
+                .linkedLibrary("crypto"),
+                .linkedLibrary("sqlite3"),
+            ]
+        ),
+        // protoc-c output for Protos/ (rebuilt by scripts/gen-protos.sh).
+        .target(
+            name: "HeraldProtos",
+            dependencies: ["CInterop"],
+            path: "Generated",
+            sources: ["src"],
+            publicHeadersPath: "include"
+        ),
+        // The push domain: pure Swift, no C, no I/O, time passed in.
+        .target(name: "HeraldCore"),
+        // Generic gRPC server on nghttp2 (h2c), knows nothing about pushes.
+        .target(
+            name: "GRPCServer",
+            dependencies: [
+                "CInterop",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // OpenSSL TLS over NIO with memory BIOs, and nghttp2 session helpers
+        // shared by the APNs client and the APNs simulator.
+        .target(
+            name: "TLSTransport",
+            dependencies: [
+                "CInterop",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The APNs HTTP/2 client: TLS, ES256 JWT, pool, reasons, retries.
+        .target(
+            name: "APNs",
+            dependencies: [
+                "CInterop",
+                "TLSTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A local APNs stand-in (TLS + HTTP/2) for development and tests.
+        .target(
+            name: "APNsSimulator",
+            dependencies: [
+                "CInterop",
+                "TLSTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Handlers (protobuf-c <-> domain at the edge), Status, Health; wiring.
+        .target(
+            name: "HeraldService",
+            dependencies: [
+                "CInterop",
+                "HeraldProtos",
+                "HeraldCore",
+                "GRPCServer",
+                "APNs",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "herald",
+            dependencies: [
+                "HeraldService",
+                "APNsSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
+        .testTarget(name: "GRPCServerTests", dependencies: ["GRPCServer"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TLSTransport"]),
+        .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// Placeholder: replaced as the APNsSimulator target grows.

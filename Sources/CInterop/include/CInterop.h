@@ -1,0 +1,67 @@
+// The one thin C-interop module: system headers Swift imports, and static
+// inline shims (prefixed `cinterop_`) for what Swift cannot import directly
+// (function-like macros, variadic calls).
+#ifndef HERALD_CINTEROP_H
+#define HERALD_CINTEROP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <nghttp2/nghttp2.h>
+#include <protobuf-c/protobuf-c.h>
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/rand.h>
+#include <openssl/pkcs12.h>
+#include <sqlite3.h>
+
+// Debian 12 ships nghttp2 1.52: the ssize_t API is the one to use.
+_Static_assert(NGHTTP2_VERSION_NUM >= 0x013400, "nghttp2 >= 1.52 required");
+
+// --- OpenSSL macros ---------------------------------------------------------
+
+static inline int cinterop_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, version);
+}
+
+static inline int cinterop_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
+
+static inline long cinterop_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_mode(ctx, mode);
+}
+
+static inline long cinterop_SSL_CTX_set_options(SSL_CTX *ctx, long options) {
+    return (long)SSL_CTX_set_options(ctx, (uint64_t)options);
+}
+
+static inline int cinterop_BIO_pending(BIO *bio) {
+    return (int)BIO_ctrl_pending(bio);
+}
+
+static inline int cinterop_BIO_set_mem_eof_return(BIO *bio, int value) {
+    return (int)BIO_set_mem_eof_return(bio, value);
+}
+
+static inline int cinterop_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) {
+    return (int)SSL_CTX_set1_groups_list(ctx, list);
+}
+
+// --- SQLite macros ----------------------------------------------------------
+
+/// SQLITE_TRANSIENT is a cast of -1 to a function pointer; Swift cannot
+/// import it.
+static inline sqlite3_destructor_type cinterop_sqlite_transient(void) {
+    return SQLITE_TRANSIENT;
+}
+
+#endif

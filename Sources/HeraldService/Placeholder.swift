@@ -2,5 +2,6 @@
 import CInterop
 import HeraldProtos
 
-let scheduleRequestDescriptor = herald__v1__schedule_request__descriptor
-let nghttp2Version = NGHTTP2_VERSION_NUM
+func scheduleRequestMessageName() -> String {
+    withUnsafePointer(to: herald__v1__schedule_request__descriptor) { String(cString: $0.pointee.name) }
+}

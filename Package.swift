@@ -78,6 +78,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Durable storage behind a protocol: embedded SQLite (WAL) first.
+        .target(name: "HeraldStore", dependencies: ["CInterop", "HeraldCore"]),
         // Handlers (protobuf-c <-> domain at the edge), Status, Health; wiring.
         .target(
             name: "HeraldService",
@@ -87,11 +89,14 @@ let package = Package(
                 "HeraldCore",
                 "GRPCServer",
                 "APNs",
+                "HeraldStore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Micro-benchmarks of the pure core (bench/core.sh runs it in release).
+        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore"]),
         .executableTarget(
             name: "herald",
             dependencies: [
@@ -104,6 +109,7 @@ let package = Package(
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
         .testTarget(name: "GRPCServerTests", dependencies: ["GRPCServer"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TLSTransport"]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"]),
         .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos"]),
     ],
     swiftLanguageModes: [.v6]

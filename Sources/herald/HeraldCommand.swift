@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// The `herald` executable: the push service and its tools.
+@main
+struct HeraldCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald",
+        abstract: "Herald: a push-notification scheduling service (gRPC over HTTP/2).",
+        subcommands: [ServeCommand.self, APNsSimCommand.self],
+        defaultSubcommand: ServeCommand.self
+    )
+}

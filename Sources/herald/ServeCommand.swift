@@ -1,13 +1,106 @@
 import ArgumentParser
+import Dispatch
+import HeraldService
+import Logging
 
-/// `herald serve`: runs the gRPC service.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `herald serve`: runs the gRPC service until SIGTERM or SIGINT.
+///
+/// Every flag falls back to an environment variable (`HERALD_HOST`, …) and
+/// then to the embedded default.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve the Herald gRPC API."
+        abstract: "Serve the Herald gRPC API (h2c) until SIGTERM/SIGINT."
     )
 
+    @Option(help: "Address to listen on (env HERALD_HOST).")
+    var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one (env HERALD_PORT).")
+    var port: Int = Environment.int("HERALD_PORT") ?? 50051
+
+    @Option(name: .customLong("data-dir"), help: "Directory of the embedded store (env HERALD_DATA_DIR).")
+    var dataDirectory: String = Environment.string("HERALD_DATA_DIR") ?? "./data"
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
+    var logLevel: String = Environment.string("HERALD_LOG_LEVEL") ?? "info"
+
+    @Option(name: .customLong("max-concurrent-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS advertised per connection.")
+    var maxConcurrentStreams: Int = Environment.int("HERALD_MAX_CONCURRENT_STREAMS") ?? 100
+
+    @Option(name: .customLong("drain-seconds"), help: "Bound on waiting for in-flight RPCs at shutdown.")
+    var drainSeconds: Int = Environment.int("HERALD_DRAIN_SECONDS") ?? 10
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
+        guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
+        guard drainSeconds >= 0 else { throw ValidationError("--drain-seconds must not be negative") }
+    }
+
     func run() async throws {
-        throw ValidationError("serve is not wired yet")
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "herald")
+
+        var configuration = HeraldConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.dataDirectory = dataDirectory
+        configuration.grpc.maxConcurrentStreams = maxConcurrentStreams
+        configuration.drainTimeout = .seconds(drainSeconds)
+
+        let signals = ShutdownSignals()
+        let server = HeraldServer(configuration: configuration, logger: logger)
+        let address = try await server.start()
+        // The first stdout line names the bound port (port 0 picks one).
+        print("listening on \(address.host):\(address.port)")
+        fflush(stdout)
+
+        let received = await signals.next()
+        logger.info("signal received, shutting down", metadata: ["signal": "\(received)"])
+        await server.shutdown()
+    }
+}
+
+/// Turns SIGTERM and SIGINT into an awaitable event.
+final class ShutdownSignals: Sendable {
+    private let stream: AsyncStream<Int32>
+    private nonisolated(unsafe) let sources: [DispatchSourceSignal]
+
+    init(_ signals: [Int32] = [SIGTERM, SIGINT]) {
+        let (stream, continuation) = AsyncStream<Int32>.makeStream()
+        self.stream = stream
+        sources = signals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
+    }
+
+    func next() async -> Int32 {
+        for await number in stream { return number }
+        return 0
+    }
+}
+
+/// Environment-variable defaults for flags.
+enum Environment {
+    static func string(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    static func int(_ name: String) -> Int? {
+        string(name).flatMap(Int.init)
     }
 }

@@ -1,0 +1,75 @@
+import CInterop
+import GRPCServer
+
+/// Packs and unpacks protoc-c messages.
+enum ProtobufC {
+    /// Serializes `message` (and everything it points to).
+    static func pack<M: GeneratedMessage>(_ message: inout M) -> [UInt8] {
+        withUnsafeMutablePointer(to: &message) { pointer in
+            let base = UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: ProtobufCMessage.self)
+            let size = protobuf_c_message_get_packed_size(base)
+            return [UInt8](unsafeUninitializedCapacity: max(size, 1)) { buffer, count in
+                count = protobuf_c_message_pack(base, buffer.baseAddress!)
+            }
+        }
+    }
+
+    /// Parses `bytes` as an `M`, hands the parsed struct to `body`, and frees
+    /// it afterwards: `body` must copy out what it needs.
+    ///
+    /// - Throws: `INVALID_ARGUMENT` naming the message type when the bytes do
+    ///   not parse.
+    static func withUnpacked<M: GeneratedMessage, R>(
+        _ type: M.Type, from bytes: [UInt8], _ body: (borrowing M) throws -> R
+    ) throws -> R {
+        let parsed = bytes.withUnsafeBufferPointer { buffer -> UnsafeMutablePointer<ProtobufCMessage>? in
+            // protobuf-c wants a valid pointer even for the empty message.
+            var empty: UInt8 = 0
+            return buffer.baseAddress.map { protobuf_c_message_unpack(M.descriptor, nil, buffer.count, $0) }
+                ?? protobuf_c_message_unpack(M.descriptor, nil, 0, &empty)
+        }
+        guard let parsed else {
+            throw GRPCStatus(.invalidArgument, "request is not a valid \(M.fullName) message (\(bytes.count) bytes)")
+        }
+        defer { protobuf_c_message_free_unpacked(parsed, nil) }
+        return try body(UnsafeMutableRawPointer(parsed).assumingMemoryBound(to: M.self).pointee)
+    }
+}
+
+/// Owns the C memory a response message points to (strings, sub-messages,
+/// pointer arrays) until it has been packed; everything is freed on deinit.
+final class CArena {
+    private var allocations: [UnsafeMutableRawPointer] = []
+
+    deinit {
+        for allocation in allocations { free(allocation) }
+    }
+
+    /// A NUL-terminated copy of `string`.
+    func string(_ string: String) -> UnsafeMutablePointer<CChar> {
+        let copy = strdup(string)!
+        allocations.append(copy)
+        return copy
+    }
+
+    /// A heap copy of an initialized message, customized by `build`.
+    func message<M: GeneratedMessage>(_ type: M.Type = M.self, _ build: (inout M) -> Void) -> UnsafeMutablePointer<M> {
+        let raw = malloc(MemoryLayout<M>.stride)!
+        allocations.append(raw)
+        let pointer = raw.bindMemory(to: M.self, capacity: 1)
+        var value = M.initialized()
+        build(&value)
+        pointer.initialize(to: value)
+        return pointer
+    }
+
+    /// A C array of pointers, as protoc-c represents `repeated` messages.
+    func pointerArray<T>(_ elements: [UnsafeMutablePointer<T>]) -> UnsafeMutablePointer<UnsafeMutablePointer<T>?>? {
+        guard !elements.isEmpty else { return nil }
+        let raw = malloc(MemoryLayout<UnsafeMutablePointer<T>?>.stride * elements.count)!
+        allocations.append(raw)
+        let array = raw.bindMemory(to: UnsafeMutablePointer<T>?.self, capacity: elements.count)
+        for (index, element) in elements.enumerated() { array[index] = element }
+        return array
+    }
+}

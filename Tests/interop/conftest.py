@@ -1,0 +1,131 @@
+"""Fixtures for the interop suite: the real `herald` binary on a free loopback
+port, and Python gRPC stubs generated from Protos/ by grpcio-tools."""
+from __future__ import annotations
+
+import importlib
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROTOS = ROOT / "Protos"
+LISTENING = re.compile(r"listening on (\S+):(\d+)")
+
+
+def herald_binary() -> str:
+    path = os.environ.get("HERALD_BIN", str(ROOT / ".build" / "debug" / "herald"))
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"herald binary not found at {path}: run `swift build` first")
+    return path
+
+
+@dataclass
+class HeraldProcess:
+    """A running `herald serve`; `.stderr_lines` collects its log lines."""
+
+    proc: subprocess.Popen
+    host: str
+    port: int
+    data_dir: str
+    stderr_lines: list[str] = field(default_factory=list)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM, then wait for a graceful exit; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("herald did not exit within the graceful-shutdown bound")
+
+
+def start_herald(*args: str, data_dir: str | None = None) -> HeraldProcess:
+    data_dir = data_dir or tempfile.mkdtemp(prefix="herald-data-")
+    cmd = [herald_binary(), "serve", "--port", "0", "--data-dir", data_dir, *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    stderr_lines: list[str] = []
+    threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True).start()
+    # The first stdout line names the bound address; no sleeps, just read it.
+    line = proc.stdout.readline()
+    match = LISTENING.search(line or "")
+    if not match:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"herald did not report its port: {line!r} {''.join(stderr_lines)}")
+    threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
+    return HeraldProcess(proc, match.group(1), int(match.group(2)), data_dir, stderr_lines)
+
+
+@pytest.fixture
+def herald():
+    server = start_herald()
+    yield server
+    code = server.stop()
+    assert code == 0, f"herald exited with {code}"
+
+
+@pytest.fixture(scope="session")
+def stubs():
+    """Modules generated from Protos/ by grpcio-tools, importable by name."""
+    from grpc_tools import protoc
+
+    out = tempfile.mkdtemp(prefix="herald-stubs-")
+    protos = sorted(str(p.relative_to(PROTOS)) for p in PROTOS.rglob("*.proto")
+                    if not str(p).startswith(str(PROTOS / "google")))
+    include = pathlib.Path(protoc.__file__).parent / "_proto"
+    rc = protoc.main(["protoc", f"-I{PROTOS}", f"-I{include}", f"--python_out={out}",
+                      f"--grpc_python_out={out}", *protos])
+    assert rc == 0, "grpc_tools.protoc failed"
+    sys.path.insert(0, out)
+
+    class Stubs:
+        """The generated modules, and a Health stub (see `_load`)."""
+
+    ns = Stubs()
+    ns.health_pb2 = _load(out, "grpc/health/v1/health_pb2.py")
+    ns.types_pb2 = importlib.import_module("herald.v1.types_pb2")
+    ns.push_pb2 = importlib.import_module("herald.v1.push_service_pb2")
+    ns.push_pb2_grpc = importlib.import_module("herald.v1.push_service_pb2_grpc")
+    ns.device_pb2 = importlib.import_module("herald.v1.device_service_pb2")
+    ns.device_pb2_grpc = importlib.import_module("herald.v1.device_service_pb2_grpc")
+
+    def health_stub(channel):
+        # The generated health_pb2_grpc imports `grpc.health.v1`, which the
+        # installed `grpc` package shadows; the same stub, built directly.
+        class HealthStub:
+            Check = channel.unary_unary(
+                "/grpc.health.v1.Health/Check",
+                request_serializer=ns.health_pb2.HealthCheckRequest.SerializeToString,
+                response_deserializer=ns.health_pb2.HealthCheckResponse.FromString,
+            )
+        return HealthStub()
+
+    ns.HealthStub = health_stub
+    return ns
+
+
+def _load(out: str, rel: str):
+    """Loads a generated module by file: `grpc.health.v1` would clash with the
+    installed `grpc` package, so it is imported under a name of its own."""
+    import importlib.util
+
+    name = "herald_stub_" + rel.replace("/", "_").removesuffix(".py")
+    spec = importlib.util.spec_from_file_location(name, os.path.join(out, rel))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what Herald needs and is missing: Debian/Ubuntu packages (as root,
+# or through sudo) and a Python venv (.venv) with the test tools. Idempotent:
+# does nothing that is already done.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+packages=(libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev
+          nghttp2-client nghttp2-server python3-venv pkg-config ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}"
+  sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+command -v swift >/dev/null || { echo "bootstrap: swift not found on PATH (Swift 6 toolchain required)" >&2; exit 2; }
+
+# Python test tools, pinned loosely; reinstalled only when requirements change.
+req="$root/Tests/interop/requirements.txt"
+stamp="$root/.venv/.requirements.sha"
+want=$(sha256sum "$req" | cut -d' ' -f1)
+if [[ ! -x .venv/bin/python || ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+  echo "bootstrap: preparing Python venv (.venv)"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -r "$req"
+  echo "$want" > "$stamp"
+fi

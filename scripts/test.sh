@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The second README command: install what is missing, build, and run every
+# test: the Generated/ drift check, Swift unit/integration tests, and the
+# interop suite (Python grpcio and raw HTTP/2 against the real binary).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/bootstrap.sh
+
+echo "== Generated/ in sync with Protos/"
+scripts/gen-protos.sh --check
+
+echo "== swift build (warnings are errors in spirit: none allowed)"
+build_log=$(mktemp)
+swift build --build-tests 2>&1 | tee "$build_log"
+if grep -E "warning:" "$build_log" | grep -v "^warning: '.*': " | grep -q .; then
+  echo "swift build produced warnings:" >&2
+  grep -E "warning:" "$build_log" >&2
+  exit 1
+fi
+
+echo "== swift test"
+swift test --skip-build
+
+echo "== interop (pytest)"
+HERALD_BIN="$root/.build/debug/herald" .venv/bin/python -m pytest -q Tests/interop

@@ -1,0 +1,186 @@
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A generic unary gRPC server: h2c (prior knowledge) on SwiftNIO event loops, every
+/// HTTP/2 frame parsed by libnghttp2.
+public final class GRPCServer: Sendable {
+    public let configuration: GRPCServerConfiguration
+    let logger: Logger
+    private let state: Mutex<State>
+    let counters = GRPCServerCounters()
+
+    private struct State {
+        var routes: [String: GRPCUnaryHandler] = [:]
+        var group: MultiThreadedEventLoopGroup?
+        var serverChannel: Channel?
+        var shared: GRPCServerShared?
+        var draining = false
+        var stopped = false
+    }
+
+    public init(configuration: GRPCServerConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        self.state = Mutex(State())
+    }
+
+    /// Registers the handler of a method path such as `/pkg.Service/Method`; call before `start()`.
+    public func register(_ path: String, _ handler: GRPCUnaryHandler) {
+        state.withLock { state in
+            precondition(state.shared == nil, "register(_:_:) must be called before start()")
+            state.routes[path] = handler
+        }
+    }
+
+    /// True once `shutdownGracefully` has begun.
+    public var isDraining: Bool { state.withLock { $0.draining } }
+
+    /// Binds and starts serving; returns the bound address (port 0 picks a free port).
+    public func start() async throws -> (host: String, port: Int) {
+        let (shared, group) = state.withLock { state -> (GRPCServerShared, MultiThreadedEventLoopGroup) in
+            precondition(state.shared == nil, "start() called twice")
+            let shared = GRPCServerShared(
+                configuration: configuration, routes: state.routes, logger: logger, counters: counters)
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
+            state.shared = shared
+            state.group = group
+            return (shared, group)
+        }
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(GRPCConnection(shared: shared, channel: channel))
+                }
+            }
+        let channel: Channel
+        do {
+            channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            try? await group.shutdownGracefully()
+            state.withLock { $0.group = nil; $0.shared = nil }
+            throw error
+        }
+        state.withLock { $0.serverChannel = channel }
+        let port = channel.localAddress?.port ?? configuration.port
+        let host = channel.localAddress?.ipAddress ?? configuration.host
+        logger.info("grpc server listening", metadata: ["address": "\(host):\(port)"])
+        return (host, port)
+    }
+
+    /// A snapshot of the counters.
+    public func stats() -> GRPCServerStats {
+        GRPCServerStats(
+            connectionsOpen: counters.connectionsOpen.load(ordering: .relaxed),
+            rpcsInFlight: counters.rpcsInFlight.load(ordering: .relaxed),
+            rpcsTotal: counters.rpcsTotal.load(ordering: .relaxed))
+    }
+
+    /// GOAWAY to every connection, stop accepting, let in-flight RPCs finish (bounded by
+    /// `timeout`), close what is left, stop the event loops.
+    public func shutdownGracefully(timeout: Duration) async {
+        let (serverChannel, shared, group) = state.withLock { state in
+            state.draining = true
+            let result = (state.serverChannel, state.shared, state.group)
+            state.serverChannel = nil
+            state.group = nil
+            return result
+        }
+        guard let group else { return }
+        logger.info("grpc server draining", metadata: ["timeout": "\(timeout)"])
+        try? await serverChannel?.close()
+        let connections = shared?.beginDraining() ?? []
+        for connection in connections {
+            connection.eventLoop.execute { connection.beginShutdown() }
+        }
+        let closeFutures = connections.map { $0.channel.closeFuture }
+        let drained = await withTaskGroup(of: Bool.self) { tasks in
+            tasks.addTask {
+                for future in closeFutures { try? await future.get() }
+                return true
+            }
+            tasks.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await tasks.next() ?? false
+            if !first {
+                for connection in connections { connection.forceClose() }
+            }
+            tasks.cancelAll()
+            return first
+        }
+        if !drained { logger.warning("grpc shutdown timeout: closed connections with calls in flight") }
+        try? await group.shutdownGracefully()
+        logger.info("grpc server stopped")
+    }
+}
+
+/// Process-wide counters (atomics shared by all event loops).
+final class GRPCServerCounters: Sendable {
+    let connectionsOpen = Atomic<Int>(0)
+    let rpcsInFlight = Atomic<Int>(0)
+    let rpcsTotal = Atomic<Int>(0)
+}
+
+/// What every connection of a started server shares: immutable routes and settings,
+/// the counters and the registry of open connections (for graceful shutdown).
+final class GRPCServerShared: Sendable {
+    let configuration: GRPCServerConfiguration
+    let routes: [String: GRPCUnaryHandler]
+    let logger: Logger
+    let counters: GRPCServerCounters
+    /// Bound on request bytes buffered across the streams of one connection.
+    let connectionBufferLimit: Int
+    private let registry = Mutex<Registry>(Registry())
+
+    private struct Registry {
+        var connections: [ObjectIdentifier: GRPCConnection] = [:]
+        var draining = false
+    }
+
+    init(configuration: GRPCServerConfiguration, routes: [String: GRPCUnaryHandler], logger: Logger,
+         counters: GRPCServerCounters) {
+        self.configuration = configuration
+        self.routes = routes
+        self.logger = logger
+        self.counters = counters
+        self.connectionBufferLimit = max(2 * configuration.maxReceiveMessageBytes + 1024, 16 * 1024 * 1024)
+    }
+
+    func connectionOpened(_ connection: GRPCConnection) {
+        counters.connectionsOpen.add(1, ordering: .relaxed)
+        let draining = registry.withLock { registry in
+            registry.connections[ObjectIdentifier(connection)] = connection
+            return registry.draining
+        }
+        if draining { connection.beginShutdown() }
+    }
+
+    func connectionClosed(_ connection: GRPCConnection) {
+        counters.connectionsOpen.subtract(1, ordering: .relaxed)
+        _ = registry.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
+    }
+
+    func beginDraining() -> [GRPCConnection] {
+        registry.withLock { registry in
+            registry.draining = true
+            return Array(registry.connections.values)
+        }
+    }
+
+    @inline(__always) func rpcStarted() {
+        counters.rpcsTotal.add(1, ordering: .relaxed)
+        counters.rpcsInFlight.add(1, ordering: .relaxed)
+    }
+
+    @inline(__always) func rpcFinished() {
+        counters.rpcsInFlight.subtract(1, ordering: .relaxed)
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import Logging
+import Testing
+@testable import GRPCServer
+
+/// Starts a real server on 127.0.0.1:0 with test handlers.
+final class TestServer: Sendable {
+    let server: GRPCServer
+    let port: Int
+    let cancelled: AsyncStream<String>
+    private let cancelledContinuation: AsyncStream<String>.Continuation
+
+    init(configure: (inout GRPCServerConfiguration) -> Void = { _ in }) async throws {
+        var configuration = GRPCServerConfiguration()
+        configuration.port = 0
+        configuration.eventLoopThreads = 1
+        configure(&configuration)
+        var logger = Logger(label: "grpc-test")
+        logger.logLevel = .warning
+        let server = GRPCServer(configuration: configuration, logger: logger)
+        let (stream, continuation) = AsyncStream<String>.makeStream()
+        cancelled = stream
+        cancelledContinuation = continuation
+        server.register("/test.Echo/Sync", .sync { $0.message })
+        server.register("/test.Echo/Async", .async { request in
+            await Task.yield()
+            return Array(request.message.reversed())
+        })
+        server.register("/test.Echo/Metadata", .sync { request in
+            let value = request.metadata["x-custom"] ?? "-"
+            let binary = request.metadata.binaryValue("x-token-bin") ?? []
+            return Array("\(value)|\(binary)|\(request.remoteAddress?.hasPrefix("127.0.0.1:") == true)".utf8)
+        })
+        server.register("/test.Echo/Fail", .sync { _ in throw GRPCStatus(.notFound, "no such thing: 100% gone") })
+        server.register("/test.Echo/Crash", .async { _ in throw CocoaError(.fileNoSuchFile) })
+        server.register("/test.Echo/Hang", .async { request in
+            let key = request.metadata["x-key"] ?? ""
+            // Suspends until cancelled (deadline, RST_STREAM or connection loss).
+            await withTaskCancellationHandler {
+                let (never, _) = AsyncStream<Int>.makeStream()
+                for await _ in never {}
+            } onCancel: {
+                continuation.yield(key)
+            }
+            throw CancellationError()
+        })
+        server.register("/test.Echo/Deadline", .sync { request in
+            Array((request.deadline == nil ? "none" : "set").utf8)
+        })
+        self.server = server
+        self.port = try await server.start().port
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    func stop() async { await server.shutdownGracefully(timeout: .seconds(5)) }
+}
+
+/// Runs an nghttp2 command-line tool and returns its output (stdout + stderr, Latin-1).
+func runTool(_ tool: String, _ arguments: [String], stdin: Data? = nil) async throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    let reader = Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }
+    try process.run()
+    let data = await reader.value
+    process.waitUntilExit()
+    return String(decoding: data.map { $0 < 0x80 ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+}
+
+/// Writes a framed request body to a temp file for `nghttp -d`.
+func requestFile(_ message: [UInt8]) throws -> String {
+    let path = NSTemporaryDirectory() + "grpc-test-\(UUID().uuidString)"
+    try Data(GRPCMessageFramer.frame(message)).write(to: URL(fileURLWithPath: path))
+    return path
+}
+
+func nghttpCall(_ server: TestServer, _ path: String, message: [UInt8] = Array("hello".utf8),
+                headers: [String] = []) async throws -> String {
+    let file = try requestFile(message)
+    defer { try? FileManager.default.removeItem(atPath: file) }
+    var arguments = ["-v", "-t", "10", "-d", file, "-H", "content-type: application/grpc", "-H", "te: trailers"]
+    for header in headers { arguments += ["-H", header] }
+    arguments.append(server.base + path)
+    return try await runTool("/usr/bin/nghttp", arguments)
+}
+
+@Suite("Loopback (real sockets, nghttp/h2load)", .serialized)
+struct LoopbackTests {
+    @Test func syncEchoSucceeds() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Echo/Sync", message: Array("hello-sync".utf8))
+        #expect(output.contains(":status: 200"))
+        #expect(output.contains("content-type: application/grpc"))
+        #expect(output.contains("hello-sync"))
+        #expect(output.contains("grpc-status: 0"))
+        await server.stop()
+    }
+
+    @Test func asyncEchoSucceeds() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Echo/Async", message: Array("abc".utf8))
+        #expect(output.contains("cba"))
+        #expect(output.contains("grpc-status: 0"))
+        await server.stop()
+    }
+
+    @Test func advertisesSettings() async throws {
+        let server = try await TestServer { $0.maxConcurrentStreams = 77 }
+        let output = try await nghttpCall(server, "/test.Echo/Sync")
+        #expect(output.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):77]"))
+        #expect(output.contains("[SETTINGS_MAX_HEADER_LIST_SIZE(0x06):16384]"))
+        await server.stop()
+    }
+
+    @Test func unknownMethodIsUnimplementedTrailersOnly() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Echo/Nope")
+        #expect(output.contains("grpc-status: 12"))
+        #expect(output.contains("grpc-message: method not found: /test.Echo/Nope"))
+        #expect(!output.contains("recv DATA frame"))
+        await server.stop()
+    }
+
+    @Test func handlerStatusIsPercentEncoded() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Echo/Fail")
+        #expect(output.contains("grpc-status: 5"))
+        #expect(output.contains("grpc-message: no such thing: 100%25 gone"))
+        await server.stop()
+    }
+
+    @Test func nonStatusErrorIsInternalWithGenericMessage() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Echo/Crash")
+        #expect(output.contains("grpc-status: 13"))
+        #expect(output.contains("grpc-message: internal error"))
+        await server.stop()
+    }
+
+    @Test func metadataIncludingBinaryHeaders() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(
+            server, "/test.Echo/Metadata", headers: ["x-custom: v1", "x-token-bin: AQID"])
+        #expect(output.contains("v1|[1, 2, 3]|true"))
+        await server.stop()
+    }
+
+    @Test func deadlineExceededCancelsTheHandler() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Echo/Hang", headers: ["grpc-timeout: 50m", "x-key: d1"])
+        #expect(output.contains("grpc-status: 4"))
+        var iterator = server.cancelled.makeAsyncIterator()
+        #expect(await iterator.next() == "d1")
+        await server.stop()
+        #expect(server.server.stats().rpcsInFlight == 0)
+    }
+
+    @Test("grpc-timeout handling", arguments: [("1S", "set"), ("99999999H", "set")])
+    func validTimeoutSetsDeadline(header: String, expected: String) async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Echo/Deadline", headers: ["grpc-timeout: \(header)"])
+        #expect(output.contains(expected))
+        #expect(output.contains("grpc-status: 0"))
+        await server.stop()
+    }
+
+    @Test func badTimeoutIsInvalidArgument() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Echo/Deadline", headers: ["grpc-timeout: 5x"])
+        #expect(output.contains("grpc-status: 3"))
+        await server.stop()
+    }
+
+    @Test func nonGRPCContentTypeIs415() async throws {
+        let server = try await TestServer()
+        let file = try requestFile([])
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let output = try await runTool("/usr/bin/nghttp", [
+            "-v", "-t", "10", "-d", file, "-H", "content-type: application/json", server.base + "/test.Echo/Sync",
+        ])
+        #expect(output.contains(":status: 415"))
+        await server.stop()
+    }
+
+    @Test func h2loadManyCallsAllSucceed() async throws {
+        let server = try await TestServer()
+        let file = try requestFile(Array("ping".utf8))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let output = try await runTool("/usr/bin/h2load", [
+            "-n", "2000", "-c", "4", "-m", "16", "-d", file,
+            "-H", "content-type: application/grpc", "-H", "te: trailers", server.base + "/test.Echo/Sync",
+        ])
+        #expect(output.contains("2000 succeeded"), "\(output)")
+        #expect(server.server.stats().rpcsTotal == 2000)
+        await server.stop()
+        #expect(server.server.stats().connectionsOpen == 0)
+    }
+}

@@ -46,6 +46,8 @@ public final class HeraldServer: Sendable {
             serverStats: { server.stats() }
         )
         server.register(StatusService.path, .sync(status.status))
+        let render = RenderService(now: WallClock.nowMilliseconds)
+        server.register(RenderService.path, DomainStatus.sync(render.render))
     }
 
     /// Binds and starts serving; returns the bound address.

@@ -14,10 +14,17 @@ public struct HeraldConfiguration: Sendable {
     public var dataDirectory = "./data"
     /// The gRPC engine's limits (message size, header list, streams).
     public var grpc = GRPCServerConfiguration()
+    /// Tokens and the bundles they allow; empty serves loopback only.
+    public var accessPolicy = AccessPolicy()
     /// How long in-flight RPCs may take to finish on shutdown.
     public var drainTimeout: Duration = .seconds(10)
 
     public init() {}
+}
+
+/// A configuration Herald refuses to start with.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public var description: String
 }
 
 /// One Herald instance: the gRPC server with Herald's services registered.
@@ -46,12 +53,20 @@ public final class HeraldServer: Sendable {
             serverStats: { server.stats() }
         )
         server.register(StatusService.path, .sync(status.status))
-        let render = RenderService(now: WallClock.nowMilliseconds)
+        let render = RenderService(policy: configuration.accessPolicy, now: WallClock.nowMilliseconds)
         server.register(RenderService.path, DomainStatus.sync(render.render))
     }
 
     /// Binds and starts serving; returns the bound address.
+    ///
+    /// - Throws: `HeraldServer.ConfigurationError` when no tokens are
+    ///   configured and the host is not a loopback address.
     public func start() async throws -> (host: String, port: Int) {
+        if configuration.accessPolicy.isOpen && !AccessPolicy.isLoopback(configuration.host) {
+            throw ConfigurationError(description:
+                "no access tokens are configured, so Herald serves on loopback only; "
+                + "refusing to listen on \(configuration.host) (give --tokens-file, or use 127.0.0.1)")
+        }
         let address = try await server.start()
         state.set(.serving)
         logger.info("serving", metadata: ["host": "\(address.host)", "port": "\(address.port)"])

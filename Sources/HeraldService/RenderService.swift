@@ -7,10 +7,12 @@ import HeraldProtos
 struct RenderService: Sendable {
     static let path = "/herald.v1.PushService/Render"
 
+    let policy: AccessPolicy
     /// The wall clock, in milliseconds since the epoch (injected for tests).
     let now: @Sendable () -> Int64
 
     func render(_ request: GRPCRequest) throws -> [UInt8] {
+        let caller = try policy.authenticate(request.metadata)
         let input = try ProtobufC.withUnpacked(Herald__V1__RenderRequest.self, from: request.message) { wire in
             var decoder = RequestDecoder()
             let message = decoder.messageInput(
@@ -26,6 +28,7 @@ struct RenderService: Sendable {
             try decoder.finish()
             return input
         }
+        try policy.authorize(caller, bundleID: input.message.bundleID)
         let message = try Validator.validate(input, generateIdempotencyKey: UUIDv4.make)
         let milliseconds = now()
         let sendTime = Timestamp(seconds: milliseconds / 1000, nanoseconds: Int32(milliseconds % 1000) * 1_000_000)

@@ -26,6 +26,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("data-dir"), help: "Directory of the embedded store (env HERALD_DATA_DIR).")
     var dataDirectory: String = Environment.string("HERALD_DATA_DIR") ?? "./data"
 
+    @Option(name: .customLong("tokens-file"), help: "Access tokens: lines of \"<label> <token> <bundle ids|*>\" (env HERALD_TOKENS_FILE). Without it Herald serves loopback only, unauthenticated.")
+    var tokensFile: String = Environment.string("HERALD_TOKENS_FILE") ?? ""
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
     var logLevel: String = Environment.string("HERALD_LOG_LEVEL") ?? "info"
 
@@ -57,6 +60,10 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.dataDirectory = dataDirectory
         configuration.grpc.maxConcurrentStreams = maxConcurrentStreams
         configuration.drainTimeout = .seconds(drainSeconds)
+        if !tokensFile.isEmpty {
+            configuration.accessPolicy = try AccessPolicy.load(path: tokensFile)
+            logger.info("access tokens loaded", metadata: ["labels": "\(configuration.accessPolicy.grants.map(\.label))"])
+        }
 
         let signals = ShutdownSignals()
         let server = HeraldServer(configuration: configuration, logger: logger)

@@ -34,7 +34,12 @@ let package = Package(
             publicHeadersPath: "include"
         ),
         // The push domain: pure Swift, no C, no I/O, time passed in.
-        .target(name: "HeraldCore"),
+        .target(
+            name: "HeraldCore",
+            // Double.rounded() and friends lower to libm calls; nothing else
+            // links libm into a binary that uses only the core.
+            linkerSettings: [.linkedLibrary("m")]
+        ),
         // Generic gRPC server on nghttp2 (h2c), knows nothing about pushes.
         .target(
             name: "GRPCServer",

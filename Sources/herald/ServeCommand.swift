@@ -63,7 +63,7 @@ struct ServeCommand: AsyncParsableCommand {
         let address = try await server.start()
         // The first stdout line names the bound port (port 0 picks one).
         print("listening on \(address.host):\(address.port)")
-        fflush(stdout)
+        fflush(nil)  // all streams: `stdout` is not concurrency-safe to name
 
         let received = await signals.next()
         logger.info("signal received, shutting down", metadata: ["signal": "\(received)"])

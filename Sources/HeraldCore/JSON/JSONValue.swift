@@ -1,0 +1,99 @@
+/// A JSON value, mirroring `google.protobuf.Value` / `google.protobuf.Struct`.
+///
+/// Objects are unordered maps, as in `Struct`; ``JSONWriter`` writes their keys
+/// in ascending byte order of their UTF-8 form so output is deterministic.
+/// Numbers are `Double`s, as in `google.protobuf.Value.number_value`; NaN and
+/// infinities are not JSON and are rejected by validation and by the writer.
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// The dictionary when this is an object.
+    @inlinable public var objectValue: [String: JSONValue]? {
+        if case .object(let o) = self { return o }
+        return nil
+    }
+
+    /// The string when this is a string.
+    @inlinable public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    /// The number when this is a number.
+    @inlinable public var numberValue: Double? {
+        if case .number(let n) = self { return n }
+        return nil
+    }
+
+    /// The Boolean when this is a Boolean.
+    @inlinable public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+
+    /// The elements when this is an array.
+    @inlinable public var arrayValue: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    /// Looks up a key when this is an object.
+    @inlinable public subscript(key: String) -> JSONValue? {
+        objectValue?[key]
+    }
+
+    /// The first path (e.g. `a.b[2]`) below `self` holding a NaN or infinite
+    /// number, or nil when the value is representable in JSON.
+    public func firstNonFiniteNumberPath(prefix: String) -> String? {
+        switch self {
+        case .number(let n):
+            return n.isFinite ? nil : prefix
+        case .array(let a):
+            for (i, v) in a.enumerated() {
+                if let p = v.firstNonFiniteNumberPath(prefix: "\(prefix)[\(i)]") { return p }
+            }
+            return nil
+        case .object(let o):
+            for k in o.keys.sorted(by: JSONWriter.keyOrder) {
+                if let p = o[k]!.firstNonFiniteNumberPath(prefix: "\(prefix).\(k)") { return p }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+}
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
+    ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    public init(floatLiteral value: Double) { self = .number(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        var o: [String: JSONValue] = [:]
+        o.reserveCapacity(elements.count)
+        for (k, v) in elements { o[k] = v }
+        self = .object(o)
+    }
+}
+
+extension JSONValue: CustomStringConvertible {
+    /// Compact JSON (sorted keys); `"<invalid: NaN>"`-style text never
+    /// appears because non-finite numbers are written as `null` here.
+    public var description: String {
+        var w = JSONWriter()
+        w.writeLenient(self)
+        return w.string
+    }
+}

@@ -1,0 +1,89 @@
+/// Picks the translation for a device locale.
+///
+/// Order (SPEC §4): 1. the exact tag, case-insensitive with `_` = `-`
+/// (`en_us` finds `en-US`); 2. the device tag's language alone (`de-CH` finds
+/// `de`); 3. a translation in the same language with another region (`de-AT`
+/// finds `de-DE`; the first such tag in byte order — our addition, because it
+/// is what a German speaker expects over an English default); 4. the
+/// message's `default_locale`.
+public enum LocaleResolver {
+    /// How a locale was found.
+    public enum Match: String, Sendable, Hashable {
+        case exact
+        case language
+        case sameLanguage = "same_language"
+        case defaultLocale = "default_locale"
+    }
+
+    /// The chosen translation key (as spelled in the message) and how it was
+    /// found; nil when `available` is empty and there is no default.
+    public static func resolve(requested: String?, available: some Collection<String>, defaultLocale: String?) -> (locale: String, match: Match)? {
+        if let requested, !requested.isEmpty {
+            for tag in available where tagsEqual(tag, requested) { return (tag, .exact) }
+            let lang = language(of: requested)
+            if lang.count < requested.utf8.count {
+                for tag in available where tagsEqual(tag, lang) { return (tag, .language) }
+            }
+            var best: String?
+            for tag in available where tagsEqual(language(of: tag), lang) {
+                if best == nil || JSONWriter.keyOrder(tag, best!) { best = tag }
+            }
+            if let best { return (best, .sameLanguage) }
+        }
+        if let d = defaultLocale {
+            for tag in available where tagsEqual(tag, d) { return (tag, .defaultLocale) }
+        }
+        return nil
+    }
+
+    /// The language subtag: the part before the first `-` or `_`.
+    static func language(of tag: String) -> Substring {
+        if let i = tag.utf8.firstIndex(where: { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }) {
+            return tag[..<i]
+        }
+        return tag[...]
+    }
+
+    /// Tag equality: ASCII case-insensitive, `_` equal to `-`.
+    public static func tagsEqual(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
+        let a = a.utf8, b = b.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where fold(x) != fold(y) { return false }
+        return true
+    }
+
+    /// The canonical form used to compare tags: lower case, `_` → `-`.
+    public static func normalized(_ tag: String) -> String {
+        String(decoding: tag.utf8.map(fold), as: UTF8.self)
+    }
+
+    @inline(__always)
+    static func fold(_ c: UInt8) -> UInt8 {
+        if c >= 0x41 && c <= 0x5A { return c | 0x20 }
+        if c == UInt8(ascii: "_") { return UInt8(ascii: "-") }
+        return c
+    }
+
+    /// Whether `tag` is shaped like a BCP 47 tag: 1–35 ASCII letters, digits,
+    /// `-` or `_`, starting with a letter, no empty subtags.
+    public static func isWellFormed(_ tag: String) -> Bool {
+        let u = tag.utf8
+        guard !u.isEmpty, u.count <= 35 else { return false }
+        var prevSep = true
+        for (i, c) in u.enumerated() {
+            let isAlpha = (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A
+            let isDigit = c >= 0x30 && c <= 0x39
+            let isSep = c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
+            if i == 0 && !isAlpha { return false }
+            if isSep {
+                if prevSep { return false }
+                prevSep = true
+            } else if isAlpha || isDigit {
+                prevSep = false
+            } else {
+                return false
+            }
+        }
+        return !prevSep
+    }
+}

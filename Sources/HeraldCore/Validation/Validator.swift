@@ -1,0 +1,365 @@
+/// Checks requests against SPEC §3–§5 and applies defaults.
+///
+/// Every rule is checked and every violation collected, so one error lists
+/// every problem. Field paths use the API's (proto) names.
+public enum Validator {
+    /// Byte limits from the API.
+    public enum Limits {
+        public static let userID = 256
+        public static let campaignID = 128
+        public static let idempotencyKey = 128
+        public static let collapseID = 64
+        public static let bundleID = 255
+        public static let imageURL = 2048
+        public static let apnsTokenHexMin = 64
+        public static let apnsTokenHexMax = 200
+        public static let fcmToken = 4096
+    }
+
+    // MARK: Entry points
+
+    /// Validates a Render request's message (not the payload size: that is
+    /// the renderer's job, because it depends on the rendered locale).
+    ///
+    /// - Parameter generateIdempotencyKey: called only when the request has
+    ///   no key (e.g. `{ UUID().uuidString.lowercased() }`).
+    public static func validate(
+        _ input: RenderInput,
+        generateIdempotencyKey: () -> String
+    ) throws(ValidationError) -> PushMessage {
+        var v: [FieldViolation] = []
+        let m = validateMessage(input.message, generateIdempotencyKey: generateIdempotencyKey, into: &v)
+        if let locale = nonEmpty(input.locale), !LocaleResolver.isWellFormed(locale) {
+            v.append(.init(field: "locale", reason: "\"\(locale)\" is not a locale tag"))
+        }
+        if let token = nonEmpty(input.deviceToken), let platform = input.message.platform {
+            if let why = deviceTokenProblem(token, platform: platform) {
+                v.append(.init(field: "device_token", reason: why))
+            }
+        }
+        guard v.isEmpty, let m else { throw ValidationError(v) }
+        return m
+    }
+
+    /// Validates a Schedule request, resolves its window, its delivery method
+    /// (A/B split when unspecified) and its plan, and checks the APNs payload
+    /// size of every locale (and of the handoff push for context-aware
+    /// delivery).
+    public static func validate(
+        _ input: ScheduleInput,
+        now: Timestamp,
+        split: ABSplit = .default,
+        graceSeconds: Int64 = DeliveryPlanner.defaultGraceSeconds,
+        generateIdempotencyKey: () -> String
+    ) throws(ValidationError) -> ValidatedSchedule {
+        var v: [FieldViolation] = []
+        let msg = validateMessage(input.message, generateIdempotencyKey: generateIdempotencyKey, into: &v)
+        checkRequired(input.userID, "user_id", max: Limits.userID, into: &v)
+        checkRequired(input.campaignID, "campaign_id", max: Limits.campaignID, into: &v)
+        let window = resolveWindow(input, now: now, into: &v)
+
+        guard v.isEmpty, let msg, let window else { throw ValidationError(v) }
+        let (method, abTest) = split.resolve(requested: input.deliveryMethod, bundleID: msg.bundleID, userID: input.userID)
+        let plan = DeliveryPlanner.plan(method: method, window: window, now: now, graceSeconds: graceSeconds)
+        if msg.platform == .ios {
+            v += APNsRenderer.payloadSizeViolations(msg, handoffWindowEnd: plan.firstPush == .background ? window.end : nil)
+            guard v.isEmpty else { throw ValidationError(v) }
+        }
+        return ValidatedSchedule(
+            message: msg, userID: input.userID, campaignID: input.campaignID,
+            method: method, abTest: abTest, window: window, plan: plan,
+            idempotencyKeyGenerated: nonEmpty(input.message.idempotencyKey) == nil
+        )
+    }
+
+    /// Why an APNs device token (hex, even length, 64–200 digits) or FCM
+    /// registration token is invalid, or nil when valid.
+    public static func deviceTokenProblem(_ token: String, platform: Platform) -> String? {
+        let u = token.utf8
+        switch platform {
+        case .ios:
+            for c in u {
+                let isHex = (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66)
+                if !isHex { return "an APNs device token must be hexadecimal" }
+            }
+            if u.count % 2 != 0 { return "an APNs device token must have an even number of hex digits, got \(u.count)" }
+            if u.count < Limits.apnsTokenHexMin || u.count > Limits.apnsTokenHexMax {
+                return "an APNs device token must have \(Limits.apnsTokenHexMin) to \(Limits.apnsTokenHexMax) hex digits, got \(u.count)"
+            }
+            return nil
+        case .android:
+            if u.isEmpty { return "required" }
+            if u.count > Limits.fcmToken { return "must be at most \(Limits.fcmToken) bytes, got \(u.count)" }
+            for c in u where c <= 0x20 || c >= 0x7F { return "an FCM registration token must be printable ASCII without spaces" }
+            return nil
+        }
+    }
+
+    /// Why a bundle id is not a reverse-DNS app id (`com.example.app`: at
+    /// least two dot-separated labels of ASCII letters, digits and `-`), or
+    /// nil when valid.
+    public static func bundleIDProblem(_ id: String) -> String? {
+        let u = id.utf8
+        if u.isEmpty { return "required" }
+        if u.count > Limits.bundleID { return "must be at most \(Limits.bundleID) bytes, got \(u.count)" }
+        var labels = 1
+        var labelLength = 0
+        for c in u {
+            if c == UInt8(ascii: ".") {
+                if labelLength == 0 { return "must be a reverse-DNS id like com.example.app (empty label)" }
+                labels += 1
+                labelLength = 0
+                continue
+            }
+            let ok = (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A) || c == UInt8(ascii: "-")
+            if !ok { return "must be a reverse-DNS id like com.example.app (only letters, digits, - and .)" }
+            labelLength += 1
+        }
+        if labelLength == 0 { return "must be a reverse-DNS id like com.example.app (empty label)" }
+        if labels < 2 { return "must be a reverse-DNS id like com.example.app (at least two labels)" }
+        return nil
+    }
+
+    // MARK: Message
+
+    /// Validates the shared message fields, appending violations; returns
+    /// the message with defaults applied when the fields it needs are usable.
+    public static func validateMessage(
+        _ m: MessageInput,
+        generateIdempotencyKey: () -> String,
+        into v: inout [FieldViolation]
+    ) -> PushMessage? {
+        if let why = bundleIDProblem(m.bundleID) { v.append(.init(field: "bundle_id", reason: why)) }
+        if m.platform == nil { v.append(.init(field: "platform", reason: "required")) }
+        if let k = nonEmpty(m.idempotencyKey) {
+            checkMax(k, "idempotency_key", max: Limits.idempotencyKey, into: &v)
+        }
+        if let c = nonEmpty(m.collapseID) {
+            checkMax(c, "collapse_id", max: Limits.collapseID, into: &v)
+        }
+        if let ttl = m.ttlSeconds, ttl > TimeToLive.maximum.rawValue {
+            v.append(.init(field: "ttl_seconds", reason: "must be at most \(TimeToLive.maximum.rawValue) (4 weeks), got \(ttl)"))
+        }
+        checkOverrides(m.ios, "ios", into: &v)
+        checkOverrides(m.android, "android", into: &v)
+        if let c = m.content {
+            checkContent(c, into: &v)
+        } else {
+            v.append(.init(field: "content", reason: "required"))
+        }
+        guard let platform = m.platform, let content = m.content else { return nil }
+        return PushMessage(
+            bundleID: m.bundleID,
+            platform: platform,
+            content: content,
+            priority: m.priority ?? .normal,
+            ttl: m.ttlSeconds.map(TimeToLive.init(rawValue:)) ?? .default,
+            collapseID: m.collapseID,
+            ios: m.ios,
+            android: m.android,
+            idempotencyKey: nonEmpty(m.idempotencyKey) ?? generateIdempotencyKey()
+        )
+    }
+
+    static func checkOverrides(_ o: [String: JSONValue]?, _ field: String, into v: inout [FieldViolation]) {
+        guard let o else { return }
+        if let e = o["enabled"], e.boolValue == nil {
+            v.append(.init(field: "\(field).enabled", reason: "must be a boolean"))
+        }
+        if let aps = o["aps"], aps.objectValue == nil {
+            v.append(.init(field: "\(field).aps", reason: "must be an object"))
+        }
+        if let p = JSONValue.object(o).firstNonFiniteNumberPath(prefix: field) {
+            v.append(.init(field: p, reason: "NaN and infinity are not valid JSON numbers"))
+        }
+    }
+
+    static func checkContent(_ c: NotificationContent, into v: inout [FieldViolation]) {
+        let fields: [(String, LocalizedText?, Bool)] = [
+            ("content.title", c.title, true),
+            ("content.subtitle", c.subtitle, false),
+            ("content.body", c.body, true),
+        ]
+        var reference: (field: String, tags: [String: String])?
+        for (name, text, required) in fields {
+            switch text {
+            case nil:
+                if required { v.append(.init(field: name, reason: "required")) }
+            case .text(let s)?:
+                if s.isEmpty && required { v.append(.init(field: name, reason: "required")) }
+            case .translations(let t)?:
+                checkTranslations(t, name, into: &v)
+                if let ref = reference {
+                    if !sameLocaleSet(t, ref.tags) {
+                        v.append(.init(field: name, reason: "translations name \(localeSet(t)) but \(ref.field) names \(localeSet(ref.tags))"))
+                    }
+                } else {
+                    reference = (name, t)
+                }
+            }
+        }
+        if let ref = reference {
+            if let d = nonEmpty(c.defaultLocale) {
+                if !ref.tags.keys.contains(where: { LocaleResolver.tagsEqual($0, d) }) {
+                    v.append(.init(field: "content.default_locale", reason: "\"\(d)\" is not one of the translated locales \(localeSet(ref.tags))"))
+                }
+            } else {
+                v.append(.init(field: "content.default_locale", reason: "required when a field is translated"))
+            }
+        } else if let d = nonEmpty(c.defaultLocale), !LocaleResolver.isWellFormed(d) {
+            v.append(.init(field: "content.default_locale", reason: "\"\(d)\" is not a locale tag"))
+        }
+        if let b = c.badge, b < 0 {
+            v.append(.init(field: "content.badge", reason: "must be ≥ 0 (0 clears the badge), got \(b)"))
+        }
+        if let url = nonEmpty(c.imageURL), let why = imageURLProblem(url) {
+            v.append(.init(field: "content.image_url", reason: why))
+        }
+        if !c.userInfo.isEmpty {
+            for k in c.userInfo.keys.sorted(by: JSONWriter.keyOrder) {
+                if k == "aps" {
+                    v.append(.init(field: "content.user_info.aps", reason: "reserved key: aps belongs to APNs"))
+                } else if k.utf8.starts(with: "ctx_".utf8) {
+                    v.append(.init(field: "content.user_info.\(k)", reason: "reserved key: keys starting ctx_ belong to Herald"))
+                }
+            }
+            if let p = JSONValue.object(c.userInfo).firstNonFiniteNumberPath(prefix: "content.user_info") {
+                v.append(.init(field: p, reason: "NaN and infinity are not valid JSON numbers"))
+            }
+        }
+    }
+
+    static func checkTranslations(_ t: [String: String], _ name: String, into v: inout [FieldViolation]) {
+        if t.isEmpty {
+            v.append(.init(field: "\(name).translations", reason: "must name at least one locale"))
+            return
+        }
+        var seen: [String] = []
+        if t.count > 1 { seen.reserveCapacity(t.count) }
+        for (tag, text) in t {
+            if !LocaleResolver.isWellFormed(tag) {
+                v.append(.init(field: "\(name).translations[\(tag)]", reason: "\"\(tag)\" is not a locale tag"))
+            }
+            if text.isEmpty {
+                v.append(.init(field: "\(name).translations[\(tag)]", reason: "empty text"))
+            }
+            if t.count > 1 {
+                if let other = seen.first(where: { LocaleResolver.tagsEqual($0, tag) }) {
+                    let pair = [other, tag].sorted()
+                    v.append(.init(field: "\(name).translations", reason: "locales \(pair[0]) and \(pair[1]) are the same tag"))
+                }
+                seen.append(tag)
+            }
+        }
+    }
+
+    static func sameLocaleSet(_ a: [String: String], _ b: [String: String]) -> Bool {
+        guard a.count == b.count else { return false }
+        for k in a.keys {
+            if b[k] != nil { continue }
+            if !b.keys.contains(where: { LocaleResolver.tagsEqual($0, k) }) { return false }
+        }
+        return true
+    }
+
+    static func localeSet(_ t: [String: String]) -> String {
+        "{" + t.keys.sorted().joined(separator: ",") + "}"
+    }
+
+    /// Why an image URL is unusable, or nil: it must be `https://host…`
+    /// without spaces or control characters, at most 2048 bytes.
+    public static func imageURLProblem(_ url: String) -> String? {
+        let u = url.utf8
+        if u.count > Limits.imageURL { return "must be at most \(Limits.imageURL) bytes, got \(u.count)" }
+        let scheme = "https://".utf8
+        guard u.count > scheme.count,
+              zip(u, scheme).allSatisfy({ LocaleResolver.fold($0) == $1 })
+        else { return "must be an https URL" }
+        let rest = u.dropFirst(scheme.count)
+        if let f = rest.first, f == UInt8(ascii: "/") || f == UInt8(ascii: "?") || f == UInt8(ascii: "#") {
+            return "must name a host"
+        }
+        for c in u where c <= 0x20 || c == 0x7F { return "must not contain spaces or control characters" }
+        return nil
+    }
+
+    // MARK: Schedule fields
+
+    static func checkRequired(_ s: String, _ field: String, max: Int, into v: inout [FieldViolation]) {
+        if s.isEmpty {
+            v.append(.init(field: field, reason: "required"))
+        } else {
+            checkMax(s, field, max: max, into: &v)
+        }
+    }
+
+    static func checkMax(_ s: String, _ field: String, max: Int, into v: inout [FieldViolation]) {
+        let n = s.utf8.count
+        if n > max { v.append(.init(field: field, reason: "must be at most \(max) bytes, got \(n)")) }
+    }
+
+    /// Resolves the delivery window (SPEC §4): start = deliver_after or now;
+    /// end = target_delivery_time or start + deliver_within_hours.
+    ///
+    /// Rules: exactly one of deliver_within_hours (1…168) and
+    /// target_delivery_time (after now, at most 168 h after now);
+    /// deliver_after at most 168 h after now, and before the window end.
+    /// A deliver_after in the past is accepted (the window simply started).
+    public static func resolveWindow(_ input: ScheduleInput, now: Timestamp, into v: inout [FieldViolation]) -> DeliveryWindow? {
+        let maxAhead = Int64(DeliveryWindow.maximumHours) * 3600
+        let horizon = now.adding(seconds: maxAhead)
+        var start: Timestamp? = now
+        if let after = nonEmpty(input.deliverAfter) {
+            do {
+                let t = try RFC3339.parse(after)
+                if t > horizon {
+                    v.append(.init(field: "deliver_after", reason: "must be at most \(DeliveryWindow.maximumHours) h from now (\(RFC3339.format(horizon))), got \(RFC3339.format(t))"))
+                    start = nil
+                } else {
+                    start = t
+                }
+            } catch {
+                v.append(.init(field: "deliver_after", reason: "not an RFC 3339 timestamp: \(error.reason)"))
+                start = nil
+            }
+        }
+        let target = nonEmpty(input.targetDeliveryTime)
+        switch (input.deliverWithinHours, target) {
+        case (nil, nil):
+            v.append(.init(field: "deliver_within_hours", reason: "one of deliver_within_hours and target_delivery_time is required"))
+            return nil
+        case (.some, .some):
+            v.append(.init(field: "target_delivery_time", reason: "give either deliver_within_hours or target_delivery_time, not both"))
+            return nil
+        case (let h?, nil):
+            guard h >= 1 && h <= DeliveryWindow.maximumHours else {
+                v.append(.init(field: "deliver_within_hours", reason: "must be 1 to \(DeliveryWindow.maximumHours), got \(h)"))
+                return nil
+            }
+            guard let start else { return nil }
+            return DeliveryWindow(start: start, end: start.adding(seconds: Int64(h) * 3600))
+        case (nil, let text?):
+            let end: Timestamp
+            do {
+                end = try RFC3339.parse(text)
+            } catch {
+                v.append(.init(field: "target_delivery_time", reason: "not an RFC 3339 timestamp: \(error.reason)"))
+                return nil
+            }
+            if end <= now {
+                v.append(.init(field: "target_delivery_time", reason: "must be in the future, got \(RFC3339.format(end)) (now \(RFC3339.format(now)))"))
+                return nil
+            }
+            if end > horizon {
+                v.append(.init(field: "target_delivery_time", reason: "must be at most \(DeliveryWindow.maximumHours) h from now (\(RFC3339.format(horizon))), got \(RFC3339.format(end))"))
+                return nil
+            }
+            guard let start else { return nil }
+            if start >= end {
+                v.append(.init(field: "deliver_after", reason: "must be before target_delivery_time (\(RFC3339.format(end))), got \(RFC3339.format(start))"))
+                return nil
+            }
+            return DeliveryWindow(start: start, end: end)
+        }
+    }
+}

@@ -188,6 +188,13 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         nghttp2_submit_shutdown_notice(session)
         if nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil) == 0 {
             shutdownPingOutstanding = true
+            // A peer that never acks (some stop reading after the first GOAWAY) still gets the final one.
+            eventLoop.scheduleTask(in: .seconds(1)) { [self] in
+                if shutdownPingOutstanding {
+                    submitFinalGoaway()
+                    flushOutput()
+                }
+            }
         } else {
             submitFinalGoaway()
         }

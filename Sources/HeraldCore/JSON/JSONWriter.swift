@@ -15,9 +15,10 @@ public enum JSONEncodingError: Error, Sendable, Hashable {
 /// - Strings: `"` and `\` escaped; control characters as `\b \f \n \r \t` or
 ///   `\u00XX`; U+2028 and U+2029 as `\u2028`/`\u2029` (they break JavaScript
 ///   string literals); everything else, including non-ASCII, verbatim UTF-8.
-/// - Numbers: integral values with magnitude below 2^53 as plain integers
-///   (`3.0` → `3`, `-0.0` → `0`); other values in Swift's shortest
-///   round-tripping form (`0.1`, `1e+21`, `1.5e-07`), which is valid JSON.
+/// - Numbers: integral values with magnitude below 1e16 as plain integers
+///   (`3.0` → `3`, `-0.0` → `0`, 2^53 → `9007199254740992`); other values in
+///   Swift's shortest round-tripping form (`0.1`, `1e+16`, `1e+21`,
+///   `1.5e-07`), which is valid JSON.
 ///   NaN and infinities are rejected.
 public struct JSONWriter: Sendable {
     /// The bytes written so far.
@@ -168,8 +169,11 @@ public struct JSONWriter: Sendable {
     /// Writes a number (see the type's rules); throws for NaN and infinities.
     public mutating func writeNumber(_ n: Double) throws(JSONEncodingError) {
         guard n.isFinite else { throw .nonFiniteNumber(n) }
-        if n.rounded(.towardZero) == n && n.magnitude < 9_007_199_254_740_992 {
-            writeInteger(Int64(n))
+        // Truncating conversion and compare instead of `rounded()`: no libm
+        // (this module links no C libraries).
+        let i = n.magnitude < 1e16 ? Int64(n) : 0
+        if n.magnitude < 1e16 && Double(i) == n {
+            writeInteger(i)
         } else {
             // Swift's description is the shortest round-tripping form, and its
             // spellings (`1e+21`, `5e-324`, `0.1`) are all valid JSON numbers.

@@ -96,8 +96,21 @@ struct APNsSimCommand: AsyncParsableCommand {
         }
         // Unbuffered: scripts wait for this line on a pipe.
         FileHandle.standardOutput.write(Data("listening on \(simulator.host):\(simulator.port)\n".utf8))
-        while !Task.isCancelled {
-            try await Task.sleep(for: .seconds(3600))
+        await Self.waitForTerminationSignal()
+        try await simulator.stop()
+    }
+
+    /// Returns on SIGTERM or SIGINT (so the simulator exits 0 and closes its connections).
+    static func waitForTerminationSignal() async {
+        let (signals, continuation) = AsyncStream<Int32>.makeStream()
+        let sources = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
         }
+        for await _ in signals { break }
+        for source in sources { source.cancel() }
     }
 }

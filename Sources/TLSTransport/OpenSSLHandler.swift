@@ -29,10 +29,15 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Plaintext written before the handshake finished.
     private var pendingWrites: [(ByteBuffer, EventLoopPromise<Void>?)] = []
     private var pendingFlushPromises: [EventLoopPromise<Void>] = []
+    private let handshakeTimeout: TimeAmount
+    private var handshakeTimer: Scheduled<Void>?
 
-    /// - Parameter serverName: SNI and the name (DNS or IP) the certificate must match (client side).
-    public init(context tls: TLSContext, serverName: String? = nil) throws {
+    /// - Parameters:
+    ///   - serverName: SNI and the name (DNS or IP) the certificate must match (client side).
+    ///   - handshakeTimeout: close the connection if the handshake has not finished by then.
+    public init(context tls: TLSContext, serverName: String? = nil, handshakeTimeout: TimeAmount = .seconds(10)) throws {
         self.tls = tls
+        self.handshakeTimeout = handshakeTimeout
         self.serverName = serverName
         let ssl = try tls.makeSSL()
         guard let readBIO = BIO_new(BIO_s_mem()), let writeBIO = BIO_new(BIO_s_mem()) else {
@@ -76,6 +81,12 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func startHandshake(context: ChannelHandlerContext) {
         guard state == .idle else { return }
         state = .handshaking
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        handshakeTimer = context.eventLoop.scheduleTask(in: handshakeTimeout) {
+            let (handler, context) = bound.value
+            guard handler.state == .handshaking else { return }
+            handler.fail(context: context, TLSError(.handshakeFailed, "TLS handshake timed out"))
+        }
         if tls.role == .client { doHandshake(context: context) }
     }
 
@@ -118,6 +129,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
                 return
             }
             state = .established
+            handshakeTimer?.cancel()
             context.fireUserInboundEventTriggered(TLSHandshakeCompleted(alpnProtocol: "h2"))
             let writes = pendingWrites
             pendingWrites = []
@@ -251,6 +263,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.fireErrorCaught(TLSError(.handshakeFailed, "connection closed during the TLS handshake"))
         }
         state = .closed
+        handshakeTimer?.cancel()
         failPendingWrites(ChannelError.ioOnClosedChannel)
         context.fireChannelInactive()
     }
@@ -267,6 +280,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func fail(context: ChannelHandlerContext, _ error: TLSError) {
         guard state != .closed else { return }
         state = .closed
+        handshakeTimer?.cancel()
         failPendingWrites(error)
         context.fireErrorCaught(error)
         context.close(promise: nil)

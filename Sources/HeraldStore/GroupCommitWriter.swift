@@ -33,6 +33,7 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
     }
 
     func run(_ db: Database) -> (any Error)? {
+        defer { db.resetBusyStatements() }
         do {
             result = .success(try db.savepoint { try body(db) })
             return nil
@@ -103,6 +104,13 @@ final class GroupCommitWriter: @unchecked Sendable {
         return stats
     }
 
+    /// Writes queued and not yet taken by the writer thread.
+    var queuedCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queue.count
+    }
+
     /// (ok, last error text) of the most recent commit.
     var commitHealth: (ok: Bool, lastError: String?) {
         condition.lock()
@@ -133,6 +141,7 @@ final class GroupCommitWriter: @unchecked Sendable {
                 condition.wait()
             }
             if queue.isEmpty {
+                db.close()
                 exited = true
                 let waiters = exitWaiters
                 exitWaiters = []

@@ -19,7 +19,10 @@ final class ReaderPool: @unchecked Sendable {
 
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         let db = try checkOut()
-        defer { checkIn(db) }
+        defer {
+            db.resetBusyStatements()
+            checkIn(db)
+        }
         return try body(db)
     }
 
@@ -29,7 +32,7 @@ final class ReaderPool: @unchecked Sendable {
         let connections = idle
         idle = []
         lock.unlock()
-        _ = connections  // closed by deinit when the last reference goes
+        connections.forEach { $0.close() }
     }
 
     private func checkOut() throws -> Database {
@@ -50,9 +53,12 @@ final class ReaderPool: @unchecked Sendable {
 
     private func checkIn(_ db: Database) {
         lock.lock()
-        defer { lock.unlock() }
         if !closed && idle.count < maxIdle {
             idle.append(db)
+            lock.unlock()
+        } else {
+            lock.unlock()
+            db.close()
         }
     }
 }

@@ -36,7 +36,7 @@ public final class SQLiteStore: HeraldStore {
 
     /// The database file.
     public let path: String
-    private let writer: GroupCommitWriter
+    let writer: GroupCommitWriter
     private let readers: ReaderPool
 
     /// Opens (creating or migrating) the database at `path`.
@@ -55,8 +55,9 @@ public final class SQLiteStore: HeraldStore {
     /// Commits queued writes and closes the connections. Later calls throw
     /// `StoreError.closed`.
     public func close() async {
-        await writer.close()
+        // Readers first: the writer, closing last, checkpoints the WAL.
         readers.close()
+        await writer.close()
     }
 
     /// Group-commit counters (commits vs. writes: the batching factor).
@@ -167,6 +168,23 @@ public final class SQLiteStore: HeraldStore {
 
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         try readers.read(body)
+    }
+
+    /// Inserts many messages in one write, without last-request-wins checks
+    /// (seeding benchmarks and tests; keys must be unique).
+    func importMessages(_ messages: [StoredMessage]) async throws {
+        try await write { db in
+            for message in messages {
+                try MessageRows.insert(db, message)
+                if let key = message.idempotencyKey {
+                    try db.run("INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES (?1, ?2, ?3)") {
+                        try $0.bind(message.bundleID, at: 1)
+                        try $0.bind(key, at: 2)
+                        try $0.bind(message.id, at: 3)
+                    }
+                }
+            }
+        }
     }
 
     public func health() async -> StoreHealth {

@@ -28,7 +28,15 @@ final class Database {
         sqlite3_busy_timeout(db, busyTimeoutMs)
     }
 
-    deinit {
+    private var isClosed = false
+
+    deinit { close() }
+
+    /// Finalizes cached statements and closes the connection. The last
+    /// connection to close checkpoints the WAL into the database file.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
         statements.removeAll()
         sqlite3_close_v2(handle)
     }
@@ -46,6 +54,16 @@ final class Database {
         let statement = try prepare(sql, persistent: true)
         statements[sql] = statement
         return statement
+    }
+
+    /// Resets every statement still holding a row. An unreset statement keeps
+    /// its read transaction — and so its stale WAL snapshot — open.
+    func resetBusyStatements() {
+        var stmt = sqlite3_next_stmt(handle, nil)
+        while let current = stmt {
+            if sqlite3_stmt_busy(current) != 0 { sqlite3_reset(current) }
+            stmt = sqlite3_next_stmt(handle, current)
+        }
     }
 
     /// A new, uncached prepared statement.

@@ -163,3 +163,59 @@ extension Herald__V1__ApnsRendering__HeadersEntry: GeneratedMessage {
 extension Herald__V1__FcmRendering: GeneratedMessage {
     static func initialized() -> Self { var m = Self(); herald__v1__fcm_rendering__init(&m); return m }
 }
+
+extension RequestDecoder {
+    mutating func deliveryMethod(_ value: Herald__V1__DeliveryMethod) -> DeliveryMethod? {
+        switch value {
+        case HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_UNSPECIFIED: return nil
+        case HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_CONTEXT_AWARE: return .contextAware
+        case HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_TRADITIONAL: return .traditional
+        default:
+            violations.append(FieldViolation(field: "delivery_method", reason: "unknown value \(value.rawValue)"))
+            return nil
+        }
+    }
+
+    mutating func environment(_ value: Herald__V1__ApnsEnvironment) -> APNsEnvironment? {
+        switch value {
+        case HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_UNSPECIFIED: return nil
+        case HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_PRODUCTION: return .production
+        case HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_SANDBOX: return .sandbox
+        default:
+            violations.append(FieldViolation(field: "environment", reason: "unknown value \(value.rawValue)"))
+            return nil
+        }
+    }
+
+    mutating func scheduleInput(_ wire: Herald__V1__ScheduleRequest) -> ScheduleInput {
+        let message = messageInput(
+            bundleID: wire.bundle_id, platform: wire.platform, content: wire.content, priority: wire.priority,
+            ttlSeconds: wire.ttl_case == HERALD__V1__SCHEDULE_REQUEST__TTL_TTL_SECONDS ? wire.ttl_seconds : nil,
+            collapseID: wire.collapse_id, ios: wire.ios, android: wire.android, idempotencyKey: wire.idempotency_key)
+        return ScheduleInput(
+            message: message,
+            userID: string(wire.user_id, "user_id"),
+            campaignID: string(wire.campaign_id, "campaign_id"),
+            deliveryMethod: deliveryMethod(wire.delivery_method),
+            deliverWithinHours: wire.window_case == HERALD__V1__SCHEDULE_REQUEST__WINDOW_DELIVER_WITHIN_HOURS
+                ? wire.deliver_within_hours : nil,
+            targetDeliveryTime: wire.window_case == HERALD__V1__SCHEDULE_REQUEST__WINDOW_TARGET_DELIVERY_TIME
+                ? string(wire.target_delivery_time, "target_delivery_time") : nil,
+            deliverAfter: optionalString(wire.deliver_after, "deliver_after"))
+    }
+
+    /// A required string: a violation names the field when it is empty.
+    mutating func required(_ pointer: UnsafeMutablePointer<CChar>?, _ field: String, maxBytes: Int) -> String {
+        let value = string(pointer, field)
+        if value.isEmpty {
+            violations.append(FieldViolation(field: field, reason: "is required"))
+        } else if value.utf8.count > maxBytes {
+            violations.append(FieldViolation(field: field, reason: "is \(value.utf8.count) bytes; the limit is \(maxBytes)"))
+        }
+        return value
+    }
+
+    mutating func check(_ problem: String?, _ field: String) {
+        if let problem { violations.append(FieldViolation(field: field, reason: problem)) }
+    }
+}

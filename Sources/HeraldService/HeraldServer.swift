@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Foundation
 import GRPCServer
 import HeraldCore
@@ -34,6 +35,8 @@ public struct HeraldConfiguration: Sendable {
     /// With the bundled simulator: append every delivery it accepts to this
     /// file as a JSON line.
     public var simulatorRecordPath: String?
+    /// Faults the bundled simulator injects (410 / 400 tokens, …).
+    public var simulatorFaults = APNsSimulatorFaults()
     /// Most messages dispatched at once.
     public var maxDispatchesInFlight = 512
     /// The scheduler's clock.
@@ -121,7 +124,7 @@ public final class HeraldServer: Sendable {
         if let routes = configuration.apnsRoutes {
             gateway = APNsGateway(routes: routes)
         } else {
-            gateway = try await APNsGateway.embedded(logger: logger)
+            gateway = try await APNsGateway.embedded(faults: configuration.simulatorFaults, logger: logger)
         }
         let scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)
         let dispatcher = Dispatcher(store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Foundation
 import HeraldService
 import Logging
 
@@ -38,6 +39,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("sim-record"), help: "With the bundled APNs simulator: append each delivery it accepts to this file as JSON lines.")
     var simulatorRecord: String = Environment.string("HERALD_SIM_RECORD") ?? ""
 
+    @Option(name: .customLong("sim-unregistered"), help: "Bundled simulator: answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable).")
+    var simulatorUnregistered: [String] = []
+
+    @Option(name: .customLong("sim-bad-token"), help: "Bundled simulator: answer 400 BadDeviceToken for TOKEN (repeatable).")
+    var simulatorBadTokens: [String] = []
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
     var logLevel: String = Environment.string("HERALD_LOG_LEVEL") ?? "info"
 
@@ -74,6 +81,13 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.graceSeconds = Int64(graceSeconds)
         configuration.contextAwareShare = contextAwareShare
         configuration.simulatorRecordPath = simulatorRecord.isEmpty ? nil : simulatorRecord
+        for entry in simulatorUnregistered {
+            let parts = entry.split(separator: ":", maxSplits: 1)
+            let timestamp = parts.count == 2 ? Int64(parts[1]) : nil
+            // Without a timestamp: "unregistered as of start", as `apns-sim` does.
+            configuration.simulatorFaults.unregistered[String(parts[0]).lowercased()] = timestamp ?? Int64(Date().timeIntervalSince1970 * 1000)
+        }
+        for token in simulatorBadTokens { configuration.simulatorFaults.badTokens.insert(token.lowercased()) }
         if !tokensFile.isEmpty {
             configuration.accessPolicy = try AccessPolicy.load(path: tokensFile)
             logger.info("access tokens loaded", metadata: ["labels": "\(configuration.accessPolicy.grants.map(\.label))"])

@@ -64,13 +64,14 @@ public final class APNsGateway: Sendable {
     /// Starts the bundled simulator on 127.0.0.1 (a free port, a fresh
     /// self-signed certificate, a fresh ES256 key whose public half it
     /// verifies) and one client for every bundle and environment.
-    public static func embedded(logger: Logger) async throws -> APNsGateway {
+    public static func embedded(faults: APNsSimulatorFaults = APNsSimulatorFaults(), logger: Logger) async throws -> APNsGateway {
         let key = try PrivateKey.generateP256()
         var simulatorConfiguration = APNsSimulatorConfiguration()
         simulatorConfiguration.keyID = "HERALDSIM1"
         simulatorConfiguration.teamID = "HERALDTEAM"
         simulatorConfiguration.publicKeyPEM = try key.publicKeyPEM()
         let simulator = try await APNsSimulator.start(simulatorConfiguration)
+        simulator.updateFaults { $0 = faults }
         var clientConfiguration = APNsClientConfiguration(
             endpoint: APNsEndpoint(host: simulator.host, port: simulator.port),
             credentials: .token(keyID: "HERALDSIM1", teamID: "HERALDTEAM", privateKeyPEM: try key.privateKeyPEM()))

@@ -49,7 +49,10 @@ public final class Dispatcher: Sendable {
             guard let message = try await store.message(id: id) else { return }
             switch (message.state, message.deliveryMethod) {
             case (.scheduled, .traditional): try await deliver(message, push: .alert)
-            case (.scheduled, .contextAware): try await deliver(message, push: .handoff)
+            case (.scheduled, .contextAware):
+                // The planner degrades to a plain alert when the handoff could
+                // not go out before the window ends (DeliveryPlanner.plan).
+                try await deliver(message, push: message.dueAt < message.windowEnd ? .handoff : .alert)
             case (.handedOff, _): try await deliver(message, push: .alert)  // no DISPLAYED by window end
             default: return  // cancelled, superseded, displayed … meanwhile
             }

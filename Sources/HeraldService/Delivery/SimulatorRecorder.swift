@@ -8,9 +8,9 @@ import Logging
 /// end-to-end tests read.
 enum SimulatorRecorder {
     static func record(_ simulator: APNsSimulator, to path: String, logger: Logger) async {
-        guard FileManager.default.createFile(atPath: path, contents: nil),
-              let file = FileHandle(forWritingAtPath: path)
-        else {
+        // Appends: a restart on the same file keeps one record of everything.
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let file = FileHandle(forWritingAtPath: path), (try? file.seekToEnd()) != nil else {
             logger.error("cannot write the simulator record", metadata: ["path": "\(path)"])
             return
         }

@@ -51,6 +51,11 @@ public final class APNsClient: Sendable {
                 tls = try TLSContext.client(
                     trustedCAFile: configuration.trustedCAFile, trustedCAPEM: configuration.trustedCAPEM,
                     clientCertificatePEM: certificatePEM, clientKeyPEM: privateKeyPEM)
+            case .pkcs12(let der, let password):
+                let identity = try PKCS12Bundle.pem(fromDER: der, password: password)
+                tls = try TLSContext.client(
+                    trustedCAFile: configuration.trustedCAFile, trustedCAPEM: configuration.trustedCAPEM,
+                    clientCertificatePEM: identity.certificatePEM, clientKeyPEM: identity.keyPEM)
             }
         } catch let error as APNsError {
             throw error

@@ -48,7 +48,9 @@ public final class APNsSimulator: Sendable {
             certificatePEM = generated.certificatePEM
             keyPEM = generated.keyPEM
         }
-        let tls = try TLSContext.server(certificatePEM: certificatePEM, keyPEM: keyPEM)
+        let tls = try TLSContext.server(
+            certificatePEM: certificatePEM, keyPEM: keyPEM,
+            requestClientCertificate: configuration.acceptClientCertificates)
         let verifier = try configuration.publicKeyPEM.map { try PrivateKey.publicKey(pem: $0) }
         let state = SimulatorState(configuration: configuration, verifier: verifier)
         let channel = try await ServerBootstrap(group: group ?? MultiThreadedEventLoopGroup.singleton)

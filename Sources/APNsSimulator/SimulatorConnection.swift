@@ -37,6 +37,8 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     private var streamsBegun = 0
     private var goAwayLastStreamID: Int32?
     private var closing = false
+    /// Subject of the client certificate (certificate auth), if one was presented.
+    private var clientCertificate: String?
 
     init(id: Int, state: SimulatorState) {
         self.id = id
@@ -58,7 +60,10 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is TLSHandshakeCompleted { startSession() }
+        if let completed = event as? TLSHandshakeCompleted {
+            clientCertificate = completed.peerCertificateSubject
+            startSession()
+        }
         context.fireUserInboundEventTriggered(event)
     }
 
@@ -152,7 +157,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
         }
         let outcome = RequestValidator.validate(
             headers: stream.headers, body: stream.body, bodyTooLarge: stream.bodyTooLarge,
-            tokenState: &tokenState, state: state)
+            certificateAuthenticated: clientCertificate != nil, tokenState: &tokenState, state: state)
         let status: Int
         let apnsID: String
         var body: [UInt8] = []

@@ -91,13 +91,33 @@ struct APNsClientTests {
         #expect(response.reason == .invalidProviderToken)
         await forged.shutdown()
 
-        configuration.credentials = .certificate(
+        // Neither a token nor a client certificate.
+        var bare = simulatorConfiguration(key)
+        bare.acceptClientCertificates = false
+        let strict = try await APNsSimulator.start(bare)
+        var certificateConfiguration = clientConfiguration(key, simulator: strict)
+        certificateConfiguration.credentials = .certificate(
             certificatePEM: testCertificate.certificatePEM, privateKeyPEM: testCertificate.keyPEM)
-        let certificateClient = try APNsClient(configuration: configuration)
-        let missing = try await certificateClient.send(alertRequest())
+        let unauthenticated = try APNsClient(configuration: certificateConfiguration)
+        let missing = try await unauthenticated.send(alertRequest())
         #expect(missing.status == 403)
         #expect(missing.reason == .missingProviderToken)
-        await certificateClient.shutdown()
+        await unauthenticated.shutdown()
+        try await strict.stop()
+        try await simulator.stop()
+    }
+
+    @Test("Certificate auth: the client certificate authenticates requests without a token")
+    func certificateAuth() async throws {
+        let key = try TestKey()
+        let simulator = try await APNsSimulator.start(simulatorConfiguration(key))
+        var configuration = clientConfiguration(key, simulator: simulator)
+        let identity = try SelfSignedCertificate.generate(commonName: "Apple Push Services: com.example.app")
+        configuration.credentials = .certificate(certificatePEM: identity.certificatePEM, privateKeyPEM: identity.keyPEM)
+        let client = try APNsClient(configuration: configuration)
+        #expect(try await client.send(alertRequest()).status == 200)
+        #expect(simulator.delivered.first?.header("authorization") == nil)
+        await client.shutdown()
         try await simulator.stop()
     }
 

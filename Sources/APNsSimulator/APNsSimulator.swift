@@ -115,6 +115,9 @@ public final class APNsSimulator: Sendable {
     /// A stream of deliveries from now on.
     public func deliveryStream() -> AsyncStream<APNsDelivery> { state.subscribe() }
 
+    /// A stream of connection events (opened, PING, GOAWAY, closed) from now on.
+    public func events() -> AsyncStream<APNsSimulatorEvent> { state.subscribeEvents() }
+
     /// Returns once at least `count` notifications were accepted.
     public func waitForDeliveries(count: Int) async {
         await state.waitFor(count: count)

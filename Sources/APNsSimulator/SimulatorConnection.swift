@@ -57,6 +57,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
         streams.removeAll()
+        if session != nil { state.emit(.connectionClosed(connectionID: id)) }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -91,6 +92,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         session = newSession
+        state.emit(.connectionOpened(connectionID: id))
         var settings = [
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
@@ -132,6 +134,8 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     fileprivate func stream(_ id: Int32) -> SimulatorStream? { streams[id] }
+
+    fileprivate func received(_ event: (Int) -> APNsSimulatorEvent) { state.emit(event(id)) }
 
     fileprivate func addHeader(_ stream: SimulatorStream, name: String, value: String) {
         stream.headerBytes += name.utf8.count + value.utf8.count
@@ -280,6 +284,14 @@ private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, userDa
     guard let frame else { return 0 }
     let header = frame.pointee.hd
     let type = UInt32(header.type)
+    if type == NGHTTP2_PING.rawValue && header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+        connection(userData).received { .ping(connectionID: $0) }
+        return 0
+    }
+    if type == NGHTTP2_GOAWAY.rawValue {
+        connection(userData).received { .goAwayReceived(connectionID: $0) }
+        return 0
+    }
     guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue,
           header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return 0 }
     let owner = connection(userData)

@@ -82,3 +82,15 @@ public struct APNsSimulatorConfiguration: Sendable {
 
     public init() {}
 }
+
+/// Connection-level things the simulator saw, for tests that await them.
+public enum APNsSimulatorEvent: Sendable {
+    /// A TLS + HTTP/2 connection was established.
+    case connectionOpened(connectionID: Int)
+    /// A PING (not an ACK) arrived on a connection.
+    case ping(connectionID: Int)
+    /// A GOAWAY arrived from the client.
+    case goAwayReceived(connectionID: Int)
+    /// A connection closed.
+    case connectionClosed(connectionID: Int)
+}

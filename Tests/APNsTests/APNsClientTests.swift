@@ -330,6 +330,39 @@ struct APNsClientTests {
         try await simulator.stop()
     }
 
+    @Test("Quiet connections are PINGed, idle ones closed with GOAWAY")
+    func keepAliveAndIdleClose() async throws {
+        let key = try TestKey()
+        let simulator = try await APNsSimulator.start(simulatorConfiguration(key))
+        let events = simulator.events()
+        var configuration = clientConfiguration(key, simulator: simulator)
+        configuration.maxConnections = 1
+        configuration.pingInterval = .milliseconds(50)
+        configuration.idleTimeout = .milliseconds(300)
+        let client = try APNsClient(configuration: configuration)
+        #expect(try await client.send(alertRequest()).status == 200)
+        var pings = 0
+        var sawGoAway = false
+        var closed = false
+        for await event in events {
+            switch event {
+            case .ping: pings += 1
+            case .goAwayReceived: sawGoAway = true
+            case .connectionClosed: closed = true
+            case .connectionOpened: break
+            }
+            if closed { break }
+        }
+        #expect(pings >= 1)
+        #expect(sawGoAway)
+        #expect(await client.status().connectionsOpen == 0)
+        // The next send opens a fresh connection.
+        #expect(try await client.send(alertRequest()).status == 200)
+        #expect(simulator.connectionsAccepted == 2)
+        await client.shutdown()
+        try await simulator.stop()
+    }
+
     @Test("Pool status reports the endpoint and open connections")
     func poolStatus() async throws {
         let key = try TestKey()

@@ -62,7 +62,7 @@ public final class APNsClient: Sendable {
         } catch {
             throw APNsError.configuration("\(error)")
         }
-        shared = APNsPoolShared(configuration: configuration, tls: tls, tokens: tokens)
+        shared = APNsPoolShared(configuration: configuration, tls: tls, tokens: tokens, logger: logger)
         let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
         let count = max(1, configuration.maxConnections)
         var slots: [APNsConnectionSlot] = []

@@ -106,6 +106,9 @@ public final class APNsSimulator: Sendable {
     /// Requests answered with each status (200, 400, 410, …), refused streams not included.
     public var statusCounts: [Int: Int] { state.statusCountsSnapshot() }
 
+    /// The most streams open at once on any one connection.
+    public var maxConcurrentStreamsSeen: Int { state.maxConcurrentStreamsSeen() }
+
     /// TLS connections accepted so far.
     public var connectionsAccepted: Int { state.connectionsAccepted() }
 

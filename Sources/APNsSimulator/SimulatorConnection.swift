@@ -125,6 +125,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
         let stream = SimulatorStream(id: streamID)
         streams[streamID] = stream
         streamsBegun += 1
+        state.observeConcurrentStreams(streams.count)
         if let lastAccepted = goAwayLastStreamID {
             if streamID > lastAccepted { stream.refused = true }
         } else if let limit = state.goAwayAfterStreams(), streamsBegun >= limit, let session {

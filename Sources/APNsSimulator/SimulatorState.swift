@@ -14,6 +14,7 @@ final class SimulatorState: Sendable {
         var perID: [String: Int] = [:]
         var statusCounts: [Int: Int] = [:]
         var tokenUpdates = 0
+        var maxConcurrentStreams = 0
         var subscribers: [Int: AsyncStream<APNsDelivery>.Continuation] = [:]
         var eventSubscribers: [Int: AsyncStream<APNsSimulatorEvent>.Continuation] = [:]
         var nextSubscriber = 0
@@ -75,6 +76,12 @@ final class SimulatorState: Sendable {
     func countStatus(_ status: Int) {
         records.withLock { $0.statusCounts[status, default: 0] += 1 }
     }
+
+    func observeConcurrentStreams(_ count: Int) {
+        records.withLock { $0.maxConcurrentStreams = max($0.maxConcurrentStreams, count) }
+    }
+
+    func maxConcurrentStreamsSeen() -> Int { records.withLock { $0.maxConcurrentStreams } }
 
     func countTokenUpdate() { records.withLock { $0.tokenUpdates += 1 } }
     func tokenUpdates() -> Int { records.withLock { $0.tokenUpdates } }

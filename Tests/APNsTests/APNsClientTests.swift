@@ -365,6 +365,27 @@ struct APNsClientTests {
         try await simulator.stop()
     }
 
+    @Test("Streams beyond the peer's SETTINGS_MAX_CONCURRENT_STREAMS wait in the local queue")
+    func localQueueing() async throws {
+        let key = try TestKey()
+        var simulatorSettings = simulatorConfiguration(key)
+        simulatorSettings.maxConcurrentStreams = 8
+        simulatorSettings.faults.responseDelay = .milliseconds(5)
+        let simulator = try await APNsSimulator.start(simulatorSettings)
+        var configuration = clientConfiguration(key, simulator: simulator)
+        configuration.maxConnections = 1
+        let client = try APNsClient(configuration: configuration)
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<200 { group.addTask { try await client.send(alertRequest(token: token(index))).status } }
+            for try await status in group { #expect(status == 200) }
+        }
+        #expect(simulator.deliveredCount == 200)
+        #expect(simulator.maxConcurrentStreamsSeen == 8)
+        #expect(simulator.connectionsAccepted == 1)
+        await client.shutdown()
+        try await simulator.stop()
+    }
+
     @Test("Pool status reports the endpoint and open connections")
     func poolStatus() async throws {
         let key = try TestKey()

@@ -122,7 +122,7 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
 
     func connectionClosed(_ connection: APNsConnection, error: APNsError?, wasReady: Bool) {
         draining.removeValue(forKey: ObjectIdentifier(connection))
-        if let error {
+        if let error, error != .shutdown {
             lastError = error.description
             shared.logger.warning("APNs connection closed", metadata: [
                 "endpoint": "\(shared.configuration.endpoint)", "connection": "\(connection.id)",

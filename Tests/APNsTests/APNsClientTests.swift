@@ -405,3 +405,32 @@ struct APNsClientTests {
         try await simulator.stop()
     }
 }
+
+@Suite("Pool registry")
+struct APNsPoolRegistryTests {
+    @Test("One pool per team and endpoint; teams never share connections")
+    func poolsPerTeam() async throws {
+        let teamA = try TestKey()
+        let teamB = try TestKey()
+        var settings = simulatorConfiguration(teamA)
+        settings.keyID = nil
+        settings.teamID = nil
+        settings.publicKeyPEM = nil  // accepts both teams' signatures
+        let simulator = try await APNsSimulator.start(settings)
+        let registry = APNsPoolRegistry()
+        let endpoint = APNsEndpoint(host: "127.0.0.1", port: simulator.port)
+        let keyA = APNsPoolKey.token(teamID: "TEAMA", keyID: "KEYA", endpoint: endpoint)
+        let keyB = APNsPoolKey.token(teamID: "TEAMB", keyID: "KEYB", endpoint: endpoint)
+        let clientA = try registry.client(for: keyA) { clientConfiguration(teamA, simulator: simulator) }
+        let again = try registry.client(for: keyA) { Issue.record("made twice"); return clientConfiguration(teamA, simulator: simulator) }
+        #expect(clientA === again)
+        let clientB = try registry.client(for: keyB) { clientConfiguration(teamB, simulator: simulator) }
+        #expect(try await clientA.send(alertRequest()).status == 200)
+        #expect(try await clientB.send(alertRequest()).status == 200)
+        let connections = Set(simulator.delivered.map(\.connectionID))
+        #expect(connections.count == 2)
+        #expect(await registry.statuses().map(\.key) == [keyA, keyB])
+        await registry.shutdown()
+        try await simulator.stop()
+    }
+}

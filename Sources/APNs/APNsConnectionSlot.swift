@@ -53,6 +53,19 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
         }
     }
 
+    /// The caller's task was cancelled: withdraw the request (queued or in flight).
+    func cancel(_ request: PendingRequest) {
+        guard !request.completed else { return }
+        if let connection = request.connection, request.streamID > 0 {
+            connection.cancelStream(request.streamID, because: .cancelled)
+        } else if let index = pending.firstIndex(where: { $0 === request }) {
+            pending.remove(at: index)
+            request.fail(.cancelled)
+        } else {
+            request.fail(.cancelled)
+        }
+    }
+
     /// Starts queued requests while the connection has room; opens one if needed.
     private func pump() {
         if let connection {

@@ -386,6 +386,24 @@ struct APNsClientTests {
         try await simulator.stop()
     }
 
+    @Test("Cancelling the caller withdraws an in-flight request; the connection stays usable")
+    func cancellation() async throws {
+        let key = try TestKey()
+        let simulator = try await APNsSimulator.start(simulatorConfiguration(key))
+        simulator.updateFaults { $0.responseDelay = .seconds(30) }
+        let client = try APNsClient(configuration: clientConfiguration(key, simulator: simulator))
+        let task = Task { try await client.send(alertRequest()) }
+        await simulator.waitForDeliveries(count: 1)  // recorded before the delayed answer
+        task.cancel()
+        await #expect(throws: APNsError.cancelled) { try await task.value }
+        #expect(await client.status().streamsInFlight == 0)
+        simulator.updateFaults { $0.responseDelay = .zero }
+        #expect(try await client.send(alertRequest()).status == 200)
+        #expect(simulator.connectionsAccepted == 1)
+        await client.shutdown()
+        try await simulator.stop()
+    }
+
     @Test("Pool status reports the endpoint and open connections")
     func poolStatus() async throws {
         let key = try TestKey()

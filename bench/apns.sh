@@ -2,7 +2,7 @@
 # APNs client → simulator throughput over loopback TLS (release build).
 #
 # For each scenario it starts `herald apns-sim` (JWT signatures verified,
-# no delivery records kept), runs the load client (`herald apns-sim
+# --quiet: no per-delivery log lines), runs the load client (`herald apns-sim
 # --bench-connect …`), and prints notifications/s, client CPU and peak RSS
 # (from the client's getrusage) and simulator CPU and peak RSS (/proc).
 #
@@ -24,7 +24,7 @@ TICKS="$(getconf CLK_TCK)"
 run() {
     local connections="$1" concurrency="$2"
     coproc SIM { exec "$HERALD_BIN" apns-sim --port 0 --ca-out "$TMP/ca.pem" --public-key "$TMP/pub.pem" \
-        --key-id BENCHKEY1 --team-id BENCHTEAM1 --topics com.example.bench --no-record; }
+        --key-id BENCHKEY1 --team-id BENCHTEAM1 --topics com.example.bench --quiet; }
     local sim_pid="$SIM_PID" line
     read -r line <&"${SIM[0]}"
     local port="${line##*:}"

@@ -51,13 +51,18 @@ public final class APNsClient: Sendable {
                 tls = try TLSContext.client(
                     trustedCAFile: configuration.trustedCAFile, trustedCAPEM: configuration.trustedCAPEM,
                     clientCertificatePEM: certificatePEM, clientKeyPEM: privateKeyPEM)
+            case .pkcs12(let der, let password):
+                let identity = try PKCS12Bundle.pem(fromDER: der, password: password)
+                tls = try TLSContext.client(
+                    trustedCAFile: configuration.trustedCAFile, trustedCAPEM: configuration.trustedCAPEM,
+                    clientCertificatePEM: identity.certificatePEM, clientKeyPEM: identity.keyPEM)
             }
         } catch let error as APNsError {
             throw error
         } catch {
             throw APNsError.configuration("\(error)")
         }
-        shared = APNsPoolShared(configuration: configuration, tls: tls, tokens: tokens)
+        shared = APNsPoolShared(configuration: configuration, tls: tls, tokens: tokens, logger: logger)
         let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
         let count = max(1, configuration.maxConnections)
         var slots: [APNsConnectionSlot] = []
@@ -74,7 +79,17 @@ public final class APNsClient: Sendable {
     /// with jittered exponential backoff; ExpiredProviderToken on a fresh
     /// connection with a fresh token; 429 TooManyRequests after the device
     /// token's backoff. Other statuses (200, 400, 403, 410, 413…) are returned.
+    ///
+    /// Cancelling the calling task withdraws the request (``APNsError/cancelled``).
     public func send(_ request: APNsRequest) async throws -> APNsResponse {
+        do {
+            return try await sendWithRetries(request)
+        } catch is CancellationError {
+            throw APNsError.cancelled
+        }
+    }
+
+    private func sendWithRetries(_ request: APNsRequest) async throws -> APNsResponse {
         let clock = configuration.clock
         var attempts = 0
         var refusals = 0
@@ -144,10 +159,15 @@ public final class APNsClient: Sendable {
         let slot = leastLoadedSlot()
         slot.load.add(1, ordering: .relaxed)
         defer { slot.load.subtract(1, ordering: .relaxed) }
+        try Task.checkCancellation()
         let promise = slot.eventLoop.makePromise(of: APNsResponse.self)
         let pending = PendingRequest(request: request, promise: promise)
         slot.eventLoop.execute { slot.enqueue(pending) }
-        return try await promise.futureResult.get()
+        return try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            slot.eventLoop.execute { slot.cancel(pending) }
+        }
     }
 
     private func leastLoadedSlot() -> APNsConnectionSlot {

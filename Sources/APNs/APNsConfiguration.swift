@@ -22,6 +22,8 @@ public enum APNsCredentials: Sendable {
     case token(keyID: String, teamID: String, privateKeyPEM: String)
     /// Certificate auth: a client certificate (PEM, leaf first) and its private key (PEM).
     case certificate(certificatePEM: String, privateKeyPEM: String)
+    /// Certificate auth from a PKCS#12 (.p12) export.
+    case pkcs12(der: [UInt8], password: String)
 }
 
 /// Exponential backoff: `initial`, doubling, capped at `maximum`.

@@ -11,6 +11,9 @@ final class PendingRequest: @unchecked Sendable {
     /// Fires the deadline (queued or in flight).
     var deadlineTask: Scheduled<Void>?
     var completed = false
+    /// Where the request is now, so a cancelled caller can withdraw it.
+    weak var connection: APNsConnection?
+    var streamID: Int32 = 0
 
     init(request: APNsRequest, promise: EventLoopPromise<APNsResponse>) {
         self.request = request
@@ -40,7 +43,8 @@ final class StreamState {
     var status = 0
     var apnsID: String?
     var body: [UInt8] = []
-    var timedOut = false
+    /// Reset by us: why the caller gets (deadline or cancellation).
+    var abandonedWith: APNsError?
 
     init(pending: PendingRequest, token: String?) {
         self.pending = pending
@@ -246,12 +250,14 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         streams[streamID] = stream
+        pending.connection = self
+        pending.streamID = streamID
         lastStreamActivity = .now()
         if let deadline = request.deadline {
             pending.deadlineTask?.cancel()
             let remaining = deadline.timeIntervalSince(clock.now())
             pending.deadlineTask = eventLoop.scheduleTask(in: .nanoseconds(Int64(max(remaining, 0) * 1e9))) { [weak self] in
-                self?.cancelStream(streamID)
+                self?.cancelStream(streamID, because: .deadlineExceeded)
             }
         }
         if !insideReceive { flushSoon() }
@@ -269,9 +275,10 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    private func cancelStream(_ streamID: Int32) {
+    /// Resets a stream we no longer want an answer for.
+    func cancelStream(_ streamID: Int32, because error: APNsError) {
         guard let session, let stream = streams[streamID] else { return }
-        stream.timedOut = true
+        stream.abandonedWith = error
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
         afterEvents()
     }
@@ -282,8 +289,8 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         guard let stream = streams.removeValue(forKey: id) else { return }
         lastStreamActivity = .now()
         capacityFreed = true
-        if stream.timedOut {
-            stream.pending.fail(.deadlineExceeded)
+        if let abandoned = stream.abandonedWith {
+            stream.pending.fail(abandoned)
         } else if stream.status != 0 && errorCode == NGHTTP2_NO_ERROR.rawValue {
             let response = APNsResponse.parse(status: stream.status, apnsID: stream.apnsID, body: stream.body)
             if response.reason == .expiredProviderToken, let token = stream.token {
@@ -395,7 +402,7 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         streams.removeAll()
         let reason = error ?? .connectionClosed("connection closed")
         for (_, stream) in open.sorted(by: { $0.key < $1.key }) {
-            stream.pending.fail(stream.timedOut ? .deadlineExceeded : reason)
+            stream.pending.fail(stream.abandonedWith ?? reason)
         }
         delegate?.connectionClosed(self, error: error, wasReady: wasReady)
         context = nil

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -49,6 +50,19 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
         if let index = pending.firstIndex(where: { $0 === request }) {
             pending.remove(at: index)
             request.fail(.deadlineExceeded)
+        }
+    }
+
+    /// The caller's task was cancelled: withdraw the request (queued or in flight).
+    func cancel(_ request: PendingRequest) {
+        guard !request.completed else { return }
+        if let connection = request.connection, request.streamID > 0 {
+            connection.cancelStream(request.streamID, because: .cancelled)
+        } else if let index = pending.firstIndex(where: { $0 === request }) {
+            pending.remove(at: index)
+            request.fail(.cancelled)
+        } else {
+            request.fail(.cancelled)
         }
     }
 
@@ -110,6 +124,9 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
 
     func connectionStoppedAccepting(_ connection: APNsConnection) {
         guard connection === self.connection else { return }
+        shared.logger.debug("APNs connection draining (GOAWAY, idle or expired token)", metadata: [
+            "endpoint": "\(shared.configuration.endpoint)", "connection": "\(connection.id)",
+        ])
         self.connection = nil
         connecting = false
         draining[ObjectIdentifier(connection)] = connection
@@ -118,7 +135,13 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
 
     func connectionClosed(_ connection: APNsConnection, error: APNsError?, wasReady: Bool) {
         draining.removeValue(forKey: ObjectIdentifier(connection))
-        if let error { lastError = error.description }
+        if let error, error != .shutdown {
+            lastError = error.description
+            shared.logger.warning("APNs connection closed", metadata: [
+                "endpoint": "\(shared.configuration.endpoint)", "connection": "\(connection.id)",
+                "error": "\(error)", "established": "\(wasReady)",
+            ])
+        }
         guard connection === self.connection else { return }
         self.connection = nil
         connecting = false
@@ -141,6 +164,9 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
         waitingToReconnect = true
         let delay = shared.configuration.reconnectBackoff.delay(afterFailures: consecutiveFailures)
         reconnectDelays.append(delay)
+        shared.logger.info("APNs reconnect scheduled", metadata: [
+            "endpoint": "\(shared.configuration.endpoint)", "delay": "\(delay)", "failures": "\(consecutiveFailures)",
+        ])
         let clock = shared.configuration.clock
         let loop = eventLoop
         Task { [self] in
@@ -186,10 +212,12 @@ final class APNsPoolShared: Sendable {
     let configuration: APNsClientConfiguration
     let tls: TLSContext
     let tokens: ProviderTokenCache?
+    let logger: Logger
     private let connectionIDs = Atomic<Int>(0)
 
-    init(configuration: APNsClientConfiguration, tls: TLSContext, tokens: ProviderTokenCache?) {
+    init(configuration: APNsClientConfiguration, tls: TLSContext, tokens: ProviderTokenCache?, logger: Logger) {
         self.configuration = configuration
+        self.logger = logger
         self.tls = tls
         self.tokens = tokens
     }

@@ -19,6 +19,9 @@ public enum APNsError: Error, Sendable, Equatable, CustomStringConvertible {
     case retriesExhausted(String)
     /// The client was shut down.
     case shutdown
+    /// The caller's task was cancelled (the request was withdrawn; if it was
+    /// in flight its stream was reset, but APNs may have delivered it).
+    case cancelled
 
     public var description: String {
         switch self {
@@ -31,6 +34,7 @@ public enum APNsError: Error, Sendable, Equatable, CustomStringConvertible {
         case .configuration(let message): "configuration: \(message)"
         case .retriesExhausted(let message): "retries exhausted: \(message)"
         case .shutdown: "client shut down"
+        case .cancelled: "cancelled"
         }
     }
 }

@@ -48,7 +48,9 @@ public final class APNsSimulator: Sendable {
             certificatePEM = generated.certificatePEM
             keyPEM = generated.keyPEM
         }
-        let tls = try TLSContext.server(certificatePEM: certificatePEM, keyPEM: keyPEM)
+        let tls = try TLSContext.server(
+            certificatePEM: certificatePEM, keyPEM: keyPEM,
+            requestClientCertificate: configuration.acceptClientCertificates)
         let verifier = try configuration.publicKeyPEM.map { try PrivateKey.publicKey(pem: $0) }
         let state = SimulatorState(configuration: configuration, verifier: verifier)
         let channel = try await ServerBootstrap(group: group ?? MultiThreadedEventLoopGroup.singleton)
@@ -104,6 +106,9 @@ public final class APNsSimulator: Sendable {
     /// Requests answered with each status (200, 400, 410, …), refused streams not included.
     public var statusCounts: [Int: Int] { state.statusCountsSnapshot() }
 
+    /// The most streams open at once on any one connection.
+    public var maxConcurrentStreamsSeen: Int { state.maxConcurrentStreamsSeen() }
+
     /// TLS connections accepted so far.
     public var connectionsAccepted: Int { state.connectionsAccepted() }
 
@@ -112,6 +117,9 @@ public final class APNsSimulator: Sendable {
 
     /// A stream of deliveries from now on.
     public func deliveryStream() -> AsyncStream<APNsDelivery> { state.subscribe() }
+
+    /// A stream of connection events (opened, PING, GOAWAY, closed) from now on.
+    public func events() -> AsyncStream<APNsSimulatorEvent> { state.subscribeEvents() }
 
     /// Returns once at least `count` notifications were accepted.
     public func waitForDeliveries(count: Int) async {

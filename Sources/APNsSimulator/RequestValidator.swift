@@ -21,7 +21,7 @@ enum RequestValidator {
 
     static func validate(
         headers: [(name: String, value: String)], body: [UInt8], bodyTooLarge: Bool,
-        tokenState: inout ConnectionTokenState, state: SimulatorState
+        certificateAuthenticated: Bool, tokenState: inout ConnectionTokenState, state: SimulatorState
     ) -> Outcome {
         let configuration = state.configuration
         var seen: Set<String> = []
@@ -54,7 +54,7 @@ enum RequestValidator {
             if let failure = checkProviderToken(authorization, tokenState: &tokenState, state: state) {
                 return reject(failure.0, failure.1)
             }
-        } else if !configuration.allowMissingProviderToken {
+        } else if !certificateAuthenticated && !configuration.allowMissingProviderToken {
             return reject(403, "MissingProviderToken")
         }
 

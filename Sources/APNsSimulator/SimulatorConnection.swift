@@ -37,6 +37,8 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     private var streamsBegun = 0
     private var goAwayLastStreamID: Int32?
     private var closing = false
+    /// Subject of the client certificate (certificate auth), if one was presented.
+    private var clientCertificate: String?
 
     init(id: Int, state: SimulatorState) {
         self.id = id
@@ -55,10 +57,14 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
         streams.removeAll()
+        if session != nil { state.emit(.connectionClosed(connectionID: id)) }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is TLSHandshakeCompleted { startSession() }
+        if let completed = event as? TLSHandshakeCompleted {
+            clientCertificate = completed.peerCertificateSubject
+            startSession()
+        }
         context.fireUserInboundEventTriggered(event)
     }
 
@@ -86,6 +92,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         session = newSession
+        state.emit(.connectionOpened(connectionID: id))
         var settings = [
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
@@ -118,6 +125,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
         let stream = SimulatorStream(id: streamID)
         streams[streamID] = stream
         streamsBegun += 1
+        state.observeConcurrentStreams(streams.count)
         if let lastAccepted = goAwayLastStreamID {
             if streamID > lastAccepted { stream.refused = true }
         } else if let limit = state.goAwayAfterStreams(), streamsBegun >= limit, let session {
@@ -127,6 +135,8 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     fileprivate func stream(_ id: Int32) -> SimulatorStream? { streams[id] }
+
+    fileprivate func received(_ event: (Int) -> APNsSimulatorEvent) { state.emit(event(id)) }
 
     fileprivate func addHeader(_ stream: SimulatorStream, name: String, value: String) {
         stream.headerBytes += name.utf8.count + value.utf8.count
@@ -152,7 +162,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
         }
         let outcome = RequestValidator.validate(
             headers: stream.headers, body: stream.body, bodyTooLarge: stream.bodyTooLarge,
-            tokenState: &tokenState, state: state)
+            certificateAuthenticated: clientCertificate != nil, tokenState: &tokenState, state: state)
         let status: Int
         let apnsID: String
         var body: [UInt8] = []
@@ -275,6 +285,14 @@ private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, userDa
     guard let frame else { return 0 }
     let header = frame.pointee.hd
     let type = UInt32(header.type)
+    if type == NGHTTP2_PING.rawValue && header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+        connection(userData).received { .ping(connectionID: $0) }
+        return 0
+    }
+    if type == NGHTTP2_GOAWAY.rawValue {
+        connection(userData).received { .goAwayReceived(connectionID: $0) }
+        return 0
+    }
     guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue,
           header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return 0 }
     let owner = connection(userData)

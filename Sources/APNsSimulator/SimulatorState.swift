@@ -14,7 +14,9 @@ final class SimulatorState: Sendable {
         var perID: [String: Int] = [:]
         var statusCounts: [Int: Int] = [:]
         var tokenUpdates = 0
+        var maxConcurrentStreams = 0
         var subscribers: [Int: AsyncStream<APNsDelivery>.Continuation] = [:]
+        var eventSubscribers: [Int: AsyncStream<APNsSimulatorEvent>.Continuation] = [:]
         var nextSubscriber = 0
         var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
@@ -75,6 +77,12 @@ final class SimulatorState: Sendable {
         records.withLock { $0.statusCounts[status, default: 0] += 1 }
     }
 
+    func observeConcurrentStreams(_ count: Int) {
+        records.withLock { $0.maxConcurrentStreams = max($0.maxConcurrentStreams, count) }
+    }
+
+    func maxConcurrentStreamsSeen() -> Int { records.withLock { $0.maxConcurrentStreams } }
+
     func countTokenUpdate() { records.withLock { $0.tokenUpdates += 1 } }
     func tokenUpdates() -> Int { records.withLock { $0.tokenUpdates } }
 
@@ -127,6 +135,24 @@ final class SimulatorState: Sendable {
         }
         continuation.onTermination = { [self] _ in
             _ = records.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func emit(_ event: APNsSimulatorEvent) {
+        let subscribers = records.withLock { Array($0.eventSubscribers.values) }
+        for subscriber in subscribers { subscriber.yield(event) }
+    }
+
+    func subscribeEvents() -> AsyncStream<APNsSimulatorEvent> {
+        let (stream, continuation) = AsyncStream<APNsSimulatorEvent>.makeStream()
+        let id = records.withLock { records in
+            records.nextSubscriber += 1
+            records.eventSubscribers[records.nextSubscriber] = continuation
+            return records.nextSubscriber
+        }
+        continuation.onTermination = { [self] _ in
+            _ = records.withLock { $0.eventSubscribers.removeValue(forKey: id) }
         }
         return stream
     }

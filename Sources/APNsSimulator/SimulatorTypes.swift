@@ -60,8 +60,12 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var publicKeyPEM: String?
     /// Allowed `apns-topic` values; nil allows every topic.
     public var allowedTopics: Set<String>?
-    /// Accept requests with no `authorization` (certificate-auth clients).
+    /// Accept requests with no `authorization` even without a client certificate.
     public var allowMissingProviderToken = false
+    /// Ask clients for a TLS certificate; requests without `authorization` on a
+    /// connection that presented one are certificate-authenticated (accepted;
+    /// the certificate is not verified).
+    public var acceptClientCertificates = true
     /// Advertised SETTINGS_MAX_CONCURRENT_STREAMS.
     public var maxConcurrentStreams: Int = 1000
     /// Provider tokens older than this are ExpiredProviderToken.
@@ -77,4 +81,16 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var now: @Sendable () -> Date = { Date() }
 
     public init() {}
+}
+
+/// Connection-level things the simulator saw, for tests that await them.
+public enum APNsSimulatorEvent: Sendable {
+    /// A TLS + HTTP/2 connection was established.
+    case connectionOpened(connectionID: Int)
+    /// A PING (not an ACK) arrived on a connection.
+    case ping(connectionID: Int)
+    /// A GOAWAY arrived from the client.
+    case goAwayReceived(connectionID: Int)
+    /// A connection closed.
+    case connectionClosed(connectionID: Int)
 }

@@ -4,6 +4,9 @@ import NIOCore
 /// Fired inbound once the handshake is done and ALPN agreed on `h2`.
 public struct TLSHandshakeCompleted: Sendable {
     public let alpnProtocol: String
+    /// The subject of the certificate the peer presented, if any (servers see
+    /// client certificates only when the context requests them).
+    public let peerCertificateSubject: String?
 }
 
 /// TLS over a NIO channel with OpenSSL and two memory BIOs.
@@ -130,7 +133,15 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
             }
             state = .established
             handshakeTimer?.cancel()
-            context.fireUserInboundEventTriggered(TLSHandshakeCompleted(alpnProtocol: "h2"))
+            var subject: String?
+            if let peer = SSL_get1_peer_certificate(ssl) {
+                if let line = X509_NAME_oneline(X509_get_subject_name(peer), nil, 0) {
+                    subject = String(cString: line)
+                    CRYPTO_free(line, #fileID, #line)
+                }
+                X509_free(peer)
+            }
+            context.fireUserInboundEventTriggered(TLSHandshakeCompleted(alpnProtocol: "h2", peerCertificateSubject: subject))
             let writes = pendingWrites
             pendingWrites = []
             for (buffer, promise) in writes { encrypt(buffer, promise: promise, context: context) }

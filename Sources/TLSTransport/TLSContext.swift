@@ -52,9 +52,15 @@ public final class TLSContext: @unchecked Sendable {
 
     /// A server context presenting `certificatePEM` (leaf first, then chain) and
     /// selecting ALPN `h2` (clients that do not offer it are refused).
-    public static func server(certificatePEM: String, keyPEM: String) throws -> TLSContext {
+    ///
+    /// With `requestClientCertificate`, clients may present a certificate
+    /// (APNs certificate auth); it is reported, not verified, and not required.
+    public static func server(certificatePEM: String, keyPEM: String, requestClientCertificate: Bool = false) throws -> TLSContext {
         let tls = try TLSContext(role: .server)
         try tls.useCertificate(pem: certificatePEM, keyPEM: keyPEM)
+        if requestClientCertificate {
+            SSL_CTX_set_verify(tls.context, SSL_VERIFY_PEER, { _, _ in 1 })
+        }
         SSL_CTX_set_alpn_select_cb(tls.context, selectH2, nil)
         return tls
     }

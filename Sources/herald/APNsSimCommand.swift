@@ -37,7 +37,7 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(name: .customLong("error-status"), help: "500 or 503.") var errorStatus = 500
     @Option(name: .customLong("goaway-after"), help: "Send GOAWAY after this many streams per connection.") var goAwayAfter: Int?
     @Option(name: .customLong("delay-ms"), help: "Delay every response by this many milliseconds.") var delayMilliseconds = 0
-    @Flag(name: .customLong("no-record"), help: "Do not keep delivery records (long runs).") var noRecord = false
+    @Flag(help: "Do not log accepted notifications (one stderr line each by default).") var quiet = false
 
     // Bench client mode.
     @Option(name: .customLong("bench-connect"), help: "Bench client: simulator HOST:PORT to load.") var benchConnect: String?
@@ -73,7 +73,7 @@ struct APNsSimCommand: AsyncParsableCommand {
         }
         configuration.allowMissingProviderToken = allowMissingToken
         configuration.maxConcurrentStreams = maxStreams
-        configuration.recordDeliveries = !noRecord
+        configuration.recordDeliveries = false  // nobody can read them from outside the process
         guard errorStatus == 500 || errorStatus == 503 else { throw ValidationError("--error-status must be 500 or 503") }
         guard (0...1).contains(errorRate) else { throw ValidationError("--error-rate must be within 0...1") }
         var faults = APNsSimulatorFaults()
@@ -93,6 +93,17 @@ struct APNsSimCommand: AsyncParsableCommand {
         let simulator = try await APNsSimulator.start(configuration)
         if let caOut {
             try simulator.caCertificatePEM.write(toFile: caOut, atomically: true, encoding: .utf8)
+        }
+        if !quiet {
+            let deliveries = simulator.deliveryStream()
+            Task.detached {
+                for await delivery in deliveries {
+                    let line = "delivered apns-id=\(delivery.apnsID) token=\(delivery.deviceToken.prefix(8))… "
+                        + "topic=\(delivery.header("apns-topic") ?? "-") type=\(delivery.header("apns-push-type") ?? "-") "
+                        + "bytes=\(delivery.payload.count) connection=\(delivery.connectionID)\n"
+                    FileHandle.standardError.write(Data(line.utf8))
+                }
+            }
         }
         // Unbuffered: scripts wait for this line on a pipe.
         FileHandle.standardOutput.write(Data("listening on \(simulator.host):\(simulator.port)\n".utf8))

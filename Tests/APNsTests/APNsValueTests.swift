@@ -1,3 +1,4 @@
+import Foundation
 @testable import APNs
 import Testing
 import TLSTransport
@@ -40,5 +41,35 @@ struct APNsValueTests {
         #expect(throws: APNsError.self) {
             _ = try APNsTokenSigner(keyID: "K", teamID: "T", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
         }
+    }
+}
+
+@Suite("PKCS#12 identities")
+struct PKCS12Tests {
+    @Test("A .p12 exported by openssl opens to the same certificate and key")
+    func openP12() throws {
+        let identity = try SelfSignedCertificate.generate(commonName: "Apple Push Services: com.example.app")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("p12-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let certificate = directory.appendingPathComponent("cert.pem")
+        let key = directory.appendingPathComponent("key.pem")
+        let bundle = directory.appendingPathComponent("identity.p12")
+        try identity.certificatePEM.write(to: certificate, atomically: true, encoding: .utf8)
+        try identity.keyPEM.write(to: key, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["pkcs12", "-export", "-in", certificate.path, "-inkey", key.path,
+                             "-out", bundle.path, "-passout", "pass:secret"]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0)
+        let der = Array(try Data(contentsOf: bundle))
+        let opened = try PKCS12Bundle.pem(fromDER: der, password: "secret")
+        #expect(opened.certificatePEM == identity.certificatePEM)
+        #expect(opened.keyPEM == identity.keyPEM)
+        #expect(throws: TLSError.self) { _ = try PKCS12Bundle.pem(fromDER: der, password: "wrong") }
+        _ = try APNsClient(configuration: APNsClientConfiguration(
+            endpoint: .sandbox, credentials: .pkcs12(der: der, password: "secret")))
     }
 }

@@ -249,3 +249,54 @@ def test_garbage_does_not_crash(sim, key):
     client = H2Client(sim)
     assert client.request(apns_headers(key), PAYLOAD)[0] == 200
     client.close()
+
+
+def test_herald_client_requires_alpn_h2(tmp_path, key):
+    """The Swift client (bench mode of the same binary) refuses a TLS server
+    that does not agree to ALPN h2, with a clear error."""
+    import datetime
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(server_key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(__import__("ipaddress").ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(server_key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(server_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (tmp_path / "client.p8").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    context.set_alpn_protocols(["http/1.1"])
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve():
+        for _ in range(10):
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                with context.wrap_socket(conn, server_side=True) as tls:
+                    tls.recv(1024)
+            except (OSError, ssl.SSLError):
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    result = subprocess.run(
+        [herald_binary(), "apns-sim", "--bench-connect", f"127.0.0.1:{port}", "--bench-ca", str(tmp_path / "cert.pem"),
+         "--bench-p8", str(tmp_path / "client.p8"), "--bench-count", "1"],
+        capture_output=True, text=True, timeout=60)
+    listener.close()
+    assert result.returncode != 0
+    assert "ALPN h2" in result.stderr

@@ -34,9 +34,37 @@ public struct JSONWriter: Sendable {
     public var string: String { String(decoding: bytes, as: UTF8.self) }
 
     /// The order in which object keys are written: ascending UTF-8 bytes.
-    @inlinable
     public static func keyOrder(_ a: String, _ b: String) -> Bool {
-        a.utf8.lexicographicallyPrecedes(b.utf8)
+        withBytes(a) { pa in
+            withBytes(b) { pb in
+                let n = Swift.min(pa.count, pb.count)
+                var i = 0
+                while i < n {
+                    let x = pa[i], y = pb[i]
+                    if x != y { return x < y }
+                    i += 1
+                }
+                return pa.count < pb.count
+            }
+        }
+    }
+
+    /// The entries of an object in writing order (no per-key lookups).
+    public static func sortedPairs(_ o: [String: JSONValue]) -> [(key: String, value: JSONValue)] {
+        var a = Array(o)
+        if a.count <= 1 { return a }
+        // Insertion sort: objects here are small, and this avoids the
+        // generic stable sort's overhead.
+        var i = 1
+        while i < a.count {
+            var j = i
+            while j > 0 && keyOrder(a[j].key, a[j - 1].key) {
+                a.swapAt(j, j - 1)
+                j -= 1
+            }
+            i += 1
+        }
+        return a
     }
 
     /// Writes a value compactly (sorted object keys).
@@ -58,12 +86,12 @@ public struct JSONWriter: Sendable {
         case .object(let o):
             bytes.append(UInt8(ascii: "{"))
             var first = true
-            for k in Self.sortedKeys(o) {
+            for (k, v) in Self.sortedPairs(o) {
                 if !first { bytes.append(UInt8(ascii: ",")) }
                 first = false
                 writeString(k)
                 bytes.append(UInt8(ascii: ":"))
-                try write(o[k].unsafelyUnwrapped)
+                try write(v)
             }
             bytes.append(UInt8(ascii: "}"))
         }
@@ -83,11 +111,11 @@ public struct JSONWriter: Sendable {
             bytes.append(UInt8(ascii: "]"))
         case .object(let o):
             bytes.append(UInt8(ascii: "{"))
-            for (i, k) in Self.sortedKeys(o).enumerated() {
+            for (i, (k, v)) in Self.sortedPairs(o).enumerated() {
                 if i > 0 { bytes.append(UInt8(ascii: ",")) }
                 writeString(k)
                 bytes.append(UInt8(ascii: ":"))
-                writeLenient(o[k]!)
+                writeLenient(v)
             }
             bytes.append(UInt8(ascii: "}"))
         default:
@@ -115,8 +143,7 @@ public struct JSONWriter: Sendable {
     /// Writes a quoted, escaped JSON string.
     public mutating func writeString(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { appendEscaped($0) }
+        withBytes(s) { appendEscaped($0) }
         bytes.append(UInt8(ascii: "\""))
     }
 

@@ -45,10 +45,28 @@ public enum LocaleResolver {
     }
 
     /// Tag equality: ASCII case-insensitive, `_` equal to `-`.
-    public static func tagsEqual(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
-        let a = a.utf8, b = b.utf8
+    public static func tagsEqual(_ a: String, _ b: String) -> Bool {
+        withBytes(a) { pa in withBytes(b) { pb in equalFolded(pa, pb) } }
+    }
+
+    /// Tag equality for substrings (language subtags).
+    public static func tagsEqual(_ a: Substring, _ b: Substring) -> Bool {
+        withBytes(a) { pa in withBytes(b) { pb in equalFolded(pa, pb) } }
+    }
+
+    /// Tag equality between a tag and a language subtag.
+    public static func tagsEqual(_ a: String, _ b: Substring) -> Bool {
+        tagsEqual(a[...], b)
+    }
+
+    @inline(__always)
+    static func equalFolded(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) where fold(x) != fold(y) { return false }
+        var i = 0
+        while i < a.count {
+            if a[i] != b[i] && fold(a[i]) != fold(b[i]) { return false }
+            i += 1
+        }
         return true
     }
 
@@ -67,23 +85,23 @@ public enum LocaleResolver {
     /// Whether `tag` is shaped like a BCP 47 tag: 1–35 ASCII letters, digits,
     /// `-` or `_`, starting with a letter, no empty subtags.
     public static func isWellFormed(_ tag: String) -> Bool {
-        let u = tag.utf8
-        guard !u.isEmpty, u.count <= 35 else { return false }
-        var prevSep = true
-        for (i, c) in u.enumerated() {
-            let isAlpha = (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A
-            let isDigit = c >= 0x30 && c <= 0x39
-            let isSep = c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
-            if i == 0 && !isAlpha { return false }
-            if isSep {
-                if prevSep { return false }
-                prevSep = true
-            } else if isAlpha || isDigit {
-                prevSep = false
-            } else {
-                return false
+        withBytes(tag) { u in
+            guard !u.isEmpty, u.count <= 35 else { return false }
+            guard (u[0] | 0x20) >= 0x61 && (u[0] | 0x20) <= 0x7A else { return false }
+            var prevSep = true
+            for c in u {
+                let isAlpha = (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A
+                let isDigit = c >= 0x30 && c <= 0x39
+                if c == UInt8(ascii: "-") || c == UInt8(ascii: "_") {
+                    if prevSep { return false }
+                    prevSep = true
+                } else if isAlpha || isDigit {
+                    prevSep = false
+                } else {
+                    return false
+                }
             }
+            return !prevSep
         }
-        return !prevSep
     }
 }

@@ -173,9 +173,26 @@ public enum APNsRenderer {
 
     static func path(_ token: String?) -> String {
         guard let token, !token.isEmpty else { return "/3/device/" + placeholderToken }
-        var t = token
-        if token.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) { t = token.lowercased() }
-        return "/3/device/" + t
+        return "/3/device/" + (hasUppercase(token) ? token.lowercased() : token)
+    }
+
+    static func hasUppercase(_ s: String) -> Bool {
+        withBytes(s) { p in
+            for c in p where c >= 0x41 && c <= 0x5A { return true }
+            return false
+        }
+    }
+
+    /// Whether `key` is an `aps` dictionary key (see ``apsKeys``).
+    static func isAPSKey(_ key: String) -> Bool {
+        switch key {
+        case "alert", "badge", "sound", "thread-id", "category", "content-available",
+             "mutable-content", "target-content-id", "interruption-level",
+             "relevance-score", "filter-criteria":
+            return true
+        default:
+            return false
+        }
     }
 
     static func makeHeaders(
@@ -189,7 +206,7 @@ public enum APNsRenderer {
         h.append(HTTPHeader(name: "apns-priority", value: priority.description))
         h.append(HTTPHeader(name: "apns-expiration", value: expiration.description))
         if let c = collapseID { h.append(HTTPHeader(name: "apns-collapse-id", value: c)) }
-        let id = apnsID.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) ? apnsID.lowercased() : apnsID
+        let id = hasUppercase(apnsID) ? apnsID.lowercased() : apnsID
         h.append(HTTPHeader(name: "apns-id", value: id))
         return h
     }
@@ -206,12 +223,12 @@ public enum APNsRenderer {
         case .exact:
             break
         case .language, .sameLanguage:
-            warnings.append("no translation for locale \(requested ?? ""); used \(locale)")
+            warnings.append("no translation for locale " + (requested ?? "") + "; used " + locale)
         case .defaultLocale:
             if let r = nonEmpty(requested) {
-                warnings.append("no translation for locale \(r); used default_locale \(locale)")
+                warnings.append("no translation for locale " + r + "; used default_locale " + locale)
             } else {
-                warnings.append("no locale given; used default_locale \(locale)")
+                warnings.append("no locale given; used default_locale " + locale)
             }
         }
         return locale
@@ -227,7 +244,7 @@ public enum APNsRenderer {
         if let b = nonEmpty(c.body?.text(in: resolved)) { alert.append("body", .string(b)) }
 
         let image = nonEmpty(c.imageURL)
-        var aps = OrderedObject(capacity: 6)
+        var aps = OrderedObject(capacity: 8)
         aps.append("alert", alert)
         if let b = c.badge { aps.append("badge", .number(Double(b))) }
         if let s = nonEmpty(c.sound) { aps.append("sound", .string(s)) }
@@ -235,17 +252,16 @@ public enum APNsRenderer {
         if let k = nonEmpty(c.category) { aps.append("category", .string(k)) }
         if image != nil { aps.append("mutable-content", .number(1)) }
 
-        var root = OrderedObject(capacity: c.userInfo.count + 4)
+        var root = OrderedObject(capacity: c.userInfo.count + 3 + (m.ios?.count ?? 0))
         root.append("aps", aps)
-        for k in JSONWriter.sortedKeys(c.userInfo) { root.append(k, c.userInfo[k].unsafelyUnwrapped) }
+        for (k, v) in JSONWriter.sortedPairs(c.userInfo) { root.append(k, v) }
         root.append("ctx_idempotency_key", .string(m.idempotencyKey))
         if let image { root.append("ctx_image_url", .string(image)) }
 
         if let overrides = m.ios, !overrides.isEmpty {
-            for key in JSONWriter.sortedKeys(overrides) {
+            for (key, value) in JSONWriter.sortedPairs(overrides) {
                 if key == "enabled" { continue }
-                let value = overrides[key].unsafelyUnwrapped
-                if apsKeys.contains(key) {
+                if isAPSKey(key) {
                     mergeIntoAPS(&root, key: key, value: value)
                 } else {
                     root.merge(key: key, value: value)

@@ -46,8 +46,8 @@ public enum FCMRenderer {
         }
 
         var data = OrderedObject(capacity: c.userInfo.count + 2)
-        for k in JSONWriter.sortedKeys(c.userInfo) {
-            data.append(k, .string(dataString(c.userInfo[k].unsafelyUnwrapped)))
+        for (k, v) in JSONWriter.sortedPairs(c.userInfo) {
+            data.append(k, .string(dataString(v)))
         }
         data.append("ctx_idempotency_key", .string(message.idempotencyKey))
         if let image { data.append("ctx_image_url", .string(image)) }
@@ -62,8 +62,8 @@ public enum FCMRenderer {
             android.append("notification", n)
         }
         if let overrides = message.android {
-            for key in JSONWriter.sortedKeys(overrides) where key != "enabled" {
-                android.merge(key: key, value: overrides[key].unsafelyUnwrapped)
+            for (key, value) in JSONWriter.sortedPairs(overrides) where key != "enabled" {
+                android.merge(key: key, value: value)
             }
         }
 

@@ -52,7 +52,13 @@ public struct JSONWriter: Sendable {
     /// The entries of an object in writing order (no per-key lookups).
     public static func sortedPairs(_ o: [String: JSONValue]) -> [(key: String, value: JSONValue)] {
         var a = Array(o)
-        if a.count <= 1 { return a }
+        sortPairs(&a)
+        return a
+    }
+
+    /// Sorts pairs by key in writing order, in place.
+    public static func sortPairs(_ a: inout [(key: String, value: JSONValue)]) {
+        if a.count <= 1 { return }
         // Insertion sort: objects here are small, and this avoids the
         // generic stable sort's overhead.
         var i = 1
@@ -64,7 +70,6 @@ public struct JSONWriter: Sendable {
             }
             i += 1
         }
-        return a
     }
 
     /// Writes a value compactly (sorted object keys).

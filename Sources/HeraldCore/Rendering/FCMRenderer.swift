@@ -33,8 +33,8 @@ public enum FCMRenderer {
     public static func render(_ message: PushMessage, locale: String?, deviceToken: String?) throws(RenderError) -> FCMRendering {
         guard message.isEnabled(on: .android) else { throw .disabled(.android) }
         let c = message.content
-        var warnings: [String] = []
-        let resolved = APNsRenderer.resolveLocale(c, requested: locale, warnings: &warnings)
+        let (resolved, match) = APNsRenderer.resolveLocale(c, requested: locale)
+        var warnings = APNsRenderer.localeWarnings(requested: locale, resolved: resolved, match: match)
 
         var notification = OrderedObject(capacity: 3)
         if let t = nonEmpty(c.title?.text(in: resolved)) { notification.append("title", .string(t)) }

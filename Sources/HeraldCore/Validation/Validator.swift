@@ -177,6 +177,8 @@ public enum Validator {
                 v.append(.init(field: field + ".enabled", reason: "must be a boolean"))
             } else if k == "aps", value.objectValue == nil {
                 v.append(.init(field: field + ".aps", reason: "must be an object"))
+            } else if field == "ios", isHeraldKey(k) {
+                v.append(.init(field: field + "." + k, reason: "reserved key: keys starting ctx_ belong to Herald"))
             }
             if value.containsNonFiniteNumber { nonFinite = true }
         }

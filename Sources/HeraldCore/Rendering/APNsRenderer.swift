@@ -157,7 +157,7 @@ public enum APNsRenderer {
             pushType: .background, topic: bundleID, priority: .considerDevicePower,
             expiration: APNsExpiration(rawValue: expiresAt?.ceilingSeconds ?? 0), collapseID: nil, apnsID: apnsID)
         return APNsRendering(
-            path: path(deviceToken), headers: headers, payload: w.bytes, resolvedLocale: nil,
+            path: path(deviceToken), headers: headers, payload: w.finish(), resolvedLocale: nil,
             requestedLocale: nil, localeMatch: nil, placeholderPath: nonEmpty(deviceToken) == nil)
     }
 
@@ -195,14 +195,14 @@ public enum APNsRenderer {
         } catch {
             throw .invalid(ValidationError([FieldViolation(field: "ios", reason: "NaN and infinity are not valid JSON numbers")]))
         }
-        if w.bytes.count > maximumPayloadBytes {
+        if w.count > maximumPayloadBytes {
             let what = handoffWindowEnd == nil ? "APNs payload" : "APNs handoff payload"
             let which = message.content.isTranslated ? " for locale \(locale ?? "")" : ""
             throw .invalid(ValidationError([FieldViolation(
                 field: "content",
-                reason: "\(what)\(which) is \(w.bytes.count) bytes, over APNs' \(maximumPayloadBytes)-byte limit")]))
+                reason: "\(what)\(which) is \(w.count) bytes, over APNs' \(maximumPayloadBytes)-byte limit")]))
         }
-        return w.bytes
+        return w.finish()
     }
 
     // MARK: Building

@@ -81,7 +81,7 @@ public enum FCMRenderer {
             throw .invalid(ValidationError([FieldViolation(field: "android", reason: "NaN and infinity are not valid JSON numbers")]))
         }
         w.writeByte(UInt8(ascii: "}"))
-        return FCMRendering(body: w.bytes, resolvedLocale: resolved, warnings: warnings)
+        return FCMRendering(body: w.finish(), resolvedLocale: resolved, warnings: warnings)
     }
 
     /// FCM `data` values are strings: strings as is, others as compact JSON.

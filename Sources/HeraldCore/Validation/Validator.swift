@@ -296,9 +296,9 @@ public enum Validator {
 
     static func sameLocaleSet(_ a: [String: String], _ b: [String: String]) -> Bool {
         guard a.count == b.count else { return false }
-        for k in a.keys {
-            if b[k] != nil { continue }
-            if !b.keys.contains(where: { LocaleResolver.tagsEqual($0, k) }) { return false }
+        // Tag comparison rather than hashing: a few short keys, no hashing.
+        for k in a.keys where !b.keys.contains(where: { LocaleResolver.tagsEqual($0, k) }) {
+            return false
         }
         return true
     }

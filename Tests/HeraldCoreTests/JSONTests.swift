@@ -105,3 +105,29 @@ struct JSONTests {
         #expect(JSONValue.object(["a": 1]).firstNonFiniteNumberPath(prefix: "x") == nil)
     }
 }
+
+@Suite("Byte scanning (SWAR)")
+struct ByteScanTests {
+    static let uppercase: [(String, Bool)] = [
+        ("", false), ("abcdef0123456789", false), ("@[`{@[`{@[`{@[`{", false),
+        ("ÀÉÎÕÜàéîõü", false), ("abcdefgA", true), ("Zbcdefgh", true), ("abcdefghijklmnopM", true),
+        (String(repeating: "ab", count: 32), false), (String(repeating: "ab", count: 31) + "Ab", true),
+    ]
+
+    @Test("uppercase detection", arguments: uppercase)
+    func detectsUppercase(s: String, expected: Bool) {
+        #expect(APNsRenderer.hasUppercase(s) == expected)
+    }
+
+    @Test("escape scan finds the first special byte at every offset")
+    func specialAtEveryOffset() {
+        for special in ["\"", "\\", "\n", "\u{1F}", "\u{2028}", "€"] {
+            for offset in 0..<20 {
+                let s = String(repeating: "a", count: offset) + special + "zzzzzzzzz"
+                let bytes = Array(s.utf8)
+                let found = bytes.withUnsafeBufferPointer { JSONWriter.firstSpecial($0, from: 0) }
+                #expect(found == offset, "special \(special.debugDescription) at \(offset)")
+            }
+        }
+    }
+}

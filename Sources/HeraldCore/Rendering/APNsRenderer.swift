@@ -212,9 +212,29 @@ public enum APNsRenderer {
         return "/3/device/" + (hasUppercase(token) ? token.lowercased() : token)
     }
 
+    /// Whether `s` has an ASCII capital letter (SWAR: eight bytes a step).
     static func hasUppercase(_ s: String) -> Bool {
         withBytes(s) { p in
-            for c in p where c >= 0x41 && c <= 0x5A { return true }
+            let n = p.count
+            var i = 0
+            if let base = p.baseAddress {
+                let raw = UnsafeRawPointer(base)
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let low7: UInt64 = ones &* 0x7F
+                while i + 8 <= n {
+                    let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    // Bytes in 0x41...0x5A: the "has between" bit trick
+                    // (exact for bounds ≤ 128; bytes ≥ 0x80 are excluded by ~w).
+                    let x = w & low7
+                    let between = (ones &* (127 + 0x5B) &- x) & ~w & (x &+ ones &* (127 - 0x40)) & (ones &* 0x80)
+                    if between != 0 { return true }
+                    i += 8
+                }
+            }
+            while i < n {
+                if p[i] >= 0x41 && p[i] <= 0x5A { return true }
+                i += 1
+            }
             return false
         }
     }

@@ -66,9 +66,10 @@ struct APNsPayloadWriter {
 
     /// The root members after `aps`, each preceded by a comma.
     func writeRootTail(_ w: inout JSONWriter) throws(JSONEncodingError) {
+        let c = message.content
         let patched = !rootPatch.isEmpty
-        if !message.content.userInfo.isEmpty {
-            for (k, v) in JSONWriter.sortedPairs(message.content.userInfo) {
+        if !c.userInfo.isEmpty {
+            for (k, v) in JSONWriter.sortedPairs(c.userInfo) {
                 if patched, let p = rootPatch[k] {
                     try Self.writePatched(&w, key: k, base: v, patch: p)
                 } else {
@@ -81,12 +82,12 @@ struct APNsPayloadWriter {
         }
         w.writeRaw(",\"ctx_idempotency_key\":")
         w.writeString(message.idempotencyKey)
-        if let image = nonEmpty(message.content.imageURL) {
+        if let image = nonEmpty(c.imageURL) {
             w.writeRaw(",\"ctx_image_url\":")
             w.writeString(image)
         }
         if patched {
-            for (k, v) in JSONWriter.sortedPairs(rootPatch) where message.content.userInfo[k] == nil {
+            for (k, v) in JSONWriter.sortedPairs(rootPatch) where c.userInfo[k] == nil {
                 if case .null = v { continue }
                 w.writeByte(UInt8(ascii: ","))
                 w.writeString(k)
@@ -114,6 +115,7 @@ struct APNsPayloadWriter {
     /// The `aps` dictionary: alert, badge, sound, thread-id, category,
     /// mutable-content, then new patch keys in byte order.
     func writeAPS(_ w: inout JSONWriter) throws(JSONEncodingError) {
+        let c = message.content
         var alertP: JSONValue?, badgeP: JSONValue?, soundP: JSONValue?
         var threadP: JSONValue?, categoryP: JSONValue?, mutableP: JSONValue?
         var extras: [(key: String, value: JSONValue)] = []
@@ -145,19 +147,19 @@ struct APNsPayloadWriter {
             Self.key(&w, &first, "\"alert\":")
             try w.write(v)
         }
-        if let v = badgeP ?? message.content.badge.map({ .number(Double($0)) }) {
+        if let v = badgeP ?? c.badge.map({ .number(Double($0)) }) {
             try Self.member(&w, &first, "\"badge\":", v)
         }
-        if let v = soundP ?? nonEmpty(message.content.sound).map(JSONValue.string) {
+        if let v = soundP ?? nonEmpty(c.sound).map(JSONValue.string) {
             try Self.member(&w, &first, "\"sound\":", v)
         }
-        if let v = threadP ?? nonEmpty(message.content.threadID).map(JSONValue.string) {
+        if let v = threadP ?? nonEmpty(c.threadID).map(JSONValue.string) {
             try Self.member(&w, &first, "\"thread-id\":", v)
         }
-        if let v = categoryP ?? nonEmpty(message.content.category).map(JSONValue.string) {
+        if let v = categoryP ?? nonEmpty(c.category).map(JSONValue.string) {
             try Self.member(&w, &first, "\"category\":", v)
         }
-        if let v = mutableP ?? (nonEmpty(message.content.imageURL) == nil ? JSONValue?.none : JSONValue.number(1)) {
+        if let v = mutableP ?? (nonEmpty(c.imageURL) == nil ? JSONValue?.none : JSONValue.number(1)) {
             try Self.member(&w, &first, "\"mutable-content\":", v)
         }
         if !extras.isEmpty {
@@ -176,6 +178,7 @@ struct APNsPayloadWriter {
     /// The alert dictionary: title, subtitle, body in the resolved locale,
     /// then new patch keys in byte order.
     func writeAlert(_ w: inout JSONWriter, patch: [String: JSONValue]) throws(JSONEncodingError) {
+        let c = message.content
         var titleP: JSONValue?, subtitleP: JSONValue?, bodyP: JSONValue?
         var extras: [(key: String, value: JSONValue)] = []
         for (k, v) in patch {
@@ -188,13 +191,13 @@ struct APNsPayloadWriter {
         }
         var first = true
         w.writeByte(UInt8(ascii: "{"))
-        if let v = titleP ?? nonEmpty(message.content.title?.text(in: locale)).map(JSONValue.string) {
+        if let v = titleP ?? nonEmpty(c.title?.text(in: locale)).map(JSONValue.string) {
             try Self.member(&w, &first, "\"title\":", v)
         }
-        if let v = subtitleP ?? nonEmpty(message.content.subtitle?.text(in: locale)).map(JSONValue.string) {
+        if let v = subtitleP ?? nonEmpty(c.subtitle?.text(in: locale)).map(JSONValue.string) {
             try Self.member(&w, &first, "\"subtitle\":", v)
         }
-        if let v = bodyP ?? nonEmpty(message.content.body?.text(in: locale)).map(JSONValue.string) {
+        if let v = bodyP ?? nonEmpty(c.body?.text(in: locale)).map(JSONValue.string) {
             try Self.member(&w, &first, "\"body\":", v)
         }
         if !extras.isEmpty {

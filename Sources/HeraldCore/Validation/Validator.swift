@@ -203,9 +203,12 @@ public enum Validator {
         case .text(let s)?:
             if s.isEmpty && required { v.append(.init(field: name, reason: "required")) }
         case .translations(let t)?:
-            checkTranslations(t, name, into: &v)
+            // Tag shape is invariant under tag equality, so fields whose
+            // locale set equals the first one's need not re-check it.
+            let matchesReference = reference.map { sameLocaleSet(t, $0.tags) } ?? false
+            checkTranslations(t, name, checkTagShape: !matchesReference, into: &v)
             if let ref = reference {
-                if !sameLocaleSet(t, ref.tags) {
+                if !matchesReference {
                     v.append(.init(field: name, reason: "translations name \(localeSet(t)) but \(ref.field) names \(localeSet(ref.tags))"))
                 }
             } else {
@@ -265,7 +268,7 @@ public enum Validator {
         }
     }
 
-    static func checkTranslations(_ t: [String: String], _ name: String, into v: inout [FieldViolation]) {
+    static func checkTranslations(_ t: [String: String], _ name: String, checkTagShape: Bool = true, into v: inout [FieldViolation]) {
         if t.isEmpty {
             v.append(.init(field: name + ".translations", reason: "must name at least one locale"))
             return
@@ -273,7 +276,7 @@ public enum Validator {
         var i = t.startIndex
         while i != t.endIndex {
             let (tag, text) = t[i]
-            if !LocaleResolver.isWellFormed(tag) {
+            if checkTagShape && !LocaleResolver.isWellFormed(tag) {
                 v.append(.init(field: "\(name).translations[\(tag)]", reason: "\"\(tag)\" is not a locale tag"))
             }
             if text.isEmpty {

@@ -131,3 +131,19 @@ struct ByteScanTests {
         }
     }
 }
+
+@Suite("JSONWriter buffer")
+struct JSONWriterBufferTests {
+    @Test("grows past its initial capacity and keeps bytes appended through `bytes`")
+    func grows() throws {
+        var w = JSONWriter(capacity: 4)
+        let long = String(repeating: "x\u{1}", count: 100)
+        try w.write(.array([.string(long), 1]))
+        w.bytes.append(UInt8(ascii: "\n"))
+        w.writeByte(UInt8(ascii: "!"))
+        #expect(w.count == 2 + 100 * 7 + 4 + 1 + 1)
+        #expect(w.string.hasSuffix("]\n!"))
+        let out = w.finish()
+        #expect(out.count == 2 + 100 * 7 + 4 + 1 + 1)
+    }
+}

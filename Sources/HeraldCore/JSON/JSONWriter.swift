@@ -34,8 +34,15 @@ public struct JSONWriter: Sendable {
         count = 0
     }
 
-    /// A copy of the bytes written so far.
-    public var bytes: [UInt8] { Array(storage[0..<count]) }
+    /// The bytes written so far (a copy; setting replaces them, so
+    /// `writer.bytes.append(…)` works, if not on the hot path).
+    public var bytes: [UInt8] {
+        get { Array(storage[0..<count]) }
+        set {
+            storage = newValue
+            count = newValue.count
+        }
+    }
 
     /// The bytes written, without copying; the writer is used up.
     public consuming func finish() -> [UInt8] {

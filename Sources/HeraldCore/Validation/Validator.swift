@@ -5,14 +5,23 @@
 public enum Validator {
     /// Byte limits from the API.
     public enum Limits {
+        /// `user_id`, bytes.
         public static let userID = 256
+        /// `campaign_id`, bytes.
         public static let campaignID = 128
+        /// `idempotency_key`, bytes.
         public static let idempotencyKey = 128
+        /// `collapse_id`, bytes (APNs' limit).
         public static let collapseID = 64
+        /// `bundle_id`, bytes.
         public static let bundleID = 255
+        /// `content.image_url`, bytes.
         public static let imageURL = 2048
+        /// Fewest hex digits in an APNs device token (32 bytes).
         public static let apnsTokenHexMin = 64
+        /// Most hex digits in an APNs device token (100 bytes).
         public static let apnsTokenHexMax = 200
+        /// Longest FCM registration token, bytes.
         public static let fcmToken = 4096
     }
 

@@ -56,14 +56,19 @@ public struct APNsRendering: Sendable, Hashable {
 /// `user_info` keys (byte order), `ctx_idempotency_key`, `ctx_image_url`
 /// (with an image); then the `ios` overrides deep-merged:
 /// - `enabled` is never sent; `enabled: false` → ``RenderError/disabled(_:)``.
-/// - Keys are merged in byte order; objects merge recursively (so
+/// - A key that already exists keeps its place and takes the override's
+///   value; two objects merge recursively (so
 ///   `{"aps":{"alert":{"action-loc-key":"PLAY"}}}` adds to the alert
-///   dictionary); `null` deletes a key; other values replace.
+///   dictionary, and a `user_info` object merges with an override object);
+///   `null` deletes the key; new keys follow the existing ones of their
+///   object in byte order.
 /// - Skygear style: a top-level override key that is an `aps` dictionary key
 ///   (`alert`, `badge`, `sound`, `thread-id`, `category`, `content-available`,
 ///   `mutable-content`, `target-content-id`, `interruption-level`,
-///   `relevance-score`, `filter-criteria`) is merged into `aps`, so
-///   `{"alert":{"action-loc-key":"PLAY"},"badge":5}` works as in Skygear.
+///   `relevance-score`, `filter-criteria`) is merged into `aps` (over
+///   `ios.aps`), so `{"alert":{"action-loc-key":"PLAY"},"badge":5}` works as
+///   in Skygear.
+/// - Top-level `ctx_` keys are reserved for Herald (a validation error).
 ///
 /// Context-aware handoff (background) payload: the alert payload above, with
 /// its `aps` dictionary moved to `ctx_aps` (what the SDK should present), a

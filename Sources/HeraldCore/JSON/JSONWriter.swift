@@ -202,9 +202,25 @@ public struct JSONWriter: Sendable {
 
     /// Writes a quoted, escaped JSON string.
     public mutating func writeString(_ s: String) {
-        put(UInt8(ascii: "\""))
-        withBytes(s) { appendEscaped($0) }
-        put(UInt8(ascii: "\""))
+        withBytes(s) { buf in
+            let n = buf.count
+            if Self.firstSpecial(buf, from: 0) == n {
+                // Nothing to escape: quote, bytes, quote in one store.
+                reserve(n + 2)
+                let i = count
+                storage.withUnsafeMutableBufferPointer { dst in
+                    let d = dst.baseAddress.unsafelyUnwrapped + i
+                    d[0] = UInt8(ascii: "\"")
+                    if let src = buf.baseAddress { (d + 1).update(from: src, count: n) }
+                    d[n + 1] = UInt8(ascii: "\"")
+                }
+                count = i + n + 2
+            } else {
+                put(UInt8(ascii: "\""))
+                appendEscaped(buf)
+                put(UInt8(ascii: "\""))
+            }
+        }
     }
 
     /// The index of the first byte at or after `from` that needs a look:

@@ -92,6 +92,7 @@ public struct JSONWriter: Sendable {
     }
 
     /// The order in which object keys are written: ascending UTF-8 bytes.
+    @inline(__always)
     public static func keyOrder(_ a: String, _ b: String) -> Bool {
         withBytes(a) { pa in
             withBytes(b) { pb in

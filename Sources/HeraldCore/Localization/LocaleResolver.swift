@@ -19,21 +19,34 @@ public enum LocaleResolver {
     /// found; nil when `available` is empty and there is no default.
     public static func resolve(requested: String?, available: some Collection<String>, defaultLocale: String?) -> (locale: String, match: Match)? {
         if let requested, !requested.isEmpty {
-            for tag in available where tagsEqual(tag, requested) { return (tag, .exact) }
-            let lang = language(of: requested)
-            if lang.count < requested.utf8.count {
-                for tag in available where tagsEqual(tag, lang) { return (tag, .language) }
+            // Byte-level: no substrings or index conversions on this path.
+            let found: (String, Match)? = withBytes(requested) { r in
+                for tag in available where withBytes(tag, { equalFolded($0, r) }) { return (tag, .exact) }
+                let lang = UnsafeBufferPointer(rebasing: r[0..<languageLength(r)])
+                if lang.count < r.count {
+                    for tag in available where withBytes(tag, { equalFolded($0, lang) }) { return (tag, .language) }
+                }
+                var best: String?
+                for tag in available where withBytes(tag, { t in equalFolded(UnsafeBufferPointer(rebasing: t[0..<languageLength(t)]), lang) }) {
+                    if best == nil || JSONWriter.keyOrder(tag, best!) { best = tag }
+                }
+                if let best { return (best, .sameLanguage) }
+                return nil
             }
-            var best: String?
-            for tag in available where tagsEqual(language(of: tag), lang) {
-                if best == nil || JSONWriter.keyOrder(tag, best!) { best = tag }
-            }
-            if let best { return (best, .sameLanguage) }
+            if let found { return found }
         }
         if let d = defaultLocale {
             for tag in available where tagsEqual(tag, d) { return (tag, .defaultLocale) }
         }
         return nil
+    }
+
+    /// The length of the language subtag: bytes before the first `-` or `_`.
+    @inline(__always)
+    static func languageLength(_ tag: UnsafeBufferPointer<UInt8>) -> Int {
+        var i = 0
+        while i < tag.count && tag[i] != UInt8(ascii: "-") && tag[i] != UInt8(ascii: "_") { i += 1 }
+        return i
     }
 
     /// The language subtag: the part before the first `-` or `_`.

@@ -187,11 +187,6 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    /// The keys of an object in writing order.
-    static func sortedKeys(_ o: [String: JSONValue]) -> [String] {
-        if o.count <= 1 { return Array(o.keys) }
-        return o.keys.sorted(by: keyOrder)
-    }
 
     /// Appends ASCII text verbatim (punctuation, literals).
     public mutating func writeRaw(_ s: StaticString) {

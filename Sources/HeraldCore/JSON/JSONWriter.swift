@@ -187,7 +187,6 @@ public struct JSONWriter: Sendable {
         }
     }
 
-
     /// Appends ASCII text verbatim (punctuation, literals).
     public mutating func writeRaw(_ s: StaticString) {
         s.withUTF8Buffer { put($0) }

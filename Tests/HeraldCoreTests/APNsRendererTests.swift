@@ -156,6 +156,19 @@ struct APNsRendererTests {
         #expect(throws: ValidationError.self) { try Validator.validate(s, now: Self.now, generateIdempotencyKey: { "k" }) }
     }
 
+    @Test("the handoff payload is size-checked too (context-aware schedules)")
+    func handoffSize() throws {
+        let m = try Fixtures.validated(try Self.message(payloadBytes: 4090))
+        #expect(APNsRenderer.payloadSizeViolations(m, handoffWindowEnd: nil).isEmpty)
+        let v = APNsRenderer.payloadSizeViolations(m, handoffWindowEnd: Self.now.adding(seconds: 3600))
+        #expect(v.count == 1)
+        #expect(v.first?.reason.hasPrefix("APNs handoff payload is 41") == true)
+        let traditional = Fixtures.schedule(try Self.message(payloadBytes: 4090), method: .traditional)
+        _ = try Validator.validate(traditional, now: Self.now, generateIdempotencyKey: { "k" })
+        let contextAware = Fixtures.schedule(try Self.message(payloadBytes: 4090), method: .contextAware)
+        #expect(throws: ValidationError.self) { try Validator.validate(contextAware, now: Self.now, generateIdempotencyKey: { "k" }) }
+    }
+
     @Test("every locale is checked at schedule time")
     func everyLocale() throws {
         let long = String(repeating: "日", count: 1400)  // 4200 bytes

@@ -105,3 +105,45 @@ struct JSONTests {
         #expect(JSONValue.object(["a": 1]).firstNonFiniteNumberPath(prefix: "x") == nil)
     }
 }
+
+@Suite("Byte scanning (SWAR)")
+struct ByteScanTests {
+    static let uppercase: [(String, Bool)] = [
+        ("", false), ("abcdef0123456789", false), ("@[`{@[`{@[`{@[`{", false),
+        ("ÀÉÎÕÜàéîõü", false), ("abcdefgA", true), ("Zbcdefgh", true), ("abcdefghijklmnopM", true),
+        (String(repeating: "ab", count: 32), false), (String(repeating: "ab", count: 31) + "Ab", true),
+    ]
+
+    @Test("uppercase detection", arguments: uppercase)
+    func detectsUppercase(s: String, expected: Bool) {
+        #expect(APNsRenderer.hasUppercase(s) == expected)
+    }
+
+    @Test("escape scan finds the first special byte at every offset")
+    func specialAtEveryOffset() {
+        for special in ["\"", "\\", "\n", "\u{1F}", "\u{2028}", "€"] {
+            for offset in 0..<20 {
+                let s = String(repeating: "a", count: offset) + special + "zzzzzzzzz"
+                let bytes = Array(s.utf8)
+                let found = bytes.withUnsafeBufferPointer { JSONWriter.firstSpecial($0, from: 0) }
+                #expect(found == offset, "special \(special.debugDescription) at \(offset)")
+            }
+        }
+    }
+}
+
+@Suite("JSONWriter buffer")
+struct JSONWriterBufferTests {
+    @Test("grows past its initial capacity and keeps bytes appended through `bytes`")
+    func grows() throws {
+        var w = JSONWriter(capacity: 4)
+        let long = String(repeating: "x\u{1}", count: 100)
+        try w.write(.array([.string(long), 1]))
+        w.bytes.append(UInt8(ascii: "\n"))
+        w.writeByte(UInt8(ascii: "!"))
+        #expect(w.count == 2 + 100 * 7 + 4 + 1 + 1)
+        #expect(w.string.hasSuffix("]\n!"))
+        let out = w.finish()
+        #expect(out.count == 2 + 100 * 7 + 4 + 1 + 1)
+    }
+}

@@ -77,6 +77,7 @@ struct ValidatorTests {
         .init("user_info ctx_", "content.user_info.ctx_window_end", "reserved", { contentWith { $0.userInfo = ["ctx_window_end": "x"] } }),
         .init("user_info NaN", "content.user_info.a[0]", "NaN", { contentWith { $0.userInfo = ["a": [.number(.nan)]] } }),
         .init("ios enabled not bool", "ios.enabled", "boolean", { with { $0.message.ios = ["enabled": "no"] } }),
+        .init("ios ctx_ key", "ios.ctx_idempotency_key", "reserved", { with { $0.message.ios = ["ctx_idempotency_key": "x"] } }),
         .init("ios aps not object", "ios.aps", "object", { with { $0.message.ios = ["aps": 1] } }),
         .init("android infinity", "android.x", "NaN", { with { $0.message.android = ["x": .number(.infinity)] } }),
         .init("no window", "deliver_within_hours", "one of deliver_within_hours and target_delivery_time is required", { with { $0.deliverWithinHours = nil } }),

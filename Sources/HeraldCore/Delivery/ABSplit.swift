@@ -19,6 +19,7 @@ public struct ABSplit: Sendable, Hashable {
     /// The default 50/50 split.
     public static let `default` = ABSplit(contextAwareShare: 0.5)
 
+    /// Creates a split; NaN means the default 0.5.
     public init(contextAwareShare: Double = 0.5) {
         self.contextAwareShare = contextAwareShare.isNaN ? 0.5 : min(max(contextAwareShare, 0), 1)
     }

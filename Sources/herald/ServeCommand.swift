@@ -39,6 +39,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("sim-record"), help: "With the bundled APNs simulator: append each delivery it accepts to this file as JSON lines.")
     var simulatorRecord: String = Environment.string("HERALD_SIM_RECORD") ?? ""
 
+    @Option(name: .customLong("apns-route"), help: ArgumentHelp(
+        "An APNs route (repeatable): \"team=T key-id=K key=AuthKey.p8 bundles=com.a,com.b env=production|sandbox|both [endpoint=host:port] [ca=file]\" or with cert=… cert-key=… instead of team/key-id/key. Without routes Herald delivers to the bundled simulator."))
+    var apnsRoutes: [String] = []
+
+    @Option(name: .customLong("apns-routes-file"), help: "A file of APNs routes, one per line (env HERALD_APNS_ROUTES_FILE).")
+    var apnsRoutesFile: String = Environment.string("HERALD_APNS_ROUTES_FILE") ?? ""
+
     @Option(name: .customLong("sim-unregistered"), help: "Bundled simulator: answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable).")
     var simulatorUnregistered: [String] = []
 
@@ -86,6 +93,12 @@ struct ServeCommand: AsyncParsableCommand {
             let timestamp = parts.count == 2 ? Int64(parts[1]) : nil
             // Without a timestamp: "unregistered as of start", as `apns-sim` does.
             configuration.simulatorFaults.unregistered[String(parts[0]).lowercased()] = timestamp ?? Int64(Date().timeIntervalSince1970 * 1000)
+        }
+        var routeSpecs = try apnsRoutes.enumerated().map { try APNsRouteSpec.parse($1, source: "--apns-route #\($0 + 1)") }
+        if !apnsRoutesFile.isEmpty { routeSpecs += try APNsRouteSpec.parseFile(path: apnsRoutesFile) }
+        if !routeSpecs.isEmpty {
+            configuration.apnsRoutes = try APNsRouteSpec.makeRoutes(routeSpecs)
+            logger.info("APNs routes configured", metadata: ["routes": "\(routeSpecs.count)"])
         }
         for token in simulatorBadTokens { configuration.simulatorFaults.badTokens.insert(token.lowercased()) }
         if !tokensFile.isEmpty {

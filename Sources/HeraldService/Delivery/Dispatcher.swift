@@ -110,7 +110,13 @@ public final class Dispatcher: Sendable {
                 try await finish(claimed, from: from, to: .sent, apnsID: apnsID, error: nil)
             case .handoff:
                 try await finish(claimed, from: from, to: .handedOff, dueAt: claimed.windowEnd, apnsID: apnsID, error: nil)
-                await scheduler.schedule(id: claimed.id, dueAt: claimed.windowEnd)
+                // The app may have reported it displayed while this was recorded.
+                let shown = try await store.outcomes(messageID: claimed.id).contains { $0.status == "displayed" }
+                if shown {
+                    try await finish(claimed, from: .handedOff, to: .displayed, error: nil)
+                } else {
+                    await scheduler.schedule(id: claimed.id, dueAt: claimed.windowEnd)
+                }
             }
             logger.info("delivered", metadata: [
                 "message_id": "\(claimed.id)", "push": "\(push.rawValue)", "devices": "\(delivered.count)/\(devices.count)",
@@ -182,7 +188,7 @@ public final class Dispatcher: Sendable {
             id: message.id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: error, now: clock.now())
         if !applied {
             logger.warning("state changed during send", metadata: ["message_id": "\(message.id)", "wanted": "\(to.rawValue)"])
-        } else if to != .sent && to != .handedOff {
+        } else if ![.sent, .handedOff, .displayed].contains(to) {
             logger.info("message ended", metadata: [
                 "message_id": "\(message.id)", "state": "\(to.rawValue)", "reason": "\(error ?? "")",
             ])

@@ -73,10 +73,16 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// Touched only by the writer thread once started.
     private let db: Database
     private let maxBatch: Int
+    private let checkpointer: Checkpointer
+    private let checkpointPages: Int
+    private let walLimitPages: Int
 
-    init(database: Database, maxBatch: Int) {
+    init(database: Database, maxBatch: Int, checkpointer: Checkpointer, checkpointPages: Int, walLimitPages: Int) {
         self.db = database
         self.maxBatch = max(1, maxBatch)
+        self.checkpointer = checkpointer
+        self.checkpointPages = checkpointPages
+        self.walLimitPages = walLimitPages
         let thread = Thread { [self] in self.loop() }
         thread.name = "herald-store-writer"
         thread.start()
@@ -198,6 +204,13 @@ final class GroupCommitWriter: @unchecked Sendable {
 
         for job in batch {
             job.finish(commitError: failure)
+        }
+
+        // After resuming the callers: checkpoint work never delays an ack.
+        if db.walFrames >= walLimitPages {
+            db.restartCheckpoint()
+        } else if db.walFrames >= checkpointPages {
+            checkpointer.request()
         }
     }
 }

@@ -30,6 +30,12 @@ public final class SQLiteStore: HeraldStore {
         public var maxBatch = 4_096
         /// Create missing parent directories of the database file.
         public var createDirectory = true
+        /// WAL pages after which the background checkpointer copies the WAL
+        /// into the database file (SQLite's auto-checkpoint default, 1,000).
+        public var checkpointPages = 1_000
+        /// WAL pages after which the writer itself runs a blocking RESTART
+        /// checkpoint between batches, bounding the WAL under sustained load.
+        public var walLimitPages = 32_768
 
         public init() {}
     }
@@ -38,6 +44,7 @@ public final class SQLiteStore: HeraldStore {
     public let path: String
     let writer: GroupCommitWriter
     private let readers: ReaderPool
+    private let checkpointer: Checkpointer
 
     /// Opens (creating or migrating) the database at `path`.
     ///
@@ -48,7 +55,19 @@ public final class SQLiteStore: HeraldStore {
     public init(path: String, options: Options = Options()) throws {
         self.path = path
         let db = try Self.openWriter(path: path, options: options)
-        self.writer = GroupCommitWriter(database: db, maxBatch: options.maxBatch)
+        let checkpointConnection: Database
+        do {
+            checkpointConnection = try Database(path: path, create: false, busyTimeoutMs: options.busyTimeoutMs)
+            try checkpointConnection.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
+        } catch let error as StoreError {
+            throw Self.classify(error, path: path)
+        }
+        let checkpointer = Checkpointer(database: checkpointConnection)
+        db.trackWALSize()
+        self.checkpointer = checkpointer
+        self.writer = GroupCommitWriter(
+            database: db, maxBatch: options.maxBatch, checkpointer: checkpointer,
+            checkpointPages: options.checkpointPages, walLimitPages: options.walLimitPages)
         self.readers = ReaderPool(path: path, busyTimeoutMs: options.busyTimeoutMs)
     }
 
@@ -57,6 +76,7 @@ public final class SQLiteStore: HeraldStore {
     public func close() async {
         // Readers first: the writer, closing last, checkpoints the WAL.
         readers.close()
+        await checkpointer.close()
         await writer.close()
     }
 
@@ -99,6 +119,8 @@ public final class SQLiteStore: HeraldStore {
             try db.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
             try db.execute("PRAGMA foreign_keys = ON")
             try db.execute("PRAGMA cache_size = -16000")
+            // When the WAL restarts, truncate the file back to 64 MiB at most.
+            try db.execute("PRAGMA journal_size_limit = 67108864")
             try Schema.migrate(db)
             return db
         } catch let error as StoreError {
@@ -149,7 +171,7 @@ public final class SQLiteStore: HeraldStore {
     }
 
     /// Maps SQLite's codes at open to the clear cases.
-    private static func classify(_ error: StoreError, path: String) -> StoreError {
+    static func classify(_ error: StoreError, path: String) -> StoreError {
         guard case .sqlite(let sqlite) = error else { return error }
         switch sqlite.code {
         case SQLITE_NOTADB: return .notADatabase(path: path)

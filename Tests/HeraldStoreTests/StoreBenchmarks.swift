@@ -19,12 +19,22 @@ struct StoreBenchmarks {
     /// A request about the size of a typical accepted ScheduleRequest.
     static let request = [UInt8]((0..<600).map { UInt8(truncatingIfNeeded: $0 &* 13) })
 
+    /// `HERALD_BENCH_IDS=v4` for random message IDs (default: UUIDv7, as
+    /// `MessageID.make`); keys are always random (client-supplied).
+    static let randomIDs = ProcessInfo.processInfo.environment["HERALD_BENCH_IDS"] == "v4"
+
+    /// Due times as traffic makes them: now + 30 s grace, a little spread.
     static func message(_ i: Int, now: Int64) -> StoredMessage {
-        StoredMessage(
-            id: UUID().uuidString.lowercased(), bundleID: "com.example.bench", platform: .ios,
+        var generator = SystemRandomNumberGenerator()
+        let key = MessageID.format(high: generator.next() & ~0xF000 | 0x4000, low: generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
+        let id = randomIDs
+            ? MessageID.format(high: generator.next() & ~0xF000 | 0x4000, low: generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
+            : MessageID.make(now: now + Int64(i / 1_000), using: &generator)
+        return StoredMessage(
+            id: id, bundleID: "com.example.bench", platform: .ios,
             userID: "user-\(i % 100_000)", campaignID: "campaign-\(i % 50)",
-            idempotencyKey: UUID().uuidString.lowercased(), deliveryMethod: .traditional, abTest: true,
-            windowStart: now, windowEnd: now + 86_400_000, dueAt: now + Int64(i % 86_400) * 1_000,
+            idempotencyKey: key, deliveryMethod: .traditional, abTest: true,
+            windowStart: now, windowEnd: now + 86_400_000, dueAt: now + 30_000 + Int64(i / 1_000) + Int64(i % 7),
             request: request, createdAt: now)
     }
 
@@ -48,6 +58,9 @@ struct StoreBenchmarks {
         let path = try freshPath("schedules-\(writers)-\(synchronous.rawValue).sqlite")
         var options = SQLiteStore.Options()
         options.synchronous = synchronous
+        if let pages = Int(ProcessInfo.processInfo.environment["HERALD_BENCH_WAL_LIMIT"] ?? "") {
+            options.walLimitPages = pages
+        }
         let store = try SQLiteStore(path: path, options: options)
         let clock = ContinuousClock()
         let now: Int64 = 1_800_000_000_000
@@ -90,6 +103,13 @@ struct StoreBenchmarks {
 
     @Test func groupCommit64WritersNormal() async throws {
         try await Self.durableSchedules(writers: 64, synchronous: .normal)
+    }
+
+    /// The product's RPC concurrency, not 64, sets the batch size: at
+    /// 30,000 RPC/s with a few ms per commit, hundreds of writes are in flight.
+    @Test func groupCommitManyWriters() async throws {
+        let writers = Int(ProcessInfo.processInfo.environment["HERALD_BENCH_WRITERS"] ?? "") ?? 256
+        try await Self.durableSchedules(writers: writers, synchronous: .full)
     }
 
     @Test func singleWriter() async throws {

@@ -9,6 +9,8 @@ public struct WriteStats: Sendable, Hashable {
     public var writes: Int
     /// The most operations committed together in one transaction.
     public var largestBatch: Int
+    /// WAL fsyncs by the pipelined syncer (0 with other durability modes).
+    public var walSyncs: Int = 0
 }
 
 /// One queued write: runs on the writer thread inside the batch transaction,
@@ -76,9 +78,15 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let checkpointer: Checkpointer
     private let checkpointPages: Int
     private let walLimitPages: Int
+    /// When set, callers resume only after it synced the WAL.
+    let syncer: WALSyncer?
 
-    init(database: Database, maxBatch: Int, checkpointer: Checkpointer, checkpointPages: Int, walLimitPages: Int) {
+    init(
+        database: Database, maxBatch: Int, checkpointer: Checkpointer, syncer: WALSyncer?,
+        checkpointPages: Int, walLimitPages: Int
+    ) {
         self.db = database
+        self.syncer = syncer
         self.maxBatch = max(1, maxBatch)
         self.checkpointer = checkpointer
         self.checkpointPages = checkpointPages
@@ -106,8 +114,10 @@ final class GroupCommitWriter: @unchecked Sendable {
 
     var currentStats: WriteStats {
         condition.lock()
-        defer { condition.unlock() }
-        return stats
+        var current = stats
+        condition.unlock()
+        current.walSyncs = syncer?.stats.syncs ?? 0
+        return current
     }
 
     /// Writes queued and not yet taken by the writer thread.
@@ -120,8 +130,12 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// (ok, last error text) of the most recent commit.
     var commitHealth: (ok: Bool, lastError: String?) {
         condition.lock()
-        defer { condition.unlock() }
-        return (!lastCommitFailed, lastCommitError)
+        let health = (ok: !lastCommitFailed, lastError: lastCommitError)
+        condition.unlock()
+        if let syncFailure = syncer?.stats.lastFailure {
+            return (false, syncFailure)
+        }
+        return health
     }
 
     /// Commits what is queued, stops the thread and waits for it.
@@ -202,8 +216,12 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
         condition.unlock()
 
-        for job in batch {
-            job.finish(commitError: failure)
+        if failure == nil, let syncer {
+            syncer.resumeAfterSync(batch)
+        } else {
+            for job in batch {
+                job.finish(commitError: failure)
+            }
         }
 
         // After resuming the callers: checkpoint work never delays an ack.

@@ -5,23 +5,30 @@ import HeraldCore
 /// The embedded store: one SQLite file in WAL mode, written through a
 /// group-commit writer thread, read through a small pool of connections.
 ///
-/// Durability: `synchronous=FULL` by default, so an acknowledged write
-/// survives kill -9 *and* power loss (the WAL is fsynced at every commit);
-/// group commit amortizes that fsync over every write queued meanwhile.
-/// `.normal` (WAL fsynced only at checkpoints) still survives kill -9 — the
-/// committed frames are in the OS page cache — but may lose the last commits
-/// on power loss.
+/// Durability (`Options.durability`): by default an acknowledged write
+/// survives kill -9 *and* power loss — its caller resumes only after the WAL
+/// was fsynced — and group commit plus a pipelined fsync thread amortize
+/// that fsync over every write queued meanwhile.
 public final class SQLiteStore: HeraldStore {
-    /// How hard a commit waits for the disk.
-    public enum Synchronous: String, Sendable {
-        /// fsync the WAL at every commit: survives power loss.
-        case full = "FULL"
-        /// fsync only at checkpoints: survives process crashes, not power loss.
-        case normal = "NORMAL"
+    /// When a write is acknowledged, relative to the disk.
+    public enum Durability: Sendable {
+        /// Default. A caller resumes only after the WAL holding its commit
+        /// was fsynced — as durable as `synchronous=FULL` (kill -9 and power
+        /// loss) — but the fsync runs on its own thread (`WALSyncer`) while
+        /// the writer commits the next batch, and one fsync covers every
+        /// batch committed meanwhile.
+        case pipelinedSync
+        /// SQLite's `synchronous=FULL`: the fsync happens inside the commit,
+        /// and the next batch waits for it.
+        case sqliteFull
+        /// `synchronous=NORMAL` without a sync before the ack: survives
+        /// kill -9 (the WAL write is in the OS page cache), may lose the last
+        /// commits on power loss.
+        case processCrash
     }
 
     public struct Options: Sendable {
-        public var synchronous: Synchronous = .full
+        public var durability: Durability = .pipelinedSync
         /// How long a connection waits for a lock held by another process.
         public var busyTimeoutMs: Int32 = 5_000
         /// Run `PRAGMA quick_check` at open (reads the whole file once).
@@ -58,15 +65,16 @@ public final class SQLiteStore: HeraldStore {
         let checkpointConnection: Database
         do {
             checkpointConnection = try Database(path: path, create: false, busyTimeoutMs: options.busyTimeoutMs)
-            try checkpointConnection.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
+            try checkpointConnection.execute("PRAGMA synchronous = \(options.durability == .sqliteFull ? "FULL" : "NORMAL")")
         } catch let error as StoreError {
             throw Self.classify(error, path: path)
         }
+        let syncer = options.durability == .pipelinedSync ? try WALSyncer(walPath: path + "-wal") : nil
         let checkpointer = Checkpointer(database: checkpointConnection)
         db.trackWALSize()
         self.checkpointer = checkpointer
         self.writer = GroupCommitWriter(
-            database: db, maxBatch: options.maxBatch, checkpointer: checkpointer,
+            database: db, maxBatch: options.maxBatch, checkpointer: checkpointer, syncer: syncer,
             checkpointPages: options.checkpointPages, walLimitPages: options.walLimitPages)
         self.readers = ReaderPool(path: path, busyTimeoutMs: options.busyTimeoutMs)
     }
@@ -78,6 +86,7 @@ public final class SQLiteStore: HeraldStore {
         readers.close()
         await checkpointer.close()
         await writer.close()
+        await writer.syncer?.close()
     }
 
     /// Group-commit counters (commits vs. writes: the batching factor).
@@ -116,7 +125,7 @@ public final class SQLiteStore: HeraldStore {
             if mode?.lowercased() != "wal" {
                 throw StoreError.cannotOpen(path: path, detail: "could not enable WAL (journal_mode is \(mode ?? "unknown"))")
             }
-            try db.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
+            try db.execute("PRAGMA synchronous = \(options.durability == .sqliteFull ? "FULL" : "NORMAL")")
             try db.execute("PRAGMA foreign_keys = ON")
             try db.execute("PRAGMA cache_size = -16000")
             // When the WAL restarts, truncate the file back to 64 MiB at most.

@@ -164,4 +164,34 @@ struct GroupCommitTests {
             await writer.close()
         }
     }
+
+    @Test(arguments: [SQLiteStore.Durability.pipelinedSync, .sqliteFull, .processCrash])
+    func everyDurabilityModeKeepsAcknowledgedWrites(_ durability: SQLiteStore.Durability) async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/durability.sqlite"
+            var options = SQLiteStore.Options()
+            options.durability = durability
+            let store = try SQLiteStore(path: path, options: options)
+            let messages = (0..<300).map { makeMessage(key: "k\($0)") }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for message in messages {
+                    group.addTask { _ = try await store.schedule(message) }
+                }
+                try await group.waitForAll()
+            }
+            let stats = store.writeStats
+            if durability == .pipelinedSync {
+                #expect(stats.walSyncs >= 1 && stats.walSyncs <= stats.commits)
+            } else {
+                #expect(stats.walSyncs == 0)
+            }
+            #expect(try await store.countsByState() == [.scheduled: 300])
+            await store.close()
+
+            let reopened = try SQLiteStore(path: path)
+            #expect(try await reopened.message(id: messages[299].id) == messages[299])
+            #expect(try await reopened.countsByState() == [.scheduled: 300])
+            await reopened.close()
+        }
+    }
 }

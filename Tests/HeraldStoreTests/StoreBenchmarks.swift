@@ -54,10 +54,10 @@ struct StoreBenchmarks {
     }
 
     /// Each of `writers` tasks schedules back to back for `seconds`.
-    static func durableSchedules(writers: Int, synchronous: SQLiteStore.Synchronous) async throws {
-        let path = try freshPath("schedules-\(writers)-\(synchronous.rawValue).sqlite")
+    static func durableSchedules(writers: Int, durability: SQLiteStore.Durability) async throws {
+        let path = try freshPath("schedules-\(writers)-\(durability).sqlite")
         var options = SQLiteStore.Options()
-        options.synchronous = synchronous
+        options.durability = durability
         if let pages = Int(ProcessInfo.processInfo.environment["HERALD_BENCH_WAL_LIMIT"] ?? "") {
             options.walLimitPages = pages
         }
@@ -91,29 +91,33 @@ struct StoreBenchmarks {
         let stats = store.writeStats
         await store.close()
         report(String(
-            format: "schedule writers=%d synchronous=%@ ops=%d seconds=%.2f ops_per_s=%.0f p50_ms=%.2f p99_ms=%.2f max_ms=%.2f commits=%d ops_per_commit=%.1f",
-            writers, synchronous.rawValue, latencies.count, seconds, Double(latencies.count) / seconds,
+            format: "schedule writers=%d durability=%@ ops=%d seconds=%.2f ops_per_s=%.0f p50_ms=%.2f p99_ms=%.2f max_ms=%.2f commits=%d ops_per_commit=%.1f wal_fsyncs=%d",
+            writers, "\(durability)", latencies.count, seconds, Double(latencies.count) / seconds,
             percentile(latencies, 0.50), percentile(latencies, 0.99), latencies.last ?? 0,
-            stats.commits, Double(stats.writes) / Double(max(stats.commits, 1))))
+            stats.commits, Double(stats.writes) / Double(max(stats.commits, 1)), stats.walSyncs))
     }
 
     @Test func groupCommit64Writers() async throws {
-        try await Self.durableSchedules(writers: 64, synchronous: .full)
+        try await Self.durableSchedules(writers: 64, durability: .pipelinedSync)
     }
 
-    @Test func groupCommit64WritersNormal() async throws {
-        try await Self.durableSchedules(writers: 64, synchronous: .normal)
+    @Test func groupCommit64WritersSQLiteFull() async throws {
+        try await Self.durableSchedules(writers: 64, durability: .sqliteFull)
+    }
+
+    @Test func groupCommit64WritersProcessCrash() async throws {
+        try await Self.durableSchedules(writers: 64, durability: .processCrash)
     }
 
     /// The product's RPC concurrency, not 64, sets the batch size: at
     /// 30,000 RPC/s with a few ms per commit, hundreds of writes are in flight.
     @Test func groupCommitManyWriters() async throws {
         let writers = Int(ProcessInfo.processInfo.environment["HERALD_BENCH_WRITERS"] ?? "") ?? 256
-        try await Self.durableSchedules(writers: writers, synchronous: .full)
+        try await Self.durableSchedules(writers: writers, durability: .pipelinedSync)
     }
 
     @Test func singleWriter() async throws {
-        try await Self.durableSchedules(writers: 1, synchronous: .full)
+        try await Self.durableSchedules(writers: 1, durability: .pipelinedSync)
     }
 
     /// Creates the database `pendingIndexLoad` reads (run first, separately,
@@ -122,7 +126,7 @@ struct StoreBenchmarks {
         guard ProcessInfo.processInfo.environment["HERALD_BENCH_SEED"] == "1" else { return }
         let path = try Self.freshPath("pending.sqlite")
         var options = SQLiteStore.Options()
-        options.synchronous = .normal
+        options.durability = .processCrash
         let store = try SQLiteStore(path: path, options: options)
         let now: Int64 = 1_800_000_000_000
         let clock = ContinuousClock()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Store benchmarks (release): durable schedules/s with 64 concurrent writers
-# (group commit), with 256, with random (v4) instead of time-ordered (v7)
-# message IDs, with synchronous=NORMAL, and with a single writer; p50/p99
+# (group commit, synchronous=FULL), with random (v4) instead of time-ordered
+# (v7) message IDs, with the other durability modes, with 256 writers and
+# with a single writer; p50/p99
 # latency of the awaited, committed write; pending-index load time and RSS
 # for 1,000,000 rows, measured in a fresh process.
 #
@@ -25,12 +26,12 @@ run() {
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) · $(nproc) cores · load $(cut -d' ' -f1-3 /proc/loadavg) · SQLite $(sqlite3 --version 2>/dev/null | cut -d' ' -f1)"
 "${SWIFT_TEST[@]}" --filter StoreBenchmarks/singleWriter >/dev/null 2>&1 || true   # build once
-run "64 writers, pipelined fsync, v7 ids" 'StoreBenchmarks/groupCommit64Writers\(\)'
-HERALD_BENCH_IDS=v4 run "64 writers, pipelined fsync, v4 ids" 'StoreBenchmarks/groupCommit64Writers\(\)'
-run "64 writers, sqliteFull (fsync inside commit)" 'StoreBenchmarks/groupCommit64WritersSQLiteFull'
+run "64 writers, FULL, v7 ids" 'StoreBenchmarks/groupCommit64Writers\(\)'
+HERALD_BENCH_IDS=v4 run "64 writers, FULL, v4 ids" 'StoreBenchmarks/groupCommit64Writers\(\)'
+run "64 writers, pipelined fsync" 'StoreBenchmarks/groupCommit64WritersPipelinedSync'
 run "64 writers, processCrash (no fsync before ack)" 'StoreBenchmarks/groupCommit64WritersProcessCrash'
-HERALD_BENCH_WRITERS=256 run "256 writers, pipelined fsync, v7 ids" 'StoreBenchmarks/groupCommitManyWriters'
-run "1 writer, pipelined fsync" 'StoreBenchmarks/singleWriter'
+HERALD_BENCH_WRITERS=256 run "256 writers, FULL, v7 ids" 'StoreBenchmarks/groupCommitManyWriters'
+run "1 writer, FULL" 'StoreBenchmarks/singleWriter'
 HERALD_BENCH_SEED=1 run "seed" 'StoreBenchmarks/seedPending'
 HERALD_BENCH_LOAD=1 run "start, quick_check" 'StoreBenchmarks/pendingIndexLoad'
 HERALD_BENCH_LOAD=1 HERALD_BENCH_QUICK_CHECK=0 run "start, no check" 'StoreBenchmarks/pendingIndexLoad'

@@ -2,12 +2,14 @@ import HeraldCore
 
 // Design notes (HeraldStore)
 //
-// - Durability: WAL + synchronous=FULL. A Schedule is acknowledged only after
-//   its transaction committed and the WAL was fsynced, so it survives kill -9
-//   and power loss. Group commit (one writer thread drains every queued write
-//   into one transaction) pays one fsync per batch, not per RPC. NORMAL would
-//   survive kill -9 only (the WAL write sits in the page cache) and measured
-//   barely faster, because the writer is CPU-bound, not fsync-bound.
+// - Durability: WAL + synchronous=FULL (default `Durability.sqliteFull`). A
+//   Schedule is acknowledged only after its transaction committed and the WAL
+//   was fsynced, so it survives kill -9 and power loss. Group commit (one
+//   writer thread drains every queued write into one transaction) pays one
+//   fsync per batch. Measured alternatives: `.pipelinedSync` (commit with
+//   NORMAL, a second thread fdatasyncs the WAL before callers resume; equal
+//   here, for slow-fsync disks) and `.processCrash` (NORMAL, no fsync before
+//   the ack: kill -9 safe only, ~1.7x the throughput here).
 // - Last request wins: the live message of (bundle_id, key) is the row in
 //   `message_keys` (its primary key is the uniqueness), so superseded and
 //   cancelled rows keep their key for history. A key is *spent* once any push

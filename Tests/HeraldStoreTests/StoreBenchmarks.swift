@@ -98,11 +98,11 @@ struct StoreBenchmarks {
     }
 
     @Test func groupCommit64Writers() async throws {
-        try await Self.durableSchedules(writers: 64, durability: .pipelinedSync)
+        try await Self.durableSchedules(writers: 64, durability: .sqliteFull)
     }
 
-    @Test func groupCommit64WritersSQLiteFull() async throws {
-        try await Self.durableSchedules(writers: 64, durability: .sqliteFull)
+    @Test func groupCommit64WritersPipelinedSync() async throws {
+        try await Self.durableSchedules(writers: 64, durability: .pipelinedSync)
     }
 
     @Test func groupCommit64WritersProcessCrash() async throws {
@@ -113,11 +113,11 @@ struct StoreBenchmarks {
     /// 30,000 RPC/s with a few ms per commit, hundreds of writes are in flight.
     @Test func groupCommitManyWriters() async throws {
         let writers = Int(ProcessInfo.processInfo.environment["HERALD_BENCH_WRITERS"] ?? "") ?? 256
-        try await Self.durableSchedules(writers: writers, durability: .pipelinedSync)
+        try await Self.durableSchedules(writers: writers, durability: .sqliteFull)
     }
 
     @Test func singleWriter() async throws {
-        try await Self.durableSchedules(writers: 1, durability: .pipelinedSync)
+        try await Self.durableSchedules(writers: 1, durability: .sqliteFull)
     }
 
     /// Creates the database `pendingIndexLoad` reads (run first, separately,

@@ -65,6 +65,7 @@ struct StoreBenchmarks {
         let clock = ContinuousClock()
         let now: Int64 = 1_800_000_000_000
         let deadline = clock.now + .milliseconds(Int(seconds * 1_000))
+        let cpuBefore = cpuSeconds()
         let start = clock.now
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for w in 0..<writers {
@@ -88,13 +89,15 @@ struct StoreBenchmarks {
         }
         let elapsed = start.duration(to: clock.now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let cpu = cpuSeconds() - cpuBefore
         let stats = store.writeStats
         await store.close()
         report(String(
-            format: "schedule writers=%d durability=%@ ops=%d seconds=%.2f ops_per_s=%.0f p50_ms=%.2f p99_ms=%.2f max_ms=%.2f commits=%d ops_per_commit=%.1f wal_fsyncs=%d",
+            format: "schedule writers=%d durability=%@ ops=%d seconds=%.2f ops_per_s=%.0f p50_ms=%.2f p99_ms=%.2f max_ms=%.2f commits=%d ops_per_commit=%.1f wal_fsyncs=%d process_cpu_us_per_op=%.1f",
             writers, "\(durability)", latencies.count, seconds, Double(latencies.count) / seconds,
             percentile(latencies, 0.50), percentile(latencies, 0.99), latencies.last ?? 0,
-            stats.commits, Double(stats.writes) / Double(max(stats.commits, 1)), stats.walSyncs))
+            stats.commits, Double(stats.writes) / Double(max(stats.commits, 1)), stats.walSyncs,
+            cpu * 1e6 / Double(max(latencies.count, 1))))
     }
 
     @Test func groupCommit64Writers() async throws {
@@ -164,6 +167,14 @@ struct StoreBenchmarks {
         await store.close()
         Self.report("pending_load rows=\(entries.count) quick_check=\(integrity) open=\(start.duration(to: opened)) load=\(opened.duration(to: loaded)) total=\(start.duration(to: loaded)) rss_mib=\(rss.current >> 20) rss_delta_mib=\((rss.current - rssBefore) >> 20) peak_rss_mib=\(rss.peak >> 20)")
         #expect(entries.count == Self.pendingRows)
+    }
+
+    /// User + system CPU time of the whole process, in seconds.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     /// (VmRSS, VmHWM) in bytes, from /proc/self/status.

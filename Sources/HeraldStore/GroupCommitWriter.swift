@@ -16,8 +16,9 @@ public struct WriteStats: Sendable, Hashable {
 /// One queued write: runs on the writer thread inside the batch transaction,
 /// then learns whether the batch committed.
 protocol WriteJob: AnyObject {
-    /// Runs the operation in its own savepoint; returns its error, if any.
-    func run(_ db: Database) -> (any Error)?
+    /// Runs the operation — in its own savepoint when `isolated` — and
+    /// returns its error, if any. May run twice (see `commit`).
+    func run(_ db: Database, isolated: Bool) -> (any Error)?
     /// Resumes the caller: with the operation's result after a commit, or
     /// with `commitError` when the batch did not commit.
     func finish(commitError: (any Error)?)
@@ -34,10 +35,10 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
         self.continuation = continuation
     }
 
-    func run(_ db: Database) -> (any Error)? {
+    func run(_ db: Database, isolated: Bool) -> (any Error)? {
         defer { db.resetBusyStatements() }
         do {
-            result = .success(try db.savepoint { try body(db) })
+            result = .success(isolated ? try db.savepoint { try body(db) } : try body(db))
             return nil
         } catch {
             result = .failure(error)
@@ -182,16 +183,34 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
     }
 
+    /// Commits `batch` in one transaction. Fast path: every operation runs
+    /// straight in the transaction. A savepoint per operation would copy each
+    /// page it touches into the statement sub-journal — most of a page per
+    /// write — so it is only paid when an operation fails: then the batch is
+    /// rolled back and run again with a savepoint around each operation, so
+    /// that the failing one is undone alone and the others still commit.
     private func commit(_ batch: [any WriteJob]) {
         var failure: (any Error)?
         do {
             try db.run("BEGIN IMMEDIATE")
-            for job in batch {
-                if let error = job.run(db), sqlite3_get_autocommit(db.handle) != 0 {
-                    // SQLite rolled the whole transaction back (I/O error,
-                    // disk full, …): nothing of this batch is durable.
-                    failure = error
-                    break
+            var anyFailed = false
+            for job in batch where job.run(db, isolated: false) != nil {
+                anyFailed = true
+                break
+            }
+            if anyFailed {
+                if sqlite3_get_autocommit(db.handle) == 0 {
+                    try db.run("ROLLBACK")
+                }
+                try db.run("BEGIN IMMEDIATE")
+                for job in batch {
+                    if let error = job.run(db, isolated: true), sqlite3_get_autocommit(db.handle) != 0 {
+                        // SQLite rolled the whole transaction back (I/O
+                        // error, disk full, …): nothing of this batch is
+                        // durable.
+                        failure = error
+                        break
+                    }
                 }
             }
             if failure == nil {

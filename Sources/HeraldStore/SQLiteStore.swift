@@ -130,6 +130,8 @@ public final class SQLiteStore: HeraldStore {
             try db.execute("PRAGMA synchronous = \(options.durability == .sqliteFull ? "FULL" : "NORMAL")")
             try db.execute("PRAGMA foreign_keys = ON")
             try db.execute("PRAGMA cache_size = -65536")
+            // Statement sub-journals (savepoints) in memory, never a temp file.
+            try db.execute("PRAGMA temp_store = MEMORY")
             // When the WAL restarts, truncate the file back to 64 MiB at most.
             try db.execute("PRAGMA journal_size_limit = 67108864")
             try Schema.migrate(db)

@@ -9,13 +9,16 @@ public struct WriteStats: Sendable, Hashable {
     public var writes: Int
     /// The most operations committed together in one transaction.
     public var largestBatch: Int
+    /// WAL fsyncs by the pipelined syncer (0 with other durability modes).
+    public var walSyncs: Int = 0
 }
 
 /// One queued write: runs on the writer thread inside the batch transaction,
 /// then learns whether the batch committed.
 protocol WriteJob: AnyObject {
-    /// Runs the operation in its own savepoint; returns its error, if any.
-    func run(_ db: Database) -> (any Error)?
+    /// Runs the operation — in its own savepoint when `isolated` — and
+    /// returns its error, if any. May run twice (see `commit`).
+    func run(_ db: Database, isolated: Bool) -> (any Error)?
     /// Resumes the caller: with the operation's result after a commit, or
     /// with `commitError` when the batch did not commit.
     func finish(commitError: (any Error)?)
@@ -32,10 +35,10 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
         self.continuation = continuation
     }
 
-    func run(_ db: Database) -> (any Error)? {
+    func run(_ db: Database, isolated: Bool) -> (any Error)? {
         defer { db.resetBusyStatements() }
         do {
-            result = .success(try db.savepoint { try body(db) })
+            result = .success(isolated ? try db.savepoint { try body(db) } : try body(db))
             return nil
         } catch {
             result = .failure(error)
@@ -73,10 +76,22 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// Touched only by the writer thread once started.
     private let db: Database
     private let maxBatch: Int
+    private let checkpointer: Checkpointer
+    private let checkpointPages: Int
+    private let walLimitPages: Int
+    /// When set, callers resume only after it synced the WAL.
+    let syncer: WALSyncer?
 
-    init(database: Database, maxBatch: Int) {
+    init(
+        database: Database, maxBatch: Int, checkpointer: Checkpointer, syncer: WALSyncer?,
+        checkpointPages: Int, walLimitPages: Int
+    ) {
         self.db = database
+        self.syncer = syncer
         self.maxBatch = max(1, maxBatch)
+        self.checkpointer = checkpointer
+        self.checkpointPages = checkpointPages
+        self.walLimitPages = walLimitPages
         let thread = Thread { [self] in self.loop() }
         thread.name = "herald-store-writer"
         thread.start()
@@ -100,8 +115,10 @@ final class GroupCommitWriter: @unchecked Sendable {
 
     var currentStats: WriteStats {
         condition.lock()
-        defer { condition.unlock() }
-        return stats
+        var current = stats
+        condition.unlock()
+        current.walSyncs = syncer?.stats.syncs ?? 0
+        return current
     }
 
     /// Writes queued and not yet taken by the writer thread.
@@ -114,8 +131,12 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// (ok, last error text) of the most recent commit.
     var commitHealth: (ok: Bool, lastError: String?) {
         condition.lock()
-        defer { condition.unlock() }
-        return (!lastCommitFailed, lastCommitError)
+        let health = (ok: !lastCommitFailed, lastError: lastCommitError)
+        condition.unlock()
+        if let syncFailure = syncer?.stats.lastFailure {
+            return (false, syncFailure)
+        }
+        return health
     }
 
     /// Commits what is queued, stops the thread and waits for it.
@@ -162,16 +183,34 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
     }
 
+    /// Commits `batch` in one transaction. Fast path: every operation runs
+    /// straight in the transaction. A savepoint per operation would copy each
+    /// page it touches into the statement sub-journal — most of a page per
+    /// write — so it is only paid when an operation fails: then the batch is
+    /// rolled back and run again with a savepoint around each operation, so
+    /// that the failing one is undone alone and the others still commit.
     private func commit(_ batch: [any WriteJob]) {
         var failure: (any Error)?
         do {
             try db.run("BEGIN IMMEDIATE")
-            for job in batch {
-                if let error = job.run(db), sqlite3_get_autocommit(db.handle) != 0 {
-                    // SQLite rolled the whole transaction back (I/O error,
-                    // disk full, …): nothing of this batch is durable.
-                    failure = error
-                    break
+            var anyFailed = false
+            for job in batch where job.run(db, isolated: false) != nil {
+                anyFailed = true
+                break
+            }
+            if anyFailed {
+                if sqlite3_get_autocommit(db.handle) == 0 {
+                    try db.run("ROLLBACK")
+                }
+                try db.run("BEGIN IMMEDIATE")
+                for job in batch {
+                    if let error = job.run(db, isolated: true), sqlite3_get_autocommit(db.handle) != 0 {
+                        // SQLite rolled the whole transaction back (I/O
+                        // error, disk full, …): nothing of this batch is
+                        // durable.
+                        failure = error
+                        break
+                    }
                 }
             }
             if failure == nil {
@@ -196,8 +235,19 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
         condition.unlock()
 
-        for job in batch {
-            job.finish(commitError: failure)
+        if failure == nil, let syncer {
+            syncer.resumeAfterSync(batch)
+        } else {
+            for job in batch {
+                job.finish(commitError: failure)
+            }
+        }
+
+        // After resuming the callers: checkpoint work never delays an ack.
+        if db.walFrames >= walLimitPages {
+            db.restartCheckpoint()
+        } else if db.walFrames >= checkpointPages {
+            checkpointer.request()
         }
     }
 }

@@ -1,5 +1,35 @@
 import HeraldCore
 
+// Design notes (HeraldStore)
+//
+// - Durability: WAL + synchronous=FULL (default `Durability.sqliteFull`). A
+//   Schedule is acknowledged only after its transaction committed and the WAL
+//   was fsynced, so it survives kill -9 and power loss. Group commit (one
+//   writer thread drains every queued write into one transaction) pays one
+//   fsync per batch. Measured alternatives: `.pipelinedSync` (commit with
+//   NORMAL, a second thread fdatasyncs the WAL before callers resume; equal
+//   here, for slow-fsync disks) and `.processCrash` (NORMAL, no fsync before
+//   the ack: kill -9 safe only, ~1.7x the throughput here).
+// - Last request wins: the live message of (bundle_id, key) is the row in
+//   `message_keys` (its primary key is the uniqueness), so superseded and
+//   cancelled rows keep their key for history. A key is *spent* once any push
+//   for its message may have reached APNs: a claim was ever made (including
+//   one in flight), or the message is HANDED_OFF (the content is on the
+//   device, which may display it), SENT or DISPLAYED. A Schedule with a spent
+//   key is ALREADY_EXISTS; an unspent SCHEDULED message is SUPERSEDED; an
+//   unspent finished one (CANCELLED before any push, EXPIRED, NO_DEVICES)
+//   simply hands the key over (`replaced` stays false: nothing was replaced).
+// - Crash mid-send: `claim` sets `sending_since` before the push goes out and
+//   `transition` clears it. At start `recoverInterrupted` turns every message
+//   still marked into FAILED "interrupted" (or SENT when a "sent" device
+//   outcome was recorded during that attempt): never resent, because APNs
+//   may have delivered it — SPEC's "sends none twice" wins over "at least
+//   once".
+// - Cancel: SCHEDULED → CANCELLED; HANDED_OFF → CANCELLED plus a durable row
+//   in `revokes` (the revoke push survives a crash); CANCELLED → cancelled
+//   again (idempotent); in flight → not cancelled, reported as SENT; SENT,
+//   DISPLAYED, FAILED, … → not cancelled with that state.
+
 /// Durable storage for Herald: messages, per-device outcomes, devices.
 ///
 /// Every write is atomic and durable when its `await` returns. Callers depend

@@ -70,7 +70,7 @@ extension SQLiteStore {
 
     public func message(id: String) async throws -> StoredMessage? {
         try read { db in
-            let statement = try db.cached("SELECT \(MessageRows.columns) FROM messages WHERE id = ?1")
+            let statement = try db.cached(MessageRows.selectByID)
             try statement.bind(id, at: 1)
             return try statement.step() ? try MessageRows.decode(statement) : nil
         }
@@ -84,11 +84,7 @@ extension SQLiteStore {
 
     public func due(before: Int64, limit: Int) async throws -> [StoredMessage] {
         try read { db in
-            let statement = try db.cached("""
-                SELECT \(MessageRows.columns) FROM messages
-                WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= ?1
-                ORDER BY due_at, id LIMIT ?2
-                """)
+            let statement = try db.cached(MessageRows.selectDue)
             try statement.bind(before, at: 1)
             try statement.bind(limit, at: 2)
             var messages: [StoredMessage] = []
@@ -133,13 +129,7 @@ extension SQLiteStore {
 
     public func claim(id: String, from: MessageState, now: Int64) async throws -> StoredMessage? {
         try await write { db in
-            let statement = try db.cached("""
-                UPDATE messages
-                SET sending_since = ?3, send_started_at = coalesce(send_started_at, ?3),
-                    attempts = attempts + 1, updated_at = ?3
-                WHERE id = ?1 AND state = ?2 AND sending_since IS NULL
-                RETURNING \(MessageRows.columns)
-                """)
+            let statement = try db.cached(MessageRows.claim)
             try statement.bind(id, at: 1)
             try statement.bind(from.rawValue, at: 2)
             try statement.bind(now, at: 3)
@@ -285,12 +275,37 @@ enum MessageRows {
         sending_since, send_started_at, request
         """
 
+    // Built once: statement-cache lookups hash the SQL text, and building
+    // it per call would allocate too.
+    static let selectByID = "SELECT \(columns) FROM messages WHERE id = ?1"
+
+    static let selectLive = """
+        SELECT \(columns) FROM messages
+        WHERE id = (SELECT message_id FROM message_keys WHERE bundle_id = ?1 AND idempotency_key = ?2)
+        """
+
+    static let selectDue = """
+        SELECT \(columns) FROM messages
+        WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= ?1
+        ORDER BY due_at, id LIMIT ?2
+        """
+
+    static let claim = """
+        UPDATE messages
+        SET sending_since = ?3, send_started_at = coalesce(send_started_at, ?3),
+            attempts = attempts + 1, updated_at = ?3
+        WHERE id = ?1 AND state = ?2 AND sending_since IS NULL
+        RETURNING \(columns)
+        """
+
+    static let insertSQL = """
+        INSERT INTO messages(\(columns))
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
+        """
+
     /// The live message of (bundleID, key).
     static func live(_ db: Database, bundleID: String, key: String) throws -> StoredMessage? {
-        let statement = try db.cached("""
-            SELECT \(columns) FROM messages
-            WHERE id = (SELECT message_id FROM message_keys WHERE bundle_id = ?1 AND idempotency_key = ?2)
-            """)
+        let statement = try db.cached(selectLive)
         try statement.bind(bundleID, at: 1)
         try statement.bind(key, at: 2)
         guard try statement.step() else { return nil }
@@ -300,10 +315,7 @@ enum MessageRows {
     }
 
     static func insert(_ db: Database, _ m: StoredMessage) throws {
-        try db.run("""
-            INSERT INTO messages(\(columns))
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
-            """) { s in
+        try db.run(insertSQL) { s in
             try s.bind(m.id, at: 1)
             try s.bind(m.bundleID, at: 2)
             try s.bind(m.platform.rawValue, at: 3)

@@ -19,12 +19,22 @@ struct StoreBenchmarks {
     /// A request about the size of a typical accepted ScheduleRequest.
     static let request = [UInt8]((0..<600).map { UInt8(truncatingIfNeeded: $0 &* 13) })
 
+    /// `HERALD_BENCH_IDS=v4` for random message IDs (default: UUIDv7, as
+    /// `MessageID.make`); keys are always random (client-supplied).
+    static let randomIDs = ProcessInfo.processInfo.environment["HERALD_BENCH_IDS"] == "v4"
+
+    /// Due times as traffic makes them: now + 30 s grace, a little spread.
     static func message(_ i: Int, now: Int64) -> StoredMessage {
-        StoredMessage(
-            id: UUID().uuidString.lowercased(), bundleID: "com.example.bench", platform: .ios,
+        var generator = SystemRandomNumberGenerator()
+        let key = MessageID.format(high: generator.next() & ~0xF000 | 0x4000, low: generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
+        let id = randomIDs
+            ? MessageID.format(high: generator.next() & ~0xF000 | 0x4000, low: generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
+            : MessageID.make(now: now + Int64(i / 1_000), using: &generator)
+        return StoredMessage(
+            id: id, bundleID: "com.example.bench", platform: .ios,
             userID: "user-\(i % 100_000)", campaignID: "campaign-\(i % 50)",
-            idempotencyKey: UUID().uuidString.lowercased(), deliveryMethod: .traditional, abTest: true,
-            windowStart: now, windowEnd: now + 86_400_000, dueAt: now + Int64(i % 86_400) * 1_000,
+            idempotencyKey: key, deliveryMethod: .traditional, abTest: true,
+            windowStart: now, windowEnd: now + 86_400_000, dueAt: now + 30_000 + Int64(i / 1_000) + Int64(i % 7),
             request: request, createdAt: now)
     }
 
@@ -44,14 +54,18 @@ struct StoreBenchmarks {
     }
 
     /// Each of `writers` tasks schedules back to back for `seconds`.
-    static func durableSchedules(writers: Int, synchronous: SQLiteStore.Synchronous) async throws {
-        let path = try freshPath("schedules-\(writers)-\(synchronous.rawValue).sqlite")
+    static func durableSchedules(writers: Int, durability: SQLiteStore.Durability) async throws {
+        let path = try freshPath("schedules-\(writers)-\(durability).sqlite")
         var options = SQLiteStore.Options()
-        options.synchronous = synchronous
+        options.durability = durability
+        if let pages = Int(ProcessInfo.processInfo.environment["HERALD_BENCH_WAL_LIMIT"] ?? "") {
+            options.walLimitPages = pages
+        }
         let store = try SQLiteStore(path: path, options: options)
         let clock = ContinuousClock()
         let now: Int64 = 1_800_000_000_000
         let deadline = clock.now + .milliseconds(Int(seconds * 1_000))
+        let cpuBefore = cpuSeconds()
         let start = clock.now
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for w in 0..<writers {
@@ -75,25 +89,38 @@ struct StoreBenchmarks {
         }
         let elapsed = start.duration(to: clock.now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let cpu = cpuSeconds() - cpuBefore
         let stats = store.writeStats
         await store.close()
         report(String(
-            format: "schedule writers=%d synchronous=%@ ops=%d seconds=%.2f ops_per_s=%.0f p50_ms=%.2f p99_ms=%.2f max_ms=%.2f commits=%d ops_per_commit=%.1f",
-            writers, synchronous.rawValue, latencies.count, seconds, Double(latencies.count) / seconds,
+            format: "schedule writers=%d durability=%@ ops=%d seconds=%.2f ops_per_s=%.0f p50_ms=%.2f p99_ms=%.2f max_ms=%.2f commits=%d ops_per_commit=%.1f wal_fsyncs=%d process_cpu_us_per_op=%.1f",
+            writers, "\(durability)", latencies.count, seconds, Double(latencies.count) / seconds,
             percentile(latencies, 0.50), percentile(latencies, 0.99), latencies.last ?? 0,
-            stats.commits, Double(stats.writes) / Double(max(stats.commits, 1))))
+            stats.commits, Double(stats.writes) / Double(max(stats.commits, 1)), stats.walSyncs,
+            cpu * 1e6 / Double(max(latencies.count, 1))))
     }
 
     @Test func groupCommit64Writers() async throws {
-        try await Self.durableSchedules(writers: 64, synchronous: .full)
+        try await Self.durableSchedules(writers: 64, durability: .sqliteFull)
     }
 
-    @Test func groupCommit64WritersNormal() async throws {
-        try await Self.durableSchedules(writers: 64, synchronous: .normal)
+    @Test func groupCommit64WritersPipelinedSync() async throws {
+        try await Self.durableSchedules(writers: 64, durability: .pipelinedSync)
+    }
+
+    @Test func groupCommit64WritersProcessCrash() async throws {
+        try await Self.durableSchedules(writers: 64, durability: .processCrash)
+    }
+
+    /// The product's RPC concurrency, not 64, sets the batch size: at
+    /// 30,000 RPC/s with a few ms per commit, hundreds of writes are in flight.
+    @Test func groupCommitManyWriters() async throws {
+        let writers = Int(ProcessInfo.processInfo.environment["HERALD_BENCH_WRITERS"] ?? "") ?? 256
+        try await Self.durableSchedules(writers: writers, durability: .sqliteFull)
     }
 
     @Test func singleWriter() async throws {
-        try await Self.durableSchedules(writers: 1, synchronous: .full)
+        try await Self.durableSchedules(writers: 1, durability: .sqliteFull)
     }
 
     /// Creates the database `pendingIndexLoad` reads (run first, separately,
@@ -102,7 +129,7 @@ struct StoreBenchmarks {
         guard ProcessInfo.processInfo.environment["HERALD_BENCH_SEED"] == "1" else { return }
         let path = try Self.freshPath("pending.sqlite")
         var options = SQLiteStore.Options()
-        options.synchronous = .normal
+        options.durability = .processCrash
         let store = try SQLiteStore(path: path, options: options)
         let now: Int64 = 1_800_000_000_000
         let clock = ContinuousClock()
@@ -140,6 +167,14 @@ struct StoreBenchmarks {
         await store.close()
         Self.report("pending_load rows=\(entries.count) quick_check=\(integrity) open=\(start.duration(to: opened)) load=\(opened.duration(to: loaded)) total=\(start.duration(to: loaded)) rss_mib=\(rss.current >> 20) rss_delta_mib=\((rss.current - rssBefore) >> 20) peak_rss_mib=\(rss.peak >> 20)")
         #expect(entries.count == Self.pendingRows)
+    }
+
+    /// User + system CPU time of the whole process, in seconds.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     /// (VmRSS, VmHWM) in bytes, from /proc/self/status.

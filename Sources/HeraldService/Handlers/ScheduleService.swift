@@ -35,7 +35,7 @@ struct ScheduleService: Sendable {
             throw GRPCStatus(.invalidArgument, "\(override).enabled is false: this message would never be delivered")
         }
         let stored = StoredMessage(
-            id: UUIDv4.make(), bundleID: message.bundleID, platform: message.platform, userID: validated.userID,
+            id: MessageID.make(now: now), bundleID: message.bundleID, platform: message.platform, userID: validated.userID,
             campaignID: validated.campaignID, idempotencyKey: message.idempotencyKey,
             deliveryMethod: validated.method, abTest: validated.abTest,
             windowStart: validated.window.start.milliseconds, windowEnd: validated.window.end.milliseconds,

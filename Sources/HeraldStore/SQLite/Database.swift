@@ -30,6 +30,29 @@ final class Database {
 
     private var isClosed = false
 
+    /// Frames in the WAL after the last commit on this connection, when
+    /// `trackWALSize()` was called.
+    var walFrames = 0
+
+    /// Replaces SQLite's auto-checkpoint (itself a WAL hook) with a hook that
+    /// only records the WAL's size; checkpoints are then the caller's job.
+    func trackWALSize() {
+        sqlite3_wal_hook(handle, { context, _, _, frames in
+            guard let context else { return SQLITE_OK }
+            Unmanaged<Database>.fromOpaque(context).takeUnretainedValue().walFrames = Int(frames)
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Runs a `RESTART` checkpoint: copies what is left of the WAL and makes
+    /// the next commit start writing it from the beginning.
+    func restartCheckpoint() {
+        var logFrames: Int32 = 0, copiedFrames: Int32 = 0
+        if sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_RESTART, &logFrames, &copiedFrames) == SQLITE_OK {
+            walFrames = 0
+        }
+    }
+
     deinit { close() }
 
     /// Finalizes cached statements and closes the connection. The last

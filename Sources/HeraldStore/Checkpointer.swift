@@ -1,0 +1,81 @@
+import CInterop
+import Foundation
+
+/// Copies the WAL back into the database file on its own thread and its own
+/// connection (`PASSIVE` checkpoints), so commits never wait for it.
+///
+/// SQLite's built-in auto-checkpoint runs inside the commit that crosses the
+/// threshold: with group commit that stalls every queued caller for the copy
+/// and the database-file fsync. Here the writer only signals; when the WAL
+/// still outgrows a hard limit (sustained load never leaves a gap in which a
+/// passive checkpoint can finish, so the WAL cannot restart), the writer runs
+/// a `RESTART` checkpoint itself, which has little left to copy by then.
+final class Checkpointer: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var requested = false
+    private var closing = false
+    private var exited = false
+    private var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    private var checkpoints = 0
+    private let db: Database
+
+    init(database: Database) {
+        self.db = database
+        let thread = Thread { [self] in self.loop() }
+        thread.name = "herald-store-checkpointer"
+        thread.start()
+    }
+
+    /// Asks for a checkpoint soon; cheap, never blocks.
+    func request() {
+        condition.lock()
+        requested = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    var completedCheckpoints: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return checkpoints
+    }
+
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            closing = true
+            if exited {
+                condition.unlock()
+                continuation.resume()
+                return
+            }
+            exitWaiters.append(continuation)
+            condition.signal()
+            condition.unlock()
+        }
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while !requested && !closing { condition.wait() }
+            if closing {
+                db.close()
+                exited = true
+                let waiters = exitWaiters
+                exitWaiters = []
+                condition.unlock()
+                waiters.forEach { $0.resume() }
+                return
+            }
+            requested = false
+            condition.unlock()
+
+            var logFrames: Int32 = 0, copiedFrames: Int32 = 0
+            let rc = sqlite3_wal_checkpoint_v2(db.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copiedFrames)
+            condition.lock()
+            if rc == SQLITE_OK { checkpoints += 1 }
+            condition.unlock()
+        }
+    }
+}

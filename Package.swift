@@ -108,6 +108,8 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldService",
+                "HeraldStore",
+                "APNs",
                 "APNsSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -24,6 +24,10 @@ public struct HeraldConfiguration: Sendable {
     public var accessPolicy = AccessPolicy()
     /// How long in-flight RPCs may take to finish on shutdown.
     public var drainTimeout: Duration = .seconds(10)
+    /// How hard a commit is synced before Schedule answers: `.sqliteFull`
+    /// (fsync per group commit: survives kill -9 and power loss) or
+    /// `.processCrash` (the WAL write is in the OS: survives kill -9).
+    public var durability: SQLiteStore.Durability = .sqliteFull
     /// The short time after Schedule in which a traditional message can still
     /// be cancelled.
     public var graceSeconds: Int64 = 30
@@ -114,7 +118,9 @@ public final class HeraldServer: Sendable {
         }
         let clock = configuration.clock
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        let store = try SQLiteStore(path: configuration.databasePath)
+        var storeOptions = SQLiteStore.Options()
+        storeOptions.durability = configuration.durability
+        let store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)
         let interrupted = try await store.recoverInterrupted(now: clock.now())
         if !interrupted.isEmpty {
             logger.warning("messages caught mid-send by a crash are FAILED (interrupted), never resent",

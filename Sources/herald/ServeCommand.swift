@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import HeraldService
+import HeraldStore
 import Logging
 
 #if canImport(Glibc)
@@ -29,6 +30,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("data-dir"), help: "Directory of the embedded store (env HERALD_DATA_DIR).")
     var dataDirectory: String = Settings.string("data-dir") ?? "./data"
+
+    @Option(help: "full: fsync each group commit before answering (survives power loss); process: the write is in the OS (survives kill -9, may lose the last commits on power loss) (env HERALD_DURABILITY).")
+    var durability: String = Settings.string("durability") ?? "full"
 
     @Option(name: .customLong("tokens-file"), help: "Access tokens: lines of \"<label> <token> <bundle ids|*>\" (env HERALD_TOKENS_FILE). Without it Herald serves loopback only, unauthenticated.")
     var tokensFile: String = Settings.string("tokens-file") ?? ""
@@ -69,6 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
+        guard ["full", "process"].contains(durability) else { throw ValidationError("--durability must be full or process") }
         guard (0...3600).contains(graceSeconds) else { throw ValidationError("--grace-seconds must be 0...3600") }
         guard (0...1).contains(contextAwareShare) else { throw ValidationError("--context-aware-share must be between 0 and 1") }
         guard drainSeconds >= 0 else { throw ValidationError("--drain-seconds must not be negative") }
@@ -90,6 +95,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.grpc.maxConcurrentStreams = maxConcurrentStreams
         configuration.drainTimeout = .seconds(drainSeconds)
         configuration.graceSeconds = Int64(graceSeconds)
+        configuration.durability = durability == "process" ? .processCrash : .sqliteFull
         configuration.contextAwareShare = contextAwareShare
         configuration.simulatorRecordPath = simulatorRecord.isEmpty ? nil : simulatorRecord
         for entry in simulatorUnregistered {

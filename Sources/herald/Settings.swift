@@ -12,7 +12,7 @@ import Foundation
 enum Settings {
     /// Every key the config file may use (the flags of `serve`).
     static let knownKeys: Set<String> = [
-        "host", "port", "data-dir", "tokens-file", "grace-seconds", "context-aware-share", "sim-record",
+        "host", "port", "data-dir", "durability", "tokens-file", "grace-seconds", "context-aware-share", "sim-record",
         "apns-route", "apns-routes-file", "sim-unregistered", "sim-bad-token", "log-level",
         "max-concurrent-streams", "drain-seconds",
     ]

@@ -262,10 +262,11 @@ def test_bad_schedules_name_their_fields(env):
         assert field in err.value.details(), err.value.details()
 
 
-def test_kill_9_after_acknowledged_schedules_delivers_each_exactly_once(stubs, tmp_path):
+@pytest.mark.parametrize("durability", ["full", "process"])
+def test_kill_9_after_acknowledged_schedules_delivers_each_exactly_once(stubs, tmp_path, durability):
     record = Record(str(tmp_path / "apns-sim.jsonl"))
     data = str(tmp_path / "data")
-    server = start_herald("--grace-seconds", "0", "--sim-record", record.path, data_dir=data)
+    server = start_herald("--grace-seconds", "0", "--sim-record", record.path, "--durability", durability, data_dir=data)
     client = Client(stubs, server.address)
     u = user()
     client.register(u, EN_TOKEN, "en")

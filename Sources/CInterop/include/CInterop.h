@@ -64,4 +64,11 @@ static inline sqlite3_destructor_type cinterop_sqlite_transient(void) {
     return SQLITE_TRANSIENT;
 }
 
+/// Turns off SQLite's memory statistics (a global mutex on every
+/// allocation). `sqlite3_config` is variadic, which Swift cannot call; it
+/// must run before SQLite initializes, and is ignored (SQLITE_MISUSE) after.
+static inline int cinterop_sqlite_disable_memstatus(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 #endif

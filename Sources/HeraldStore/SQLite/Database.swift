@@ -11,8 +11,16 @@ final class Database {
     let path: String
     private var statements: [String: Statement] = [:]
 
+    /// Process-wide SQLite settings, applied before the first connection
+    /// initializes the library: no memory statistics (a global mutex taken
+    /// on every allocation, contended by the writer and the readers).
+    private static let configureOnce: Void = {
+        _ = cinterop_sqlite_disable_memstatus()
+    }()
+
     /// Opens (creating when `create`) the database at `path`.
     init(path: String, create: Bool, busyTimeoutMs: Int32) throws {
+        _ = Self.configureOnce
         var db: OpaquePointer?
         var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         if create { flags |= SQLITE_OPEN_CREATE }

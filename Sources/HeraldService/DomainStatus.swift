@@ -1,5 +1,6 @@
 import GRPCServer
 import HeraldCore
+import HeraldStore
 
 /// Maps the domain's typed errors to gRPC statuses, in one place.
 enum DomainStatus {
@@ -14,6 +15,9 @@ enum DomainStatus {
         case RenderError.disabled(let platform):
             let override = platform == .ios ? "ios" : "android"
             return GRPCStatus(.invalidArgument, "\(override).enabled is false: nothing would be sent to \(override == "ios" ? "APNs" : "FCM")")
+        case let store as StoreError:
+            // Retryable from the caller's side: nothing was acknowledged.
+            return GRPCStatus(.unavailable, "store unavailable: \(store)")
         default:
             return nil
         }

@@ -8,6 +8,10 @@ final class TestServer: Sendable {
     let server: GRPCServer
     let port: Int
     let cancelled: AsyncStream<String>
+    /// Yields when a `/test.Echo/Gated` call has entered its handler.
+    let entered: AsyncStream<Void>
+    /// Each `yield()` lets one `/test.Echo/Gated` call finish.
+    let gate: AsyncStream<Void>.Continuation
     private let cancelledContinuation: AsyncStream<String>.Continuation
 
     init(configure: (inout GRPCServerConfiguration) -> Void = { _ in }) async throws {
@@ -21,6 +25,10 @@ final class TestServer: Sendable {
         let (stream, continuation) = AsyncStream<String>.makeStream()
         cancelled = stream
         cancelledContinuation = continuation
+        let (gateStream, gateContinuation) = AsyncStream<Void>.makeStream()
+        let (enteredStream, enteredContinuation) = AsyncStream<Void>.makeStream()
+        entered = enteredStream
+        gate = gateContinuation
         server.register("/test.Echo/Sync", .sync { $0.message })
         server.register("/test.Echo/Async", .async { request in
             await Task.yield()
@@ -35,6 +43,7 @@ final class TestServer: Sendable {
         server.register("/test.Echo/Crash", .async { _ in throw CocoaError(.fileNoSuchFile) })
         server.register("/test.Echo/Hang", .async { request in
             let key = request.metadata["x-key"] ?? ""
+            enteredContinuation.yield()
             // Suspends until cancelled (deadline, RST_STREAM or connection loss).
             await withTaskCancellationHandler {
                 let (never, _) = AsyncStream<Int>.makeStream()
@@ -43,6 +52,11 @@ final class TestServer: Sendable {
                 continuation.yield(key)
             }
             throw CancellationError()
+        })
+        server.register("/test.Echo/Gated", .async { request in
+            enteredContinuation.yield()
+            for await _ in gateStream { break }  // one Gated call per server
+            return request.message
         })
         server.register("/test.Echo/Deadline", .sync { request in
             Array((request.deadline == nil ? "none" : "set").utf8)
@@ -88,7 +102,7 @@ func nghttpCall(_ server: TestServer, _ path: String, message: [UInt8] = Array("
     return try await runTool("/usr/bin/nghttp", arguments)
 }
 
-@Suite("Loopback (real sockets, nghttp/h2load)", .serialized)
+@Suite("Loopback (real sockets, nghttp/h2load)", .serialized, .timeLimit(.minutes(1)))
 struct LoopbackTests {
     @Test func syncEchoSucceeds() async throws {
         let server = try await TestServer()
@@ -184,6 +198,57 @@ struct LoopbackTests {
         ])
         #expect(output.contains(":status: 415"))
         await server.stop()
+    }
+
+    @Test func clientGoingAwayCancelsTheAsyncHandler() async throws {
+        let server = try await TestServer()
+        // nghttp gives up after 300 ms and drops the stream/connection; the handler's Task is cancelled.
+        let file = try requestFile([1])
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        _ = try await runTool("/usr/bin/nghttp", [
+            "-t", "300ms", "-d", file, "-H", "content-type: application/grpc", "-H", "x-key: gone",
+            server.base + "/test.Echo/Hang",
+        ])
+        var iterator = server.cancelled.makeAsyncIterator()
+        #expect(await iterator.next() == "gone")
+        await server.stop()
+        #expect(server.server.stats().rpcsInFlight == 0)
+    }
+
+    @Test func gracefulShutdownLetsInFlightCallsFinish() async throws {
+        let server = try await TestServer()
+        let call = Task { try await nghttpCall(server, "/test.Echo/Gated", message: Array("drained".utf8)) }
+        var entered = server.entered.makeAsyncIterator()
+        await entered.next()
+        let shutdown = Task { await server.server.shutdownGracefully(timeout: .seconds(10)) }
+        server.gate.yield()
+        let output = try await call.value
+        await shutdown.value
+        #expect(output.contains("drained"))
+        #expect(output.contains("grpc-status: 0"))
+        #expect(server.server.isDraining)
+        #expect(server.server.stats().connectionsOpen == 0)
+    }
+
+    @Test func shutdownTimeoutCancelsStuckCalls() async throws {
+        let server = try await TestServer()
+        let file = try requestFile([1])
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let call = Task {
+            try await runTool("/usr/bin/nghttp", [
+                "-v", "-t", "10", "-d", file, "-H", "content-type: application/grpc", "-H", "x-key: stuck",
+                server.base + "/test.Echo/Hang",
+            ])
+        }
+        // Wait until the call is in flight, then shut down with a short bound.
+        var entered = server.entered.makeAsyncIterator()
+        await entered.next()
+        await server.server.shutdownGracefully(timeout: .milliseconds(200))
+        var iterator = server.cancelled.makeAsyncIterator()
+        #expect(await iterator.next() == "stuck")
+        let output = try await call.value
+        #expect(output.contains("GOAWAY"))
+        #expect(server.server.stats().connectionsOpen == 0)
     }
 
     @Test func h2loadManyCallsAllSucceed() async throws {

@@ -55,7 +55,7 @@ NGHTTPD_PORT=$(free_port)
 nghttpd --no-tls -d "$WORK/www" "$NGHTTPD_PORT" > "$WORK/nghttpd.log" 2>&1 &
 NGHTTPD_PID=$!
 for _ in $(seq 1 200); do
-    nghttp -t 1 "http://127.0.0.1:$NGHTTPD_PORT/check" > /dev/null 2>&1 && break
+    nghttp -t 1s "http://127.0.0.1:$NGHTTPD_PORT/check" > /dev/null 2>&1 && break
     sleep 0.05
 done
 
@@ -63,12 +63,14 @@ HERALD="http://127.0.0.1:$HERALD_PORT"
 HEALTH="$HERALD/grpc.health.v1.Health/Check"
 STATUS="$HERALD/herald.v1.PushService/Status"
 GRPC_ARGS=(-d "$WORK/empty.bin" -H "content-type: application/grpc" -H "te: trailers")
+# nghttpd gets the same request shape (POST + 5-byte body) and answers with the file.
+NGHTTPD_ARGS=(-d "$WORK/empty.bin")
 
 rss_kib() { awk -v k="$1" '$1 == k":" {print $2}' "/proc/$HERALD_PID/status"; }
 
 # --- correctness: h2load counts HTTP 200 as success, so check grpc-status once --
 for url in "$HEALTH" "$STATUS"; do
-    out=$(nghttp -v -t 5 "${GRPC_ARGS[@]}" "$url" 2>&1)
+    out=$(nghttp -v -t 5s "${GRPC_ARGS[@]}" "$url" 2>&1 | tr -d '\000')
     grep -q "grpc-status: 0" <<< "$out" || { echo "FAIL: $url did not answer grpc-status 0" >&2; echo "$out" >&2; exit 1; }
 done
 echo "grpc-status 0 verified for Health/Check and Status (nghttp -v)"
@@ -85,7 +87,7 @@ run() {
     local rps succeeded mean
     rps=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<< "$out")
     succeeded=$(sed -n 's/.* \([0-9]*\) succeeded.*/\1/p' <<< "$out")
-    mean=$(awk '$1 == "time" && $2 == "for" && $3 == "request:" {print $6 $7}' <<< "$out")
+    mean=$(awk '$1 == "time" && $2 == "for" && $3 == "request:" {print $6}' <<< "$out")
     # The log holds one line per request: start (µs), status, duration (µs).
     local pct
     pct=$(awk '{print $3}' "$log" | sort -n | awk '{a[NR]=$1} END {
@@ -103,11 +105,11 @@ run herald-warmup "$HEALTH" 50000 16 32 "${GRPC_ARGS[@]}" > /dev/null
 RSS_STEADY=$(rss_kib VmRSS)
 
 echo "== -c 16 -m 32 =="
-run nghttpd-c16 "http://127.0.0.1:$NGHTTPD_PORT/check" "$N_MANY" 16 32
+run nghttpd-c16 "http://127.0.0.1:$NGHTTPD_PORT/check" "$N_MANY" 16 32 "${NGHTTPD_ARGS[@]}"
 run herald-health-c16 "$HEALTH" "$N_MANY" 16 32 "${GRPC_ARGS[@]}"
 run herald-status-c16 "$STATUS" "$N_MANY" 16 32 "${GRPC_ARGS[@]}"
 echo "== -c 1 -m 1 =="
-run nghttpd-c1 "http://127.0.0.1:$NGHTTPD_PORT/check" "$N_ONE" 1 1
+run nghttpd-c1 "http://127.0.0.1:$NGHTTPD_PORT/check" "$N_ONE" 1 1 "${NGHTTPD_ARGS[@]}"
 run herald-health-c1 "$HEALTH" "$N_ONE" 1 1 "${GRPC_ARGS[@]}"
 run herald-status-c1 "$STATUS" "$N_ONE" 1 1 "${GRPC_ARGS[@]}"
 

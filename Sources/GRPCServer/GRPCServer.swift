@@ -4,7 +4,22 @@ import NIOPosix
 import Synchronization
 
 /// A generic unary gRPC server: h2c (prior knowledge) on SwiftNIO event loops, every
-/// HTTP/2 frame parsed by libnghttp2.
+/// HTTP/2 frame parsed by libnghttp2 (one server session per connection, memory mode).
+///
+/// Answers, per gRPC PROTOCOL-HTTP2 and statuscodes.md:
+/// - method other than POST → HTTP 405; content-type not `application/grpc[+…|;…]` → HTTP 415;
+/// - unknown path → UNIMPLEMENTED; malformed `grpc-timeout` → INVALID_ARGUMENT;
+///   header list over `maxHeaderListBytes` → RESOURCE_EXHAUSTED (all Trailers-Only);
+/// - declared message length over `maxReceiveMessageBytes` → RESOURCE_EXHAUSTED as soon as
+///   the 5-byte prefix arrives; compressed flag → UNIMPLEMENTED (only `identity` is
+///   supported and advertised in `grpc-accept-encoding`); flags other than 0/1 or a stream
+///   ending inside a message → INTERNAL;
+/// - zero or several request messages on a unary method → UNIMPLEMENTED (cardinality violation);
+/// - deadline passed → DEADLINE_EXCEEDED, the async handler's Task is cancelled;
+/// - handler throws `GRPCStatus` → that status; any other error → INTERNAL "internal error"
+///   (the detail is logged); a handler's `CancellationError` → CANCELLED.
+/// Async handlers' responses are submitted when they return (not HEADERS first and DATA
+/// deferred), so an async error is still a Trailers-Only response.
 public final class GRPCServer: Sendable {
     public let configuration: GRPCServerConfiguration
     let logger: Logger

@@ -94,6 +94,8 @@ let package = Package(
                 "HeraldCore",
                 "GRPCServer",
                 "APNs",
+                "APNsSimulator",
+                "TLSTransport",
                 "HeraldStore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,5 +1,11 @@
+import APNs
+import APNsSimulator
+import Foundation
 import GRPCServer
+import HeraldCore
+import HeraldStore
 import Logging
+import Synchronization
 
 /// Herald's version, reported by Status and `herald --version`.
 public enum HeraldVersion {
@@ -10,22 +16,61 @@ public enum HeraldVersion {
 public struct HeraldConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 50051
-    /// Where the embedded store lives.
+    /// Where the embedded store lives (`herald.sqlite` inside).
     public var dataDirectory = "./data"
     /// The gRPC engine's limits (message size, header list, streams).
     public var grpc = GRPCServerConfiguration()
+    /// Tokens and the bundles they allow; empty serves loopback only.
+    public var accessPolicy = AccessPolicy()
     /// How long in-flight RPCs may take to finish on shutdown.
     public var drainTimeout: Duration = .seconds(10)
+    /// The short time after Schedule in which a traditional message can still
+    /// be cancelled.
+    public var graceSeconds: Int64 = 30
+    /// The share of users the A/B split puts in the context-aware cohort.
+    public var contextAwareShare = 0.5
+    /// APNs clients by bundle and environment; nil starts the bundled
+    /// simulator and delivers to it.
+    public var apnsRoutes: [APNsGateway.Route]?
+    /// With the bundled simulator: append every delivery it accepts to this
+    /// file as a JSON line.
+    public var simulatorRecordPath: String?
+    /// Faults the bundled simulator injects (410 / 400 tokens, …).
+    public var simulatorFaults = APNsSimulatorFaults()
+    /// Most messages dispatched at once.
+    public var maxDispatchesInFlight = 512
+    /// The scheduler's clock.
+    public var clock: any HeraldClock = SystemClock()
 
     public init() {}
+
+    /// The embedded store's file.
+    public var databasePath: String { "\(dataDirectory)/herald.sqlite" }
 }
 
-/// One Herald instance: the gRPC server with Herald's services registered.
+/// A configuration Herald refuses to start with.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// One Herald instance: the gRPC server with Herald's services registered,
+/// the durable store, the scheduler and dispatcher, and the APNs gateway.
 public final class HeraldServer: Sendable {
+    /// The parts that exist once started.
+    struct Runtime: Sendable {
+        var store: SQLiteStore
+        var gateway: APNsGateway
+        var scheduler: Scheduler
+        var dispatcher: Dispatcher
+        var background: [Task<Void, Never>]
+    }
+
     public let configuration: HeraldConfiguration
     public let state = ServingStateCell()
     private let server: GRPCServer
     private let logger: Logger
+    private let snapshot = OperatorSnapshotCell()
+    private let runtime = Mutex<Runtime?>(nil)
 
     public init(configuration: HeraldConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -38,30 +83,133 @@ public final class HeraldServer: Sendable {
 
         let health = HealthService(state: state)
         server.register(HealthService.checkPath, .sync(health.check))
+        let snapshot = self.snapshot
         let status = StatusService(
             version: HeraldVersion.current,
             startedAtMilliseconds: WallClock.nowMilliseconds(),
             startedAt: .now,
             state: state,
-            serverStats: { server.stats() }
+            serverStats: { server.stats() },
+            snapshot: { snapshot.current }
         )
         server.register(StatusService.path, .sync(status.status))
+        let render = RenderService(policy: configuration.accessPolicy, now: WallClock.nowMilliseconds)
+        server.register(RenderService.path, DomainStatus.sync(render.render))
     }
 
-    /// Binds and starts serving; returns the bound address.
+    /// Where pushes go, once started.
+    public var apnsGateway: APNsGateway? { runtime.withLock { $0?.gateway } }
+
+    /// Opens the store (refusing a corrupt or unwritable one), resolves
+    /// messages caught mid-send by a crash, rebuilds the due index, starts
+    /// delivery, then binds and serves. Returns the bound address.
+    ///
+    /// - Throws: `ConfigurationError` when no tokens are configured and the
+    ///   host is not loopback; the store's error when it cannot be opened.
     public func start() async throws -> (host: String, port: Int) {
+        if configuration.accessPolicy.isOpen && !AccessPolicy.isLoopback(configuration.host) {
+            throw ConfigurationError(description:
+                "no access tokens are configured, so Herald serves on loopback only; "
+                + "refusing to listen on \(configuration.host) (give --tokens-file, or use 127.0.0.1)")
+        }
+        let clock = configuration.clock
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: configuration.databasePath)
+        let interrupted = try await store.recoverInterrupted(now: clock.now())
+        if !interrupted.isEmpty {
+            logger.warning("messages caught mid-send by a crash are FAILED (interrupted), never resent",
+                           metadata: ["count": "\(interrupted.count)"])
+        }
+        let gateway: APNsGateway
+        if let routes = configuration.apnsRoutes {
+            gateway = APNsGateway(routes: routes)
+        } else {
+            gateway = try await APNsGateway.embedded(faults: configuration.simulatorFaults, logger: logger)
+        }
+        let scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)
+        let dispatcher = Dispatcher(store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger)
+
+        let rebuildStart = ContinuousClock.now
+        var entries: [(id: String, dueAt: Int64)] = []
+        try await store.forEachPendingBatch { page in
+            entries.append(contentsOf: page.lazy.map { (id: $0.id, dueAt: $0.dueAt) })
+        }
+        let pending = entries.count
+        await scheduler.load(entries)
+        entries = []
+        logger.info("due index rebuilt", metadata: [
+            "pending": "\(pending)", "elapsed": "\(ContinuousClock.now - rebuildStart)",
+        ])
+
+        registerDeliveryHandlers(store: store, scheduler: scheduler, dispatcher: dispatcher)
+        var background = [
+            Task { await scheduler.run(dispatch: dispatcher.dispatch) },
+            Task { await dispatcher.resumeRevokes() },
+            Task { [snapshot, logger] in await Self.refreshSnapshots(snapshot, store: store, gateway: gateway, clock: clock, logger: logger) },
+        ]
+        if let path = configuration.simulatorRecordPath, let simulator = gateway.simulator {
+            background.append(Task { await SimulatorRecorder.record(simulator, to: path, logger: logger) })
+        }
+        runtime.withLock { $0 = Runtime(store: store, gateway: gateway, scheduler: scheduler, dispatcher: dispatcher, background: background) }
+
         let address = try await server.start()
         state.set(.serving)
-        logger.info("serving", metadata: ["host": "\(address.host)", "port": "\(address.port)"])
+        logger.info("serving", metadata: ["host": "\(address.host)", "port": "\(address.port)", "pending": "\(pending)"])
         return address
     }
 
+    private func registerDeliveryHandlers(store: SQLiteStore, scheduler: Scheduler, dispatcher: Dispatcher) {
+        let policy = configuration.accessPolicy
+        let clock = configuration.clock
+        let schedule = ScheduleService(
+            policy: policy, store: store, scheduler: scheduler, clock: clock,
+            split: ABSplit(contextAwareShare: configuration.contextAwareShare), graceSeconds: configuration.graceSeconds)
+        server.register(ScheduleService.path, DomainStatus.async(schedule.schedule))
+        let cancel = CancelService(policy: policy, store: store, scheduler: scheduler, dispatcher: dispatcher, clock: clock)
+        server.register(CancelService.path, DomainStatus.async(cancel.cancel))
+        let report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
+        server.register(ReportEventService.path, DomainStatus.async(report.report))
+        let devices = DeviceHandlers(policy: policy, store: store, clock: clock)
+        server.register(DeviceHandlers.registerPath, DomainStatus.async(devices.register))
+        server.register(DeviceHandlers.unregisterPath, DomainStatus.async(devices.unregister))
+    }
+
     /// Stops taking work (Health turns NOT_SERVING), sends GOAWAY, lets
-    /// in-flight RPCs finish within the drain bound, then stops.
+    /// in-flight RPCs finish within the drain bound, stops delivery (pushes in
+    /// flight finish), and closes the store (every commit flushed).
     public func shutdown() async {
         state.set(.draining)
         logger.info("draining", metadata: ["timeout": "\(configuration.drainTimeout)"])
         await server.shutdownGracefully(timeout: configuration.drainTimeout)
+        let parts = runtime.withLock { runtime -> Runtime? in
+            defer { runtime = nil }
+            return runtime
+        }
+        if let parts {
+            for task in parts.background { task.cancel() }
+            for task in parts.background { await task.value }
+            await parts.gateway.shutdown()
+            await parts.store.close()
+        }
         logger.info("stopped")
+    }
+
+    private static func refreshSnapshots(
+        _ cell: OperatorSnapshotCell, store: SQLiteStore, gateway: APNsGateway, clock: any HeraldClock, logger: Logger
+    ) async {
+        while !Task.isCancelled {
+            var snapshot = OperatorSnapshot()
+            do {
+                snapshot.counts = try await store.countsByState()
+                let now = clock.now()
+                snapshot.oldestDueLagMilliseconds = try await store.oldestDue(now: now).map { max(0, now - $0) } ?? 0
+            } catch {
+                logger.warning("status refresh failed", metadata: ["error": "\(error)"])
+            }
+            snapshot.store = await store.health()
+            snapshot.pools = await gateway.poolStatuses()
+            cell.set(snapshot)
+            try? await Task.sleep(for: .seconds(1))
+        }
     }
 }

@@ -1,4 +1,5 @@
 import GRPCServer
+import HeraldCore
 import HeraldProtos
 
 /// `herald.v1.PushService/Status`: the operator's view of this instance.
@@ -10,6 +11,8 @@ struct StatusService: Sendable {
     let startedAt: ContinuousClock.Instant
     let state: ServingStateCell
     let serverStats: @Sendable () -> GRPCServerStats
+    /// Store and delivery figures, refreshed in the background.
+    var snapshot: @Sendable () -> OperatorSnapshot = { OperatorSnapshot() }
 
     func status(_ request: GRPCRequest) throws -> [UInt8] {
         // Validates the (empty) request so that garbage is INVALID_ARGUMENT.
@@ -24,12 +27,41 @@ struct StatusService: Sendable {
         }
         response.version = arena.string(version)
         response.uptime_seconds = UInt64((ContinuousClock.now - startedAt).components.seconds)
-        response.started_at = arena.string(WallClock.rfc3339(milliseconds: startedAtMilliseconds))
+        response.started_at = arena.string(RFC3339.format(Timestamp(milliseconds: startedAtMilliseconds)))
         response.server = arena.message(Herald__V1__ServerStatus.self) {
             $0.connections_open = UInt64(stats.connectionsOpen)
             $0.rpcs_in_flight = UInt64(stats.rpcsInFlight)
             $0.rpcs_total = UInt64(stats.rpcsTotal)
         }
+        let figures = snapshot()
+        let counts = MessageState.allCases.compactMap { state in
+            figures.counts[state].map { count in
+                arena.message(Herald__V1__MessageStateCount.self) {
+                    $0.state = state.wire
+                    $0.count = UInt64(count)
+                }
+            }
+        }
+        response.n_messages = counts.count
+        response.messages = arena.pointerArray(counts)
+        response.oldest_due_lag_ms = figures.oldestDueLagMilliseconds
+        if let store = figures.store {
+            response.store = arena.message(Herald__V1__StoreStatus.self) {
+                $0.kind = arena.string(store.kind)
+                $0.healthy = store.ok ? 1 : 0
+                $0.detail = arena.string(store.lastError.map { "\(store.location): \($0)" } ?? store.location)
+            }
+        }
+        let pools = figures.pools.map { pool in
+            arena.message(Herald__V1__ApnsPoolStatus.self) {
+                $0.endpoint = arena.string(pool.endpoint.description)
+                $0.connections_open = UInt32(pool.connectionsOpen)
+                $0.streams_in_flight = UInt32(pool.streamsInFlight)
+                $0.last_error = arena.string(pool.lastError ?? "")
+            }
+        }
+        response.n_apns_pools = pools.count
+        response.apns_pools = arena.pointerArray(pools)
         return withExtendedLifetime(arena) { ProtobufC.pack(&response) }
     }
 }

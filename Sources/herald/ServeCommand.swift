@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Foundation
 import HeraldService
 import Logging
 
@@ -26,6 +27,24 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("data-dir"), help: "Directory of the embedded store (env HERALD_DATA_DIR).")
     var dataDirectory: String = Environment.string("HERALD_DATA_DIR") ?? "./data"
 
+    @Option(name: .customLong("tokens-file"), help: "Access tokens: lines of \"<label> <token> <bundle ids|*>\" (env HERALD_TOKENS_FILE). Without it Herald serves loopback only, unauthenticated.")
+    var tokensFile: String = Environment.string("HERALD_TOKENS_FILE") ?? ""
+
+    @Option(name: .customLong("grace-seconds"), help: "How long after Schedule a traditional message waits (cancellable) before it is sent (env HERALD_GRACE_SECONDS).")
+    var graceSeconds: Int = Environment.int("HERALD_GRACE_SECONDS") ?? 30
+
+    @Option(name: .customLong("context-aware-share"), help: "Share of users the A/B split puts in the context-aware cohort, 0...1 (env HERALD_CONTEXT_AWARE_SHARE).")
+    var contextAwareShare: Double = Environment.string("HERALD_CONTEXT_AWARE_SHARE").flatMap(Double.init) ?? 0.5
+
+    @Option(name: .customLong("sim-record"), help: "With the bundled APNs simulator: append each delivery it accepts to this file as JSON lines.")
+    var simulatorRecord: String = Environment.string("HERALD_SIM_RECORD") ?? ""
+
+    @Option(name: .customLong("sim-unregistered"), help: "Bundled simulator: answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable).")
+    var simulatorUnregistered: [String] = []
+
+    @Option(name: .customLong("sim-bad-token"), help: "Bundled simulator: answer 400 BadDeviceToken for TOKEN (repeatable).")
+    var simulatorBadTokens: [String] = []
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
     var logLevel: String = Environment.string("HERALD_LOG_LEVEL") ?? "info"
 
@@ -39,6 +58,8 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
+        guard (0...3600).contains(graceSeconds) else { throw ValidationError("--grace-seconds must be 0...3600") }
+        guard (0...1).contains(contextAwareShare) else { throw ValidationError("--context-aware-share must be between 0 and 1") }
         guard drainSeconds >= 0 else { throw ValidationError("--drain-seconds must not be negative") }
     }
 
@@ -57,6 +78,20 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.dataDirectory = dataDirectory
         configuration.grpc.maxConcurrentStreams = maxConcurrentStreams
         configuration.drainTimeout = .seconds(drainSeconds)
+        configuration.graceSeconds = Int64(graceSeconds)
+        configuration.contextAwareShare = contextAwareShare
+        configuration.simulatorRecordPath = simulatorRecord.isEmpty ? nil : simulatorRecord
+        for entry in simulatorUnregistered {
+            let parts = entry.split(separator: ":", maxSplits: 1)
+            let timestamp = parts.count == 2 ? Int64(parts[1]) : nil
+            // Without a timestamp: "unregistered as of start", as `apns-sim` does.
+            configuration.simulatorFaults.unregistered[String(parts[0]).lowercased()] = timestamp ?? Int64(Date().timeIntervalSince1970 * 1000)
+        }
+        for token in simulatorBadTokens { configuration.simulatorFaults.badTokens.insert(token.lowercased()) }
+        if !tokensFile.isEmpty {
+            configuration.accessPolicy = try AccessPolicy.load(path: tokensFile)
+            logger.info("access tokens loaded", metadata: ["labels": "\(configuration.accessPolicy.grants.map(\.label))"])
+        }
 
         let signals = ShutdownSignals()
         let server = HeraldServer(configuration: configuration, logger: logger)

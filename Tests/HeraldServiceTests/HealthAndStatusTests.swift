@@ -75,13 +75,4 @@ struct HealthAndStatusTests {
             #expect($0.serving == HERALD__V1__SERVING_STATE__SERVING_STATE_DRAINING)
         }
     }
-
-    @Test("RFC 3339 formatting of the wall clock", arguments: [
-        (Int64(0), "1970-01-01T00:00:00Z"),
-        (Int64(951_782_400_999), "2000-02-29T00:00:00Z"),
-        (Int64(1_795_000_000_000), "2026-11-18T11:06:40Z"),
-    ])
-    func rfc3339(milliseconds: Int64, expected: String) {
-        #expect(WallClock.rfc3339(milliseconds: milliseconds) == expected)
-    }
 }

@@ -3,9 +3,12 @@
 /// `start` = deliver_after or now; `end` = target_delivery_time or start +
 /// deliver_within_hours.
 public struct DeliveryWindow: Sendable, Hashable {
+    /// The window start: deliver_after or now.
     public var start: Timestamp
+    /// The window end: target_delivery_time or start + hours.
     public var end: Timestamp
 
+    /// Creates a window.
     public init(start: Timestamp, end: Timestamp) {
         self.start = start
         self.end = end
@@ -24,6 +27,7 @@ public struct DeliveryPlan: Sendable, Hashable {
     /// Context-aware only: when the alert fallback is due unless displayed.
     public var fallbackAt: Timestamp?
 
+    /// Creates a plan.
     public init(firstPush: APNsPushType, sendAt: Timestamp, fallbackAt: Timestamp?) {
         self.firstPush = firstPush
         self.sendAt = sendAt

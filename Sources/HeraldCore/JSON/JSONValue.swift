@@ -47,9 +47,20 @@ public enum JSONValue: Sendable, Hashable {
         objectValue?[key]
     }
 
+    /// Whether a NaN or infinite number occurs anywhere in the value.
+    public var containsNonFiniteNumber: Bool {
+        switch self {
+        case .number(let n): return !n.isFinite
+        case .array(let a): return a.contains { $0.containsNonFiniteNumber }
+        case .object(let o): return o.values.contains { $0.containsNonFiniteNumber }
+        default: return false
+        }
+    }
+
     /// The first path (e.g. `a.b[2]`) below `self` holding a NaN or infinite
     /// number, or nil when the value is representable in JSON.
     public func firstNonFiniteNumberPath(prefix: String) -> String? {
+        guard containsNonFiniteNumber else { return nil }
         switch self {
         case .number(let n):
             return n.isFinite ? nil : prefix

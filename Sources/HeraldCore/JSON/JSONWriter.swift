@@ -15,27 +15,120 @@ public enum JSONEncodingError: Error, Sendable, Hashable {
 /// - Strings: `"` and `\` escaped; control characters as `\b \f \n \r \t` or
 ///   `\u00XX`; U+2028 and U+2029 as `\u2028`/`\u2029` (they break JavaScript
 ///   string literals); everything else, including non-ASCII, verbatim UTF-8.
-/// - Numbers: integral values with magnitude below 2^53 as plain integers
-///   (`3.0` → `3`, `-0.0` → `0`); other values in Swift's shortest
-///   round-tripping form (`0.1`, `1e+21`, `1.5e-07`), which is valid JSON.
+/// - Numbers: integral values with magnitude below 1e16 as plain integers
+///   (`3.0` → `3`, `-0.0` → `0`, 2^53 → `9007199254740992`); other values in
+///   Swift's shortest round-tripping form (`0.1`, `1e+16`, `1e+21`,
+///   `1.5e-07`), which is valid JSON.
 ///   NaN and infinities are rejected.
 public struct JSONWriter: Sendable {
-    /// The bytes written so far.
-    public var bytes: [UInt8]
+    // A zero-filled array used as a raw buffer: bytes are stored through its
+    // unsafe buffer pointer and `count` tracks the end, which is much cheaper
+    // than `Array.append` for many small runs.
+    @usableFromInline var storage: [UInt8]
+    /// The number of bytes written.
+    public private(set) var count: Int
 
-    /// Creates a writer with room for `capacity` bytes.
+    /// Creates a writer with room for `capacity` bytes (it grows as needed).
     public init(capacity: Int = 512) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        storage = [UInt8](repeating: 0, count: Swift.max(capacity, 16))
+        count = 0
+    }
+
+    /// The bytes written so far (a copy; setting replaces them, so
+    /// `writer.bytes.append(…)` works, if not on the hot path).
+    public var bytes: [UInt8] {
+        get { Array(storage[0..<count]) }
+        set {
+            storage = newValue
+            count = newValue.count
+        }
+    }
+
+    /// The bytes written, without copying; the writer is used up.
+    public consuming func finish() -> [UInt8] {
+        storage.removeLast(storage.count - count)
+        return storage
     }
 
     /// The bytes written so far as a `String`.
-    public var string: String { String(decoding: bytes, as: UTF8.self) }
+    public var string: String { String(decoding: storage[0..<count], as: UTF8.self) }
+
+    @inline(__always)
+    mutating func reserve(_ extra: Int) {
+        if count + extra > storage.count { grow(extra) }
+    }
+
+    @inline(never)
+    mutating func grow(_ extra: Int) {
+        storage.append(contentsOf: repeatElement(0, count: Swift.max(storage.count, extra)))
+    }
+
+    /// Appends one byte.
+    @inline(__always)
+    mutating func put(_ b: UInt8) {
+        reserve(1)
+        let i = count
+        storage.withUnsafeMutableBufferPointer { $0[i] = b }
+        count = i + 1
+    }
+
+    /// Appends raw bytes.
+    @inline(__always)
+    mutating func put(_ src: UnsafeBufferPointer<UInt8>) {
+        let n = src.count
+        guard n > 0 else { return }
+        reserve(n)
+        let i = count
+        storage.withUnsafeMutableBufferPointer { dst in
+            (dst.baseAddress.unsafelyUnwrapped + i).update(from: src.baseAddress.unsafelyUnwrapped, count: n)
+        }
+        count = i + n
+    }
+
+    /// Appends a slice of a buffer.
+    @inline(__always)
+    mutating func put(_ src: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) {
+        put(UnsafeBufferPointer(rebasing: src[range]))
+    }
 
     /// The order in which object keys are written: ascending UTF-8 bytes.
-    @inlinable
+    @inline(__always)
     public static func keyOrder(_ a: String, _ b: String) -> Bool {
-        a.utf8.lexicographicallyPrecedes(b.utf8)
+        withBytes(a) { pa in
+            withBytes(b) { pb in
+                let n = Swift.min(pa.count, pb.count)
+                var i = 0
+                while i < n {
+                    let x = pa[i], y = pb[i]
+                    if x != y { return x < y }
+                    i += 1
+                }
+                return pa.count < pb.count
+            }
+        }
+    }
+
+    /// The entries of an object in writing order (no per-key lookups).
+    public static func sortedPairs(_ o: [String: JSONValue]) -> [(key: String, value: JSONValue)] {
+        var a = Array(o)
+        sortPairs(&a)
+        return a
+    }
+
+    /// Sorts pairs by key in writing order, in place.
+    public static func sortPairs(_ a: inout [(key: String, value: JSONValue)]) {
+        if a.count <= 1 { return }
+        // Insertion sort: objects here are small, and this avoids the
+        // generic stable sort's overhead.
+        var i = 1
+        while i < a.count {
+            var j = i
+            while j > 0 && keyOrder(a[j].key, a[j - 1].key) {
+                a.swapAt(j, j - 1)
+                j -= 1
+            }
+            i += 1
+        }
     }
 
     /// Writes a value compactly (sorted object keys).
@@ -46,25 +139,25 @@ public struct JSONWriter: Sendable {
         case .number(let n): try writeNumber(n)
         case .string(let s): writeString(s)
         case .array(let a):
-            bytes.append(UInt8(ascii: "["))
+            put(UInt8(ascii: "["))
             var first = true
             for v in a {
-                if !first { bytes.append(UInt8(ascii: ",")) }
+                if !first { put(UInt8(ascii: ",")) }
                 first = false
                 try write(v)
             }
-            bytes.append(UInt8(ascii: "]"))
+            put(UInt8(ascii: "]"))
         case .object(let o):
-            bytes.append(UInt8(ascii: "{"))
+            put(UInt8(ascii: "{"))
             var first = true
-            for k in Self.sortedKeys(o) {
-                if !first { bytes.append(UInt8(ascii: ",")) }
+            for (k, v) in Self.sortedPairs(o) {
+                if !first { put(UInt8(ascii: ",")) }
                 first = false
                 writeString(k)
-                bytes.append(UInt8(ascii: ":"))
-                try write(o[k].unsafelyUnwrapped)
+                put(UInt8(ascii: ":"))
+                try write(v)
             }
-            bytes.append(UInt8(ascii: "}"))
+            put(UInt8(ascii: "}"))
         }
     }
 
@@ -74,67 +167,101 @@ public struct JSONWriter: Sendable {
         case .number(let n) where !n.isFinite:
             writeRaw("null")
         case .array(let a):
-            bytes.append(UInt8(ascii: "["))
+            put(UInt8(ascii: "["))
             for (i, v) in a.enumerated() {
-                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                if i > 0 { put(UInt8(ascii: ",")) }
                 writeLenient(v)
             }
-            bytes.append(UInt8(ascii: "]"))
+            put(UInt8(ascii: "]"))
         case .object(let o):
-            bytes.append(UInt8(ascii: "{"))
-            for (i, k) in Self.sortedKeys(o).enumerated() {
-                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            put(UInt8(ascii: "{"))
+            for (i, (k, v)) in Self.sortedPairs(o).enumerated() {
+                if i > 0 { put(UInt8(ascii: ",")) }
                 writeString(k)
-                bytes.append(UInt8(ascii: ":"))
-                writeLenient(o[k]!)
+                put(UInt8(ascii: ":"))
+                writeLenient(v)
             }
-            bytes.append(UInt8(ascii: "}"))
+            put(UInt8(ascii: "}"))
         default:
             try? write(value)
         }
     }
 
-    /// The keys of an object in writing order.
-    @inlinable
-    static func sortedKeys(_ o: [String: JSONValue]) -> [String] {
-        if o.count <= 1 { return Array(o.keys) }
-        return o.keys.sorted(by: keyOrder)
-    }
-
     /// Appends ASCII text verbatim (punctuation, literals).
-    @inlinable
     public mutating func writeRaw(_ s: StaticString) {
-        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        s.withUTF8Buffer { put($0) }
     }
 
     /// Appends one byte verbatim.
-    @inlinable
-    public mutating func writeByte(_ b: UInt8) { bytes.append(b) }
+    public mutating func writeByte(_ b: UInt8) { put(b) }
 
     /// Writes a quoted, escaped JSON string.
     public mutating func writeString(_ s: String) {
-        bytes.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { appendEscaped($0) }
-        bytes.append(UInt8(ascii: "\""))
+        withBytes(s) { buf in
+            let n = buf.count
+            if Self.firstSpecial(buf, from: 0) == n {
+                // Nothing to escape: quote, bytes, quote in one store.
+                reserve(n + 2)
+                let i = count
+                storage.withUnsafeMutableBufferPointer { dst in
+                    let d = dst.baseAddress.unsafelyUnwrapped + i
+                    d[0] = UInt8(ascii: "\"")
+                    if let src = buf.baseAddress { (d + 1).update(from: src, count: n) }
+                    d[n + 1] = UInt8(ascii: "\"")
+                }
+                count = i + n + 2
+            } else {
+                put(UInt8(ascii: "\""))
+                appendEscaped(buf)
+                put(UInt8(ascii: "\""))
+            }
+        }
+    }
+
+    /// The index of the first byte at or after `from` that needs a look:
+    /// below 0x20, `"`, `\\`, or 0xE2 (the lead byte of U+2028/U+2029).
+    /// Scans eight bytes at a time (SWAR); the per-word test may report a
+    /// word without such a byte (never the reverse), which the byte loop
+    /// then simply passes over.
+    @inline(__always)
+    static func firstSpecial(_ buf: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        let n = buf.count
+        var i = from
+        if let base = buf.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while i + 8 <= n {
+                let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                let below20 = (w &- ones &* 0x20) & ~w
+                let q = w ^ (ones &* 0x22)
+                let bs = w ^ (ones &* 0x5C)
+                let e2 = w ^ (ones &* 0xE2)
+                let hits = (below20 | ((q &- ones) & ~q) | ((bs &- ones) & ~bs) | ((e2 &- ones) & ~e2)) & highs
+                if hits != 0 { break }
+                i += 8
+            }
+        }
+        while i < n {
+            let c = buf[i]
+            if c < 0x20 || c == 0x22 || c == 0x5C || c == 0xE2 { return i }
+            i += 1
+        }
+        return n
     }
 
     @inline(__always)
     private mutating func appendEscaped(_ buf: UnsafeBufferPointer<UInt8>) {
+        let n = buf.count
         var runStart = 0
         var i = 0
-        let n = buf.count
-        while i < n {
+        while true {
+            i = Self.firstSpecial(buf, from: i)
+            if i == n { break }
             let c = buf[i]
-            // Fast test: everything at or above 0x20 except `"`, `\` and 0xE2
-            // (the lead byte of U+2028/U+2029) is copied as is.
-            if c >= 0x20 && c != 0x22 && c != 0x5C && c != 0xE2 {
-                i += 1
-                continue
-            }
             if c == 0xE2 {
                 if i + 2 < n && buf[i + 1] == 0x80 && (buf[i + 2] == 0xA8 || buf[i + 2] == 0xA9) {
-                    if runStart < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<i])) }
+                    if runStart < i { put(buf, runStart..<i) }
                     writeRaw(buf[i + 2] == 0xA8 ? "\\u2028" : "\\u2029")
                     i += 3
                     runStart = i
@@ -143,7 +270,7 @@ public struct JSONWriter: Sendable {
                 }
                 continue
             }
-            if runStart < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<i])) }
+            if runStart < i { put(buf, runStart..<i) }
             switch c {
             case 0x22: writeRaw("\\\"")
             case 0x5C: writeRaw("\\\\")
@@ -154,13 +281,13 @@ public struct JSONWriter: Sendable {
             case 0x09: writeRaw("\\t")
             default:
                 writeRaw("\\u00")
-                bytes.append(Self.hexDigits[Int(c >> 4)])
-                bytes.append(Self.hexDigits[Int(c & 0xF)])
+                put(Self.hexDigits[Int(c >> 4)])
+                put(Self.hexDigits[Int(c & 0xF)])
             }
             i += 1
             runStart = i
         }
-        if runStart < n { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<n])) }
+        if runStart < n { put(buf, runStart..<n) }
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
@@ -168,20 +295,23 @@ public struct JSONWriter: Sendable {
     /// Writes a number (see the type's rules); throws for NaN and infinities.
     public mutating func writeNumber(_ n: Double) throws(JSONEncodingError) {
         guard n.isFinite else { throw .nonFiniteNumber(n) }
-        if n.rounded(.towardZero) == n && n.magnitude < 9_007_199_254_740_992 {
-            writeInteger(Int64(n))
+        // Truncating conversion and compare instead of `rounded()`: no libm
+        // (this module links no C libraries).
+        let i = n.magnitude < 1e16 ? Int64(n) : 0
+        if n.magnitude < 1e16 && Double(i) == n {
+            writeInteger(i)
         } else {
             // Swift's description is the shortest round-tripping form, and its
             // spellings (`1e+21`, `5e-324`, `0.1`) are all valid JSON numbers.
             var d = n.description
-            d.withUTF8 { bytes.append(contentsOf: $0) }
+            d.withUTF8 { put($0) }
         }
     }
 
     /// Writes a signed integer in decimal.
     public mutating func writeInteger(_ v: Int64) {
         if v < 0 {
-            bytes.append(UInt8(ascii: "-"))
+            put(UInt8(ascii: "-"))
             writeUnsigned(v.magnitude)
         } else {
             writeUnsigned(UInt64(v))
@@ -191,7 +321,7 @@ public struct JSONWriter: Sendable {
     /// Writes an unsigned integer in decimal.
     public mutating func writeUnsigned(_ v: UInt64) {
         if v < 10 {
-            bytes.append(UInt8(truncatingIfNeeded: v) &+ 0x30)
+            put(UInt8(truncatingIfNeeded: v) &+ 0x30)
             return
         }
         var tmp: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes ≥ 20 digits
@@ -203,7 +333,7 @@ public struct JSONWriter: Sendable {
                 raw[i] = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
                 v /= 10
             }
-            bytes.append(contentsOf: raw[i...])
+            put(UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + i, count: raw.count - i))
         }
     }
 }

@@ -19,21 +19,34 @@ public enum LocaleResolver {
     /// found; nil when `available` is empty and there is no default.
     public static func resolve(requested: String?, available: some Collection<String>, defaultLocale: String?) -> (locale: String, match: Match)? {
         if let requested, !requested.isEmpty {
-            for tag in available where tagsEqual(tag, requested) { return (tag, .exact) }
-            let lang = language(of: requested)
-            if lang.count < requested.utf8.count {
-                for tag in available where tagsEqual(tag, lang) { return (tag, .language) }
+            // Byte-level: no substrings or index conversions on this path.
+            let found: (String, Match)? = withBytes(requested) { r in
+                for tag in available where withBytes(tag, { equalFolded($0, r) }) { return (tag, .exact) }
+                let lang = UnsafeBufferPointer(rebasing: r[0..<languageLength(r)])
+                if lang.count < r.count {
+                    for tag in available where withBytes(tag, { equalFolded($0, lang) }) { return (tag, .language) }
+                }
+                var best: String?
+                for tag in available where withBytes(tag, { t in equalFolded(UnsafeBufferPointer(rebasing: t[0..<languageLength(t)]), lang) }) {
+                    if best == nil || JSONWriter.keyOrder(tag, best!) { best = tag }
+                }
+                if let best { return (best, .sameLanguage) }
+                return nil
             }
-            var best: String?
-            for tag in available where tagsEqual(language(of: tag), lang) {
-                if best == nil || JSONWriter.keyOrder(tag, best!) { best = tag }
-            }
-            if let best { return (best, .sameLanguage) }
+            if let found { return found }
         }
         if let d = defaultLocale {
             for tag in available where tagsEqual(tag, d) { return (tag, .defaultLocale) }
         }
         return nil
+    }
+
+    /// The length of the language subtag: bytes before the first `-` or `_`.
+    @inline(__always)
+    static func languageLength(_ tag: UnsafeBufferPointer<UInt8>) -> Int {
+        var i = 0
+        while i < tag.count && tag[i] != UInt8(ascii: "-") && tag[i] != UInt8(ascii: "_") { i += 1 }
+        return i
     }
 
     /// The language subtag: the part before the first `-` or `_`.
@@ -45,10 +58,28 @@ public enum LocaleResolver {
     }
 
     /// Tag equality: ASCII case-insensitive, `_` equal to `-`.
-    public static func tagsEqual(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
-        let a = a.utf8, b = b.utf8
+    public static func tagsEqual(_ a: String, _ b: String) -> Bool {
+        withBytes(a) { pa in withBytes(b) { pb in equalFolded(pa, pb) } }
+    }
+
+    /// Tag equality for substrings (language subtags).
+    public static func tagsEqual(_ a: Substring, _ b: Substring) -> Bool {
+        withBytes(a) { pa in withBytes(b) { pb in equalFolded(pa, pb) } }
+    }
+
+    /// Tag equality between a tag and a language subtag.
+    public static func tagsEqual(_ a: String, _ b: Substring) -> Bool {
+        tagsEqual(a[...], b)
+    }
+
+    @inline(__always)
+    static func equalFolded(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) where fold(x) != fold(y) { return false }
+        var i = 0
+        while i < a.count {
+            if a[i] != b[i] && fold(a[i]) != fold(b[i]) { return false }
+            i += 1
+        }
         return true
     }
 
@@ -67,23 +98,23 @@ public enum LocaleResolver {
     /// Whether `tag` is shaped like a BCP 47 tag: 1–35 ASCII letters, digits,
     /// `-` or `_`, starting with a letter, no empty subtags.
     public static func isWellFormed(_ tag: String) -> Bool {
-        let u = tag.utf8
-        guard !u.isEmpty, u.count <= 35 else { return false }
-        var prevSep = true
-        for (i, c) in u.enumerated() {
-            let isAlpha = (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A
-            let isDigit = c >= 0x30 && c <= 0x39
-            let isSep = c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
-            if i == 0 && !isAlpha { return false }
-            if isSep {
-                if prevSep { return false }
-                prevSep = true
-            } else if isAlpha || isDigit {
-                prevSep = false
-            } else {
-                return false
+        withBytes(tag) { u in
+            guard !u.isEmpty, u.count <= 35 else { return false }
+            guard (u[0] | 0x20) >= 0x61 && (u[0] | 0x20) <= 0x7A else { return false }
+            var prevSep = true
+            for c in u {
+                let isAlpha = (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A
+                let isDigit = c >= 0x30 && c <= 0x39
+                if c == UInt8(ascii: "-") || c == UInt8(ascii: "_") {
+                    if prevSep { return false }
+                    prevSep = true
+                } else if isAlpha || isDigit {
+                    prevSep = false
+                } else {
+                    return false
+                }
             }
+            return !prevSep
         }
-        return !prevSep
     }
 }

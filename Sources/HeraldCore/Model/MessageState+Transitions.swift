@@ -1,8 +1,11 @@
 /// A state change the life cycle does not allow.
 public struct StateTransitionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The current state.
     public var from: MessageState
+    /// The refused target state.
     public var to: MessageState
 
+    /// Creates the error.
     public init(from: MessageState, to: MessageState) {
         self.from = from
         self.to = to

@@ -55,6 +55,7 @@ public struct NotificationContent: Sendable, Hashable {
     /// `aps.category`: the notification category for actions.
     public var category: String?
 
+    /// Creates content; see the properties for the rules ``Validator`` checks.
     public init(
         title: LocalizedText? = nil,
         subtitle: LocalizedText? = nil,

@@ -118,8 +118,11 @@ public struct FCMAndroidPriority: RawRepresentable, Sendable, Hashable, CustomSt
 
 /// One HTTP header (name lower-case, as HTTP/2 requires).
 public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
+    /// The header name, lower-case.
     public var name: String
+    /// The header value.
     public var value: String
+    /// Creates a header.
     public init(name: String, value: String) {
         self.name = name
         self.value = value

@@ -24,8 +24,20 @@ public struct APNsRendering: Sendable, Hashable {
     public var payload: [UInt8]
     /// The translation key used, or `default_locale`/nil when nothing is translated.
     public var resolvedLocale: String?
-    /// Notes for Render's `warnings` (e.g. a locale fallback).
-    public var warnings: [String]
+    /// The device locale asked for.
+    public var requestedLocale: String?
+    /// How ``resolvedLocale`` was found (nil when nothing is translated).
+    public var localeMatch: LocaleResolver.Match?
+    /// True when no device token was given and the path shows a placeholder.
+    public var placeholderPath: Bool
+
+    /// Notes for Render's `warnings` (a locale fallback, a placeholder path);
+    /// built on demand so the delivery path does not pay for them.
+    public var warnings: [String] {
+        var out = APNsRenderer.localeWarnings(requested: requestedLocale, resolved: resolvedLocale, match: localeMatch)
+        if placeholderPath { out.append("no device_token given; the path shows a placeholder") }
+        return out
+    }
 
     /// The payload as text.
     public var payloadJSON: String { String(decoding: payload, as: UTF8.self) }
@@ -44,14 +56,19 @@ public struct APNsRendering: Sendable, Hashable {
 /// `user_info` keys (byte order), `ctx_idempotency_key`, `ctx_image_url`
 /// (with an image); then the `ios` overrides deep-merged:
 /// - `enabled` is never sent; `enabled: false` → ``RenderError/disabled(_:)``.
-/// - Keys are merged in byte order; objects merge recursively (so
+/// - A key that already exists keeps its place and takes the override's
+///   value; two objects merge recursively (so
 ///   `{"aps":{"alert":{"action-loc-key":"PLAY"}}}` adds to the alert
-///   dictionary); `null` deletes a key; other values replace.
+///   dictionary, and a `user_info` object merges with an override object);
+///   `null` deletes the key; new keys follow the existing ones of their
+///   object in byte order.
 /// - Skygear style: a top-level override key that is an `aps` dictionary key
 ///   (`alert`, `badge`, `sound`, `thread-id`, `category`, `content-available`,
 ///   `mutable-content`, `target-content-id`, `interruption-level`,
-///   `relevance-score`, `filter-criteria`) is merged into `aps`, so
-///   `{"alert":{"action-loc-key":"PLAY"},"badge":5}` works as in Skygear.
+///   `relevance-score`, `filter-criteria`) is merged into `aps` (over
+///   `ios.aps`), so `{"alert":{"action-loc-key":"PLAY"},"badge":5}` works as
+///   in Skygear.
+/// - Top-level `ctx_` keys are reserved for Herald (a validation error).
 ///
 /// Context-aware handoff (background) payload: the alert payload above, with
 /// its `aps` dictionary moved to `ctx_aps` (what the SDK should present), a
@@ -94,15 +111,15 @@ public enum APNsRenderer {
         sendTime: Timestamp
     ) throws(RenderError) -> APNsRendering {
         guard message.isEnabled(on: .ios) else { throw .disabled(.ios) }
-        var warnings: [String] = []
-        let (tree, resolved) = alertTree(message, locale: locale, warnings: &warnings)
-        let payload = try encode(tree, locale: resolved, translated: message.content.isTranslated)
+        let (resolved, match) = resolveLocale(message.content, requested: locale)
+        let payload = try payload(message, locale: resolved, handoffWindowEnd: nil)
         let headers = makeHeaders(
             pushType: .alert, topic: message.bundleID, priority: message.priority.apnsPriority,
             expiration: .from(ttl: message.ttl, sendTime: sendTime),
             collapseID: message.collapseID, apnsID: apnsID)
-        if deviceToken == nil { warnings.append("no device_token given; the path shows a placeholder") }
-        return APNsRendering(path: path(deviceToken), headers: headers, payload: payload, resolvedLocale: resolved, warnings: warnings)
+        return APNsRendering(
+            path: path(deviceToken), headers: headers, payload: payload, resolvedLocale: resolved,
+            requestedLocale: locale, localeMatch: match, placeholderPath: nonEmpty(deviceToken) == nil)
     }
 
     /// Renders the context-aware handoff (background push) for one device.
@@ -115,16 +132,16 @@ public enum APNsRenderer {
         windowEnd: Timestamp
     ) throws(RenderError) -> APNsRendering {
         guard message.isEnabled(on: .ios) else { throw .disabled(.ios) }
-        var warnings: [String] = []
-        let (alert, resolved) = alertTree(message, locale: locale, warnings: &warnings)
-        let tree = handoffTree(alert, windowEnd: windowEnd)
-        let payload = try encode(tree, locale: resolved, translated: message.content.isTranslated)
+        let (resolved, match) = resolveLocale(message.content, requested: locale)
+        let payload = try payload(message, locale: resolved, handoffWindowEnd: windowEnd)
         var expiration = APNsExpiration.from(ttl: message.ttl, sendTime: sendTime)
         if expiration.rawValue != 0 { expiration.rawValue = min(expiration.rawValue, windowEnd.ceilingSeconds) }
         let headers = makeHeaders(
             pushType: .background, topic: message.bundleID, priority: .considerDevicePower,
             expiration: expiration, collapseID: nil, apnsID: apnsID)
-        return APNsRendering(path: path(deviceToken), headers: headers, payload: payload, resolvedLocale: resolved, warnings: warnings)
+        return APNsRendering(
+            path: path(deviceToken), headers: headers, payload: payload, resolvedLocale: resolved,
+            requestedLocale: locale, localeMatch: match, placeholderPath: nonEmpty(deviceToken) == nil)
     }
 
     /// Renders the revoke push sent when a handed-off message is cancelled
@@ -144,7 +161,9 @@ public enum APNsRenderer {
         let headers = makeHeaders(
             pushType: .background, topic: bundleID, priority: .considerDevicePower,
             expiration: APNsExpiration(rawValue: expiresAt?.ceilingSeconds ?? 0), collapseID: nil, apnsID: apnsID)
-        return APNsRendering(path: path(deviceToken), headers: headers, payload: w.bytes, resolvedLocale: nil, warnings: [])
+        return APNsRendering(
+            path: path(deviceToken), headers: headers, payload: w.finish(), resolvedLocale: nil,
+            requestedLocale: nil, localeMatch: nil, placeholderPath: nonEmpty(deviceToken) == nil)
     }
 
     /// Renders the payload for every locale of the message (one render when
@@ -154,13 +173,11 @@ public enum APNsRenderer {
         guard message.isEnabled(on: .ios) else { return [] }
         let locales: [String?] = message.content.isTranslated ? message.content.locales.map { $0 } : [nil]
         var out: [FieldViolation] = []
-        var ignored: [String] = []
         for locale in locales {
-            let (tree, resolved) = alertTree(message, locale: locale, warnings: &ignored)
             do {
-                _ = try encode(tree, locale: resolved, translated: locale != nil)
+                _ = try payload(message, locale: locale, handoffWindowEnd: nil)
                 if let end = handoffWindowEnd {
-                    _ = try encode(handoffTree(tree, windowEnd: end), locale: resolved, translated: locale != nil, what: "APNs handoff payload")
+                    _ = try payload(message, locale: locale, handoffWindowEnd: end)
                 }
             } catch {
                 if case .invalid(let e) = error { out += e.violations }
@@ -169,13 +186,74 @@ public enum APNsRenderer {
         return out
     }
 
+    /// The payload bytes for a resolved locale (alert, or handoff when
+    /// `handoffWindowEnd` is given), size-checked.
+    static func payload(_ message: PushMessage, locale: String?, handoffWindowEnd: Timestamp?) throws(RenderError) -> [UInt8] {
+        var w = JSONWriter(capacity: 1024)
+        let writer = APNsPayloadWriter(message: message, locale: locale)
+        do {
+            if let end = handoffWindowEnd {
+                try writer.writeHandoffPayload(&w, windowEnd: end)
+            } else {
+                try writer.writeAlertPayload(&w)
+            }
+        } catch {
+            throw .invalid(ValidationError([FieldViolation(field: "ios", reason: "NaN and infinity are not valid JSON numbers")]))
+        }
+        if w.count > maximumPayloadBytes {
+            let what = handoffWindowEnd == nil ? "APNs payload" : "APNs handoff payload"
+            let which = message.content.isTranslated ? " for locale \(locale ?? "")" : ""
+            throw .invalid(ValidationError([FieldViolation(
+                field: "content",
+                reason: "\(what)\(which) is \(w.count) bytes, over APNs' \(maximumPayloadBytes)-byte limit")]))
+        }
+        return w.finish()
+    }
+
     // MARK: Building
 
     static func path(_ token: String?) -> String {
         guard let token, !token.isEmpty else { return "/3/device/" + placeholderToken }
-        var t = token
-        if token.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) { t = token.lowercased() }
-        return "/3/device/" + t
+        return "/3/device/" + (hasUppercase(token) ? token.lowercased() : token)
+    }
+
+    /// Whether `s` has an ASCII capital letter (SWAR: eight bytes a step).
+    static func hasUppercase(_ s: String) -> Bool {
+        withBytes(s) { p in
+            let n = p.count
+            var i = 0
+            if let base = p.baseAddress {
+                let raw = UnsafeRawPointer(base)
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let low7: UInt64 = ones &* 0x7F
+                while i + 8 <= n {
+                    let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    // Bytes in 0x41...0x5A: the "has between" bit trick
+                    // (exact for bounds ≤ 128; bytes ≥ 0x80 are excluded by ~w).
+                    let x = w & low7
+                    let between = (ones &* (127 + 0x5B) &- x) & ~w & (x &+ ones &* (127 - 0x40)) & (ones &* 0x80)
+                    if between != 0 { return true }
+                    i += 8
+                }
+            }
+            while i < n {
+                if p[i] >= 0x41 && p[i] <= 0x5A { return true }
+                i += 1
+            }
+            return false
+        }
+    }
+
+    /// Whether `key` is an `aps` dictionary key (see ``apsKeys``).
+    static func isAPSKey(_ key: String) -> Bool {
+        switch key {
+        case "alert", "badge", "sound", "thread-id", "category", "content-available",
+             "mutable-content", "target-content-id", "interruption-level",
+             "relevance-score", "filter-criteria":
+            return true
+        default:
+            return false
+        }
     }
 
     static func makeHeaders(
@@ -189,108 +267,36 @@ public enum APNsRenderer {
         h.append(HTTPHeader(name: "apns-priority", value: priority.description))
         h.append(HTTPHeader(name: "apns-expiration", value: expiration.description))
         if let c = collapseID { h.append(HTTPHeader(name: "apns-collapse-id", value: c)) }
-        let id = apnsID.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) ? apnsID.lowercased() : apnsID
+        let id = hasUppercase(apnsID) ? apnsID.lowercased() : apnsID
         h.append(HTTPHeader(name: "apns-id", value: id))
         return h
     }
 
-    /// Resolves the locale the way Render and delivery do, adding a warning
-    /// when it falls back. Returns the translation key to use.
-    static func resolveLocale(_ content: NotificationContent, requested: String?, warnings: inout [String]) -> String? {
-        guard content.isTranslated else { return nonEmpty(content.defaultLocale) }
+    /// Resolves the locale the way Render and delivery do: the translation
+    /// key to use and how it was found (nil match when nothing is translated).
+    static func resolveLocale(_ content: NotificationContent, requested: String?) -> (String?, LocaleResolver.Match?) {
+        guard content.isTranslated else { return (nonEmpty(content.defaultLocale), nil) }
         let available = (content.title?.translations ?? content.body?.translations ?? content.subtitle?.translations)?.keys
         guard let available,
               let (locale, match) = LocaleResolver.resolve(requested: nonEmpty(requested), available: available, defaultLocale: nonEmpty(content.defaultLocale))
-        else { return nonEmpty(content.defaultLocale) }
+        else { return (nonEmpty(content.defaultLocale), nil) }
+        return (locale, match)
+    }
+
+    /// The warnings Render reports for a locale resolution.
+    public static func localeWarnings(requested: String?, resolved: String?, match: LocaleResolver.Match?) -> [String] {
+        guard let match, let locale = resolved else { return [] }
         switch match {
         case .exact:
-            break
+            return []
         case .language, .sameLanguage:
-            warnings.append("no translation for locale \(requested ?? ""); used \(locale)")
+            return ["no translation for locale " + (requested ?? "") + "; used " + locale]
         case .defaultLocale:
             if let r = nonEmpty(requested) {
-                warnings.append("no translation for locale \(r); used default_locale \(locale)")
-            } else {
-                warnings.append("no locale given; used default_locale \(locale)")
+                return ["no translation for locale " + r + "; used default_locale " + locale]
             }
+            return ["no locale given; used default_locale " + locale]
         }
-        return locale
     }
 
-    static func alertTree(_ m: PushMessage, locale: String?, warnings: inout [String]) -> (OrderedObject, String?) {
-        let c = m.content
-        let resolved = resolveLocale(c, requested: locale, warnings: &warnings)
-
-        var alert = OrderedObject(capacity: 3)
-        if let t = nonEmpty(c.title?.text(in: resolved)) { alert.append("title", .string(t)) }
-        if let s = nonEmpty(c.subtitle?.text(in: resolved)) { alert.append("subtitle", .string(s)) }
-        if let b = nonEmpty(c.body?.text(in: resolved)) { alert.append("body", .string(b)) }
-
-        let image = nonEmpty(c.imageURL)
-        var aps = OrderedObject(capacity: 6)
-        aps.append("alert", alert)
-        if let b = c.badge { aps.append("badge", .number(Double(b))) }
-        if let s = nonEmpty(c.sound) { aps.append("sound", .string(s)) }
-        if let t = nonEmpty(c.threadID) { aps.append("thread-id", .string(t)) }
-        if let k = nonEmpty(c.category) { aps.append("category", .string(k)) }
-        if image != nil { aps.append("mutable-content", .number(1)) }
-
-        var root = OrderedObject(capacity: c.userInfo.count + 4)
-        root.append("aps", aps)
-        for k in JSONWriter.sortedKeys(c.userInfo) { root.append(k, c.userInfo[k].unsafelyUnwrapped) }
-        root.append("ctx_idempotency_key", .string(m.idempotencyKey))
-        if let image { root.append("ctx_image_url", .string(image)) }
-
-        if let overrides = m.ios, !overrides.isEmpty {
-            for key in JSONWriter.sortedKeys(overrides) {
-                if key == "enabled" { continue }
-                let value = overrides[key].unsafelyUnwrapped
-                if apsKeys.contains(key) {
-                    mergeIntoAPS(&root, key: key, value: value)
-                } else {
-                    root.merge(key: key, value: value)
-                }
-            }
-        }
-        return (root, resolved)
-    }
-
-    private static func mergeIntoAPS(_ root: inout OrderedObject, key: String, value: JSONValue) {
-        guard let i = root.index(of: "aps"), case .object(var aps) = root.entries[i].node else {
-            root.merge(key: "aps", value: .object([key: value]))
-            return
-        }
-        root.entries[i].node = .leaf(.null)
-        aps.merge(key: key, value: value)
-        root.entries[i].node = .object(aps)
-    }
-
-    static func handoffTree(_ alert: OrderedObject, windowEnd: Timestamp) -> OrderedObject {
-        var rest = alert
-        let aps = rest.remove("aps")
-        var out = OrderedObject(capacity: rest.entries.count + 3)
-        var bg = OrderedObject(capacity: 1)
-        bg.append("content-available", .number(1))
-        out.append("aps", bg)
-        if let aps { out.entries.append(.init(key: "ctx_aps", node: aps)) }
-        out.entries.append(contentsOf: rest.entries)
-        out.append("ctx_window_end", .string(RFC3339.format(windowEnd)))
-        return out
-    }
-
-    static func encode(_ tree: OrderedObject, locale: String?, translated: Bool, what: String = "APNs payload") throws(RenderError) -> [UInt8] {
-        var w = JSONWriter(capacity: 1024)
-        do {
-            try tree.write(to: &w)
-        } catch {
-            throw .invalid(ValidationError([FieldViolation(field: "ios", reason: "NaN and infinity are not valid JSON numbers")]))
-        }
-        if w.bytes.count > maximumPayloadBytes {
-            let which = translated ? " for locale \(locale ?? "")" : ""
-            throw .invalid(ValidationError([FieldViolation(
-                field: "content",
-                reason: "\(what)\(which) is \(w.bytes.count) bytes, over APNs' \(maximumPayloadBytes)-byte limit")]))
-        }
-        return w.bytes
-    }
 }

@@ -33,8 +33,8 @@ public enum FCMRenderer {
     public static func render(_ message: PushMessage, locale: String?, deviceToken: String?) throws(RenderError) -> FCMRendering {
         guard message.isEnabled(on: .android) else { throw .disabled(.android) }
         let c = message.content
-        var warnings: [String] = []
-        let resolved = APNsRenderer.resolveLocale(c, requested: locale, warnings: &warnings)
+        let (resolved, match) = APNsRenderer.resolveLocale(c, requested: locale)
+        var warnings = APNsRenderer.localeWarnings(requested: locale, resolved: resolved, match: match)
 
         var notification = OrderedObject(capacity: 3)
         if let t = nonEmpty(c.title?.text(in: resolved)) { notification.append("title", .string(t)) }
@@ -46,8 +46,8 @@ public enum FCMRenderer {
         }
 
         var data = OrderedObject(capacity: c.userInfo.count + 2)
-        for k in JSONWriter.sortedKeys(c.userInfo) {
-            data.append(k, .string(dataString(c.userInfo[k].unsafelyUnwrapped)))
+        for (k, v) in JSONWriter.sortedPairs(c.userInfo) {
+            data.append(k, .string(dataString(v)))
         }
         data.append("ctx_idempotency_key", .string(message.idempotencyKey))
         if let image { data.append("ctx_image_url", .string(image)) }
@@ -62,8 +62,8 @@ public enum FCMRenderer {
             android.append("notification", n)
         }
         if let overrides = message.android {
-            for key in JSONWriter.sortedKeys(overrides) where key != "enabled" {
-                android.merge(key: key, value: overrides[key].unsafelyUnwrapped)
+            for (key, value) in JSONWriter.sortedPairs(overrides) where key != "enabled" {
+                android.merge(key: key, value: value)
             }
         }
 
@@ -81,7 +81,7 @@ public enum FCMRenderer {
             throw .invalid(ValidationError([FieldViolation(field: "android", reason: "NaN and infinity are not valid JSON numbers")]))
         }
         w.writeByte(UInt8(ascii: "}"))
-        return FCMRendering(body: w.bytes, resolvedLocale: resolved, warnings: warnings)
+        return FCMRendering(body: w.finish(), resolvedLocale: resolved, warnings: warnings)
     }
 
     /// FCM `data` values are strings: strings as is, others as compact JSON.

@@ -42,8 +42,8 @@ struct OrderedObject: Sendable {
     /// `null` removes the key (as in JSON Merge Patch, RFC 7396), anything
     /// else replaces the value in place or is appended.
     mutating func merge(_ patch: [String: JSONValue]) {
-        for key in JSONWriter.sortedKeys(patch) {
-            merge(key: key, value: patch[key].unsafelyUnwrapped)
+        for (key, value) in JSONWriter.sortedPairs(patch) {
+            merge(key: key, value: value)
         }
     }
 

@@ -5,6 +5,7 @@ public struct FieldViolation: Sendable, Hashable, CustomStringConvertible {
     /// Why it is invalid, e.g. `required` or `must be at most 64 bytes, got 70`.
     public var reason: String
 
+    /// Creates a violation.
     public init(field: String, reason: String) {
         self.field = field
         self.reason = reason
@@ -19,6 +20,7 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
     /// Never empty.
     public var violations: [FieldViolation]
 
+    /// Creates the error from its violations.
     public init(_ violations: [FieldViolation]) { self.violations = violations }
 
     /// The violations joined with `; ` — fit for a `grpc-message`.

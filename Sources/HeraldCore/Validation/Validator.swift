@@ -5,14 +5,23 @@
 public enum Validator {
     /// Byte limits from the API.
     public enum Limits {
+        /// `user_id`, bytes.
         public static let userID = 256
+        /// `campaign_id`, bytes.
         public static let campaignID = 128
+        /// `idempotency_key`, bytes.
         public static let idempotencyKey = 128
+        /// `collapse_id`, bytes (APNs' limit).
         public static let collapseID = 64
+        /// `bundle_id`, bytes.
         public static let bundleID = 255
+        /// `content.image_url`, bytes.
         public static let imageURL = 2048
+        /// Fewest hex digits in an APNs device token (32 bytes).
         public static let apnsTokenHexMin = 64
+        /// Most hex digits in an APNs device token (100 bytes).
         public static let apnsTokenHexMax = 200
+        /// Longest FCM registration token, bytes.
         public static let fcmToken = 4096
     }
 
@@ -78,10 +87,14 @@ public enum Validator {
         let u = token.utf8
         switch platform {
         case .ios:
-            for c in u {
-                let isHex = (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66)
-                if !isHex { return "an APNs device token must be hexadecimal" }
+            let allHex = withBytes(token) { p in
+                for c in p {
+                    let isHex = (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66)
+                    if !isHex { return false }
+                }
+                return true
             }
+            if !allHex { return "an APNs device token must be hexadecimal" }
             if u.count % 2 != 0 { return "an APNs device token must have an even number of hex digits, got \(u.count)" }
             if u.count < Limits.apnsTokenHexMin || u.count > Limits.apnsTokenHexMax {
                 return "an APNs device token must have \(Limits.apnsTokenHexMin) to \(Limits.apnsTokenHexMax) hex digits, got \(u.count)"
@@ -99,9 +112,13 @@ public enum Validator {
     /// least two dot-separated labels of ASCII letters, digits and `-`), or
     /// nil when valid.
     public static func bundleIDProblem(_ id: String) -> String? {
-        let u = id.utf8
-        if u.isEmpty { return "required" }
-        if u.count > Limits.bundleID { return "must be at most \(Limits.bundleID) bytes, got \(u.count)" }
+        let n = id.utf8.count
+        if n == 0 { return "required" }
+        if n > Limits.bundleID { return "must be at most \(Limits.bundleID) bytes, got \(n)" }
+        return withBytes(id) { u in bundleIDShapeProblem(u) }
+    }
+
+    private static func bundleIDShapeProblem(_ u: UnsafeBufferPointer<UInt8>) -> String? {
         var labels = 1
         var labelLength = 0
         for c in u {
@@ -162,45 +179,61 @@ public enum Validator {
     }
 
     static func checkOverrides(_ o: [String: JSONValue]?, _ field: String, into v: inout [FieldViolation]) {
-        guard let o else { return }
-        if let e = o["enabled"], e.boolValue == nil {
-            v.append(.init(field: "\(field).enabled", reason: "must be a boolean"))
+        guard let o, !o.isEmpty else { return }
+        var nonFinite = false
+        for (k, value) in o {
+            if k == "enabled", value.boolValue == nil {
+                v.append(.init(field: field + ".enabled", reason: "must be a boolean"))
+            } else if k == "aps", value.objectValue == nil {
+                v.append(.init(field: field + ".aps", reason: "must be an object"))
+            } else if field == "ios", isHeraldKey(k) {
+                v.append(.init(field: field + "." + k, reason: "reserved key: keys starting ctx_ belong to Herald"))
+            }
+            if value.containsNonFiniteNumber { nonFinite = true }
         }
-        if let aps = o["aps"], aps.objectValue == nil {
-            v.append(.init(field: "\(field).aps", reason: "must be an object"))
-        }
-        if let p = JSONValue.object(o).firstNonFiniteNumberPath(prefix: field) {
+        if nonFinite, let p = JSONValue.object(o).firstNonFiniteNumberPath(prefix: field) {
             v.append(.init(field: p, reason: "NaN and infinity are not valid JSON numbers"))
         }
     }
 
-    static func checkContent(_ c: NotificationContent, into v: inout [FieldViolation]) {
-        let fields: [(String, LocalizedText?, Bool)] = [
-            ("content.title", c.title, true),
-            ("content.subtitle", c.subtitle, false),
-            ("content.body", c.body, true),
-        ]
-        var reference: (field: String, tags: [String: String])?
-        for (name, text, required) in fields {
-            switch text {
-            case nil:
-                if required { v.append(.init(field: name, reason: "required")) }
-            case .text(let s)?:
-                if s.isEmpty && required { v.append(.init(field: name, reason: "required")) }
-            case .translations(let t)?:
-                checkTranslations(t, name, into: &v)
-                if let ref = reference {
-                    if !sameLocaleSet(t, ref.tags) {
-                        v.append(.init(field: name, reason: "translations name \(localeSet(t)) but \(ref.field) names \(localeSet(ref.tags))"))
-                    }
-                } else {
-                    reference = (name, t)
+    /// The locale set of the first translated field, for comparing the others.
+    private struct LocaleReference {
+        var field: String
+        var tags: [String: String]
+    }
+
+    private static func checkLocalized(
+        _ text: LocalizedText?, _ name: String, required: Bool,
+        reference: inout LocaleReference?, into v: inout [FieldViolation]
+    ) {
+        switch text {
+        case nil:
+            if required { v.append(.init(field: name, reason: "required")) }
+        case .text(let s)?:
+            if s.isEmpty && required { v.append(.init(field: name, reason: "required")) }
+        case .translations(let t)?:
+            // Tag shape is invariant under tag equality, so fields whose
+            // locale set equals the first one's need not re-check it.
+            let matchesReference = reference.map { sameLocaleSet(t, $0.tags) } ?? false
+            checkTranslations(t, name, checkTagShape: !matchesReference, into: &v)
+            if let ref = reference {
+                if !matchesReference {
+                    v.append(.init(field: name, reason: "translations name \(localeSet(t)) but \(ref.field) names \(localeSet(ref.tags))"))
                 }
+            } else {
+                reference = LocaleReference(field: name, tags: t)
             }
         }
+    }
+
+    static func checkContent(_ c: NotificationContent, into v: inout [FieldViolation]) {
+        var reference: LocaleReference?
+        checkLocalized(c.title, "content.title", required: true, reference: &reference, into: &v)
+        checkLocalized(c.subtitle, "content.subtitle", required: false, reference: &reference, into: &v)
+        checkLocalized(c.body, "content.body", required: true, reference: &reference, into: &v)
         if let ref = reference {
             if let d = nonEmpty(c.defaultLocale) {
-                if !ref.tags.keys.contains(where: { LocaleResolver.tagsEqual($0, d) }) {
+                if ref.tags[d] == nil && !ref.tags.keys.contains(where: { LocaleResolver.tagsEqual($0, d) }) {
                     v.append(.init(field: "content.default_locale", reason: "\"\(d)\" is not one of the translated locales \(localeSet(ref.tags))"))
                 }
             } else {
@@ -216,48 +249,68 @@ public enum Validator {
             v.append(.init(field: "content.image_url", reason: why))
         }
         if !c.userInfo.isEmpty {
-            for k in c.userInfo.keys.sorted(by: JSONWriter.keyOrder) {
-                if k == "aps" {
-                    v.append(.init(field: "content.user_info.aps", reason: "reserved key: aps belongs to APNs"))
-                } else if k.utf8.starts(with: "ctx_".utf8) {
-                    v.append(.init(field: "content.user_info.\(k)", reason: "reserved key: keys starting ctx_ belong to Herald"))
+            var reserved = false
+            var nonFinite = false
+            for (k, value) in c.userInfo {
+                if k == "aps" || isHeraldKey(k) { reserved = true }
+                if value.containsNonFiniteNumber { nonFinite = true }
+            }
+            if reserved {
+                for k in c.userInfo.keys.sorted(by: JSONWriter.keyOrder) {
+                    if k == "aps" {
+                        v.append(.init(field: "content.user_info.aps", reason: "reserved key: aps belongs to APNs"))
+                    } else if isHeraldKey(k) {
+                        v.append(.init(field: "content.user_info.\(k)", reason: "reserved key: keys starting ctx_ belong to Herald"))
+                    }
                 }
             }
-            if let p = JSONValue.object(c.userInfo).firstNonFiniteNumberPath(prefix: "content.user_info") {
+            if nonFinite, let p = JSONValue.object(c.userInfo).firstNonFiniteNumberPath(prefix: "content.user_info") {
                 v.append(.init(field: p, reason: "NaN and infinity are not valid JSON numbers"))
             }
         }
     }
 
-    static func checkTranslations(_ t: [String: String], _ name: String, into v: inout [FieldViolation]) {
+    /// Keys starting `ctx_` belong to Herald.
+    static func isHeraldKey(_ k: String) -> Bool {
+        withBytes(k) { u in
+            u.count >= 4 && u[0] == UInt8(ascii: "c") && u[1] == UInt8(ascii: "t") && u[2] == UInt8(ascii: "x") && u[3] == UInt8(ascii: "_")
+        }
+    }
+
+    static func checkTranslations(_ t: [String: String], _ name: String, checkTagShape: Bool = true, into v: inout [FieldViolation]) {
         if t.isEmpty {
-            v.append(.init(field: "\(name).translations", reason: "must name at least one locale"))
+            v.append(.init(field: name + ".translations", reason: "must name at least one locale"))
             return
         }
-        var seen: [String] = []
-        if t.count > 1 { seen.reserveCapacity(t.count) }
-        for (tag, text) in t {
-            if !LocaleResolver.isWellFormed(tag) {
+        var i = t.startIndex
+        while i != t.endIndex {
+            let (tag, text) = t[i]
+            if checkTagShape && !LocaleResolver.isWellFormed(tag) {
                 v.append(.init(field: "\(name).translations[\(tag)]", reason: "\"\(tag)\" is not a locale tag"))
             }
             if text.isEmpty {
                 v.append(.init(field: "\(name).translations[\(tag)]", reason: "empty text"))
             }
-            if t.count > 1 {
-                if let other = seen.first(where: { LocaleResolver.tagsEqual($0, tag) }) {
+            // Duplicates under tag equality (`en-US` and `en_us`): compare
+            // with the earlier keys; no allocation on the common path.
+            var j = t.startIndex
+            while j != i {
+                let other = t[j].key
+                if LocaleResolver.tagsEqual(other, tag) {
                     let pair = [other, tag].sorted()
-                    v.append(.init(field: "\(name).translations", reason: "locales \(pair[0]) and \(pair[1]) are the same tag"))
+                    v.append(.init(field: name + ".translations", reason: "locales \(pair[0]) and \(pair[1]) are the same tag"))
                 }
-                seen.append(tag)
+                j = t.index(after: j)
             }
+            i = t.index(after: i)
         }
     }
 
     static func sameLocaleSet(_ a: [String: String], _ b: [String: String]) -> Bool {
         guard a.count == b.count else { return false }
-        for k in a.keys {
-            if b[k] != nil { continue }
-            if !b.keys.contains(where: { LocaleResolver.tagsEqual($0, k) }) { return false }
+        // Tag comparison rather than hashing: a few short keys, no hashing.
+        for k in a.keys where !b.keys.contains(where: { LocaleResolver.tagsEqual($0, k) }) {
+            return false
         }
         return true
     }
@@ -269,18 +322,23 @@ public enum Validator {
     /// Why an image URL is unusable, or nil: it must be `https://host…`
     /// without spaces or control characters, at most 2048 bytes.
     public static func imageURLProblem(_ url: String) -> String? {
-        let u = url.utf8
-        if u.count > Limits.imageURL { return "must be at most \(Limits.imageURL) bytes, got \(u.count)" }
-        let scheme = "https://".utf8
-        guard u.count > scheme.count,
-              zip(u, scheme).allSatisfy({ LocaleResolver.fold($0) == $1 })
-        else { return "must be an https URL" }
-        let rest = u.dropFirst(scheme.count)
-        if let f = rest.first, f == UInt8(ascii: "/") || f == UInt8(ascii: "?") || f == UInt8(ascii: "#") {
-            return "must name a host"
+        let n = url.utf8.count
+        if n > Limits.imageURL { return "must be at most \(Limits.imageURL) bytes, got \(n)" }
+        return withBytes(url) { u -> String? in
+            let scheme: StaticString = "https://"
+            let k = scheme.utf8CodeUnitCount
+            guard u.count > k else { return "must be an https URL" }
+            let sp = scheme.utf8Start
+            for i in 0..<k where (u[i] >= 0x41 && u[i] <= 0x5A ? u[i] | 0x20 : u[i]) != sp[i] {
+                return "must be an https URL"
+            }
+            let f = u[k]
+            if f == UInt8(ascii: "/") || f == UInt8(ascii: "?") || f == UInt8(ascii: "#") {
+                return "must name a host"
+            }
+            for c in u where c <= 0x20 || c == 0x7F { return "must not contain spaces or control characters" }
+            return nil
         }
-        for c in u where c <= 0x20 || c == 0x7F { return "must not contain spaces or control characters" }
-        return nil
     }
 
     // MARK: Schedule fields

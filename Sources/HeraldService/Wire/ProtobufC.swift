@@ -22,11 +22,16 @@ enum ProtobufC {
     static func withUnpacked<M: GeneratedMessage, R>(
         _ type: M.Type, from bytes: [UInt8], _ body: (borrowing M) throws -> R
     ) throws -> R {
-        let parsed = bytes.withUnsafeBufferPointer { buffer -> UnsafeMutablePointer<ProtobufCMessage>? in
+        let descriptor = M.descriptor
+        let parsed = try bytes.withUnsafeBytes { buffer -> UnsafeMutablePointer<ProtobufCMessage>? in
+            guard NestingLimit.check(buffer, descriptor: descriptor) else {
+                throw GRPCStatus(.invalidArgument, "\(M.fullName) nests messages deeper than \(NestingLimit.defaultLimit) levels")
+            }
             // protobuf-c wants a valid pointer even for the empty message.
             var empty: UInt8 = 0
-            return buffer.baseAddress.map { protobuf_c_message_unpack(M.descriptor, nil, buffer.count, $0) }
-                ?? protobuf_c_message_unpack(M.descriptor, nil, 0, &empty)
+            return buffer.baseAddress.map {
+                protobuf_c_message_unpack(descriptor, nil, buffer.count, $0.assumingMemoryBound(to: UInt8.self))
+            } ?? protobuf_c_message_unpack(descriptor, nil, 0, &empty)
         }
         guard let parsed else {
             throw GRPCStatus(.invalidArgument, "request is not a valid \(M.fullName) message (\(bytes.count) bytes)")

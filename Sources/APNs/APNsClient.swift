@@ -1,0 +1,255 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+import TLSTransport
+
+/// What operators see of a pool.
+public struct APNsPoolStatus: Sendable, Equatable {
+    public var endpoint: APNsEndpoint
+    /// Connections established (ready or draining).
+    public var connectionsOpen: Int
+    /// Streams waiting for a response.
+    public var streamsInFlight: Int
+    /// Requests queued locally beyond the streams allowed.
+    public var queued: Int
+    /// The last connection-level error, if any.
+    public var lastError: String?
+    /// Provider tokens minted so far (token auth).
+    public var providerTokensMinted: Int
+    /// Reconnect delays waited so far, every slot.
+    public var reconnectDelays: [Duration]
+}
+
+/// An APNs HTTP/2 client: a pool of TLS connections for one set of
+/// credentials and one endpoint. Send from any task; thread-safe.
+///
+/// Keys of several teams never share a connection: make one client per
+/// credentials and environment.
+public final class APNsClient: Sendable {
+    public let configuration: APNsClientConfiguration
+    private let shared: APNsPoolShared
+    private let slots: [APNsConnectionSlot]
+    private let deviceBackoff = Mutex<[String: (until: Date, failures: Int)]>([:])
+    private let logger: Logger
+
+    public init(configuration: APNsClientConfiguration, logger: Logger = Logger(label: "herald.apns")) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let tls: TLSContext
+        var tokens: ProviderTokenCache?
+        do {
+            switch configuration.credentials {
+            case .token(let keyID, let teamID, let privateKeyPEM):
+                tls = try TLSContext.client(trustedCAFile: configuration.trustedCAFile, trustedCAPEM: configuration.trustedCAPEM)
+                let signer = try APNsTokenSigner(keyID: keyID, teamID: teamID, privateKeyPEM: privateKeyPEM)
+                tokens = ProviderTokenCache(
+                    signer: signer, refreshAge: configuration.tokenRefreshAge,
+                    minimumInterval: configuration.tokenMinimumRefreshInterval)
+            case .certificate(let certificatePEM, let privateKeyPEM):
+                tls = try TLSContext.client(
+                    trustedCAFile: configuration.trustedCAFile, trustedCAPEM: configuration.trustedCAPEM,
+                    clientCertificatePEM: certificatePEM, clientKeyPEM: privateKeyPEM)
+            case .pkcs12(let der, let password):
+                let identity = try PKCS12Bundle.pem(fromDER: der, password: password)
+                tls = try TLSContext.client(
+                    trustedCAFile: configuration.trustedCAFile, trustedCAPEM: configuration.trustedCAPEM,
+                    clientCertificatePEM: identity.certificatePEM, clientKeyPEM: identity.keyPEM)
+            }
+        } catch let error as APNsError {
+            throw error
+        } catch {
+            throw APNsError.configuration("\(error)")
+        }
+        shared = APNsPoolShared(configuration: configuration, tls: tls, tokens: tokens, logger: logger)
+        let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
+        let count = max(1, configuration.maxConnections)
+        var slots: [APNsConnectionSlot] = []
+        for index in 0..<count {
+            slots.append(APNsConnectionSlot(index: index, eventLoop: group.next(), shared: shared))
+        }
+        self.slots = slots
+    }
+
+    /// Sends one notification and returns APNs' answer.
+    ///
+    /// Retries (within `maxAttempts` and the request's deadline): refused
+    /// streams (GOAWAY) at once; 5xx, Shutdown, resets and dropped connections
+    /// with jittered exponential backoff; ExpiredProviderToken on a fresh
+    /// connection with a fresh token; 429 TooManyRequests after the device
+    /// token's backoff. Other statuses (200, 400, 403, 410, 413…) are returned.
+    ///
+    /// Cancelling the calling task withdraws the request (``APNsError/cancelled``).
+    public func send(_ request: APNsRequest) async throws -> APNsResponse {
+        do {
+            return try await sendWithRetries(request)
+        } catch is CancellationError {
+            throw APNsError.cancelled
+        }
+    }
+
+    private func sendWithRetries(_ request: APNsRequest) async throws -> APNsResponse {
+        let clock = configuration.clock
+        var attempts = 0
+        var refusals = 0
+        var lastProblem = ""
+        while true {
+            if let deadline = request.deadline, clock.now() >= deadline { throw APNsError.deadlineExceeded }
+            try await waitForDeviceBackoff(request)
+            attempts += 1
+            let outcome: Result<APNsResponse, APNsError>
+            do {
+                outcome = .success(try await dispatch(request))
+            } catch let error as APNsError {
+                outcome = .failure(error)
+            }
+            switch outcome {
+            case .success(let response):
+                let status = response.status
+                if status == 200 {
+                    clearDeviceBackoff(request.deviceToken)
+                    return response
+                }
+                if response.reason == .expiredProviderToken, attempts < configuration.maxAttempts {
+                    logger.info("APNs provider token expired; reconnecting with a fresh token")
+                    lastProblem = "ExpiredProviderToken"
+                    continue
+                }
+                if status == 429 && response.reason != .tooManyProviderTokenUpdates {
+                    let until = recordDeviceBackoff(request.deviceToken)
+                    if attempts < configuration.maxAttempts, request.deadline.map({ until < $0 }) ?? true { continue }
+                    return response
+                }
+                if status >= 500 || response.reason == .shutdown {
+                    lastProblem = "\(status) \(response.reason?.rawValue ?? "")"
+                    if attempts < configuration.maxAttempts {
+                        try await retryPause(attempts, request)
+                        continue
+                    }
+                }
+                return response
+            case .failure(let error):
+                lastProblem = error.description
+                switch error {
+                case .streamRefused:
+                    // Never processed (above GOAWAY's last-stream-id): resend, it is not a duplicate.
+                    attempts -= 1
+                    refusals += 1
+                    if refusals > 100 { throw APNsError.retriesExhausted(lastProblem) }
+                    continue
+                case .connectionClosed, .streamReset:
+                    if attempts < configuration.maxAttempts {
+                        try await retryPause(attempts, request)
+                        continue
+                    }
+                    throw APNsError.retriesExhausted(lastProblem)
+                case .connectFailed(_, let retryable):
+                    // The slot paces reconnects (1 s doubling to 60 s); just requeue.
+                    if retryable && attempts < configuration.maxAttempts { continue }
+                    throw error
+                default:
+                    throw error
+                }
+            }
+        }
+    }
+
+    private func dispatch(_ request: APNsRequest) async throws -> APNsResponse {
+        let slot = leastLoadedSlot()
+        slot.load.add(1, ordering: .relaxed)
+        defer { slot.load.subtract(1, ordering: .relaxed) }
+        try Task.checkCancellation()
+        let promise = slot.eventLoop.makePromise(of: APNsResponse.self)
+        let pending = PendingRequest(request: request, promise: promise)
+        slot.eventLoop.execute { slot.enqueue(pending) }
+        return try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            slot.eventLoop.execute { slot.cancel(pending) }
+        }
+    }
+
+    private func leastLoadedSlot() -> APNsConnectionSlot {
+        var best = slots[0]
+        var bestLoad = best.load.load(ordering: .relaxed)
+        for slot in slots.dropFirst() {
+            let load = slot.load.load(ordering: .relaxed)
+            if load < bestLoad {
+                best = slot
+                bestLoad = load
+            }
+        }
+        return best
+    }
+
+    private func retryPause(_ attempts: Int, _ request: APNsRequest) async throws {
+        let delay = configuration.retryBackoff.delay(afterFailures: attempts)
+        if let deadline = request.deadline,
+           configuration.clock.now().addingTimeInterval(delay.seconds) >= deadline {
+            throw APNsError.deadlineExceeded
+        }
+        try await configuration.clock.sleep(for: delay)
+    }
+
+    // MARK: 429 per device token
+
+    private func recordDeviceBackoff(_ token: String) -> Date {
+        let now = configuration.clock.now()
+        return deviceBackoff.withLock { table in
+            let failures = (table[token]?.failures ?? 0) + 1
+            let until = now.addingTimeInterval(configuration.tooManyRequestsBackoff.delay(afterFailures: failures).seconds)
+            table[token] = (until, failures)
+            if table.count > 100_000 { table = table.filter { $0.value.until > now } }
+            return until
+        }
+    }
+
+    private func clearDeviceBackoff(_ token: String) {
+        deviceBackoff.withLock { table in
+            if !table.isEmpty { table.removeValue(forKey: token) }
+        }
+    }
+
+    /// Waits out a device token's 429 backoff, or throws if it outlasts the deadline.
+    private func waitForDeviceBackoff(_ request: APNsRequest) async throws {
+        let entry = deviceBackoff.withLock { $0.isEmpty ? nil : $0[request.deviceToken] }
+        guard let until = entry?.until else { return }
+        let now = configuration.clock.now()
+        guard until > now else { return }
+        if let deadline = request.deadline, until >= deadline {
+            throw APNsError.deviceBackingOff(untilEpochSeconds: until.timeIntervalSince1970)
+        }
+        try await configuration.clock.sleep(for: .nanoseconds(Int64(until.timeIntervalSince(now) * 1e9)))
+    }
+
+    /// When a device token may be sent to again after 429, if it is backing off.
+    public func backoff(forDeviceToken token: String) -> Date? {
+        deviceBackoff.withLock { $0[token]?.until }
+    }
+
+    // MARK: Operators
+
+    /// Endpoint, connections open, streams in flight, last error.
+    public func status() async -> APNsPoolStatus {
+        var status = APNsPoolStatus(
+            endpoint: configuration.endpoint, connectionsOpen: 0, streamsInFlight: 0, queued: 0,
+            lastError: nil, providerTokensMinted: shared.tokens?.minted ?? 0, reconnectDelays: [])
+        for slot in slots {
+            guard let snapshot = try? await slot.eventLoop.submit({ slot.snapshot() }).get() else { continue }
+            status.connectionsOpen += snapshot.open
+            status.streamsInFlight += snapshot.inFlight
+            status.queued += snapshot.queued
+            status.reconnectDelays += snapshot.reconnectDelays
+            if let error = snapshot.lastError { status.lastError = error }
+        }
+        return status
+    }
+
+    /// Closes every connection and fails queued requests with ``APNsError/shutdown``.
+    public func shutdown() async {
+        for slot in slots {
+            try? await slot.eventLoop.submit { slot.shutdown() }.get()
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import NIOCore
+
+/// Where the client connects.
+public struct APNsEndpoint: Hashable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+    /// `api.push.apple.com:443`.
+    public static let production = APNsEndpoint(host: "api.push.apple.com", port: 443)
+    /// `api.sandbox.push.apple.com:443`.
+    public static let sandbox = APNsEndpoint(host: "api.sandbox.push.apple.com", port: 443)
+    public var description: String { "\(host):\(port)" }
+}
+
+/// How the client authenticates to APNs.
+public enum APNsCredentials: Sendable {
+    /// Token auth: an ES256 JWT signed with the team's .p8 key (PKCS#8 PEM, EC P-256).
+    case token(keyID: String, teamID: String, privateKeyPEM: String)
+    /// Certificate auth: a client certificate (PEM, leaf first) and its private key (PEM).
+    case certificate(certificatePEM: String, privateKeyPEM: String)
+    /// Certificate auth from a PKCS#12 (.p12) export.
+    case pkcs12(der: [UInt8], password: String)
+}
+
+/// Exponential backoff: `initial`, doubling, capped at `maximum`.
+public struct APNsBackoff: Sendable, Equatable {
+    public var initial: Duration
+    public var maximum: Duration
+    /// Each delay is multiplied by a random factor in `jitter...1`.
+    public var jitter: Double
+
+    public init(initial: Duration, maximum: Duration, jitter: Double = 1) {
+        self.initial = initial
+        self.maximum = maximum
+        self.jitter = jitter
+    }
+
+    /// The delay before attempt `failures + 1` (failures ≥ 1).
+    public func delay(afterFailures failures: Int) -> Duration {
+        let exponent = min(max(failures - 1, 0), 30)
+        let base = min(initial.seconds * pow(2, Double(exponent)), maximum.seconds)
+        let factor = jitter >= 1 ? 1 : Double.random(in: jitter...1)
+        return .nanoseconds(Int64(base * factor * 1e9))
+    }
+}
+
+/// Everything an ``APNsClient`` needs. One client (pool) per credentials and endpoint.
+public struct APNsClientConfiguration: Sendable {
+    public var endpoint: APNsEndpoint
+    public var credentials: APNsCredentials
+    /// Trust this CA file instead of the system store (the simulator's `--ca-out`).
+    public var trustedCAFile: String?
+    /// Trust this CA PEM instead of the system store.
+    public var trustedCAPEM: String?
+    /// Connections in the pool (opened lazily, least-loaded first).
+    public var maxConnections: Int = 2
+    /// Local cap on streams per connection (the peer's SETTINGS_MAX_CONCURRENT_STREAMS also applies).
+    public var maxConcurrentStreamsPerConnection: Int = 1000
+    /// Send a PING when a connection has been quiet this long; close it if unanswered by the next tick.
+    public var pingInterval: Duration = .seconds(60)
+    /// Close a connection with no streams for this long (nil: keep it, PINGing).
+    public var idleTimeout: Duration? = .seconds(600)
+    /// TCP + TLS connect timeout.
+    public var connectTimeout: Duration = .seconds(10)
+    /// Reconnect pacing after failed connects: about 1 s doubling to 60 s.
+    public var reconnectBackoff = APNsBackoff(initial: .seconds(1), maximum: .seconds(60))
+    /// Retry pacing for 5xx, Shutdown and dropped streams.
+    public var retryBackoff = APNsBackoff(initial: .milliseconds(200), maximum: .seconds(30), jitter: 0.5)
+    /// Attempts per request (5xx, resets, connect failures, expired tokens).
+    public var maxAttempts: Int = 6
+    /// Per device token after 429 TooManyRequests.
+    public var tooManyRequestsBackoff = APNsBackoff(initial: .seconds(1), maximum: .seconds(300))
+    /// Mint a new provider token when the current one is this old (APNs rejects after 60 min).
+    public var tokenRefreshAge: Duration = .seconds(50 * 60)
+    /// Never mint provider tokens more often than this (APNs: TooManyProviderTokenUpdates).
+    public var tokenMinimumRefreshInterval: Duration = .seconds(20 * 60)
+    /// Time source (inject a manual clock in tests).
+    public var clock: any APNsClock = SystemAPNsClock()
+    /// Event loops for the connections (default: NIO's shared singleton group).
+    public var eventLoopGroup: (any EventLoopGroup)?
+
+    public init(endpoint: APNsEndpoint, credentials: APNsCredentials) {
+        self.endpoint = endpoint
+        self.credentials = credentials
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Synchronization
+import TLSTransport
+
+/// Signs APNs provider tokens: ES256 JWT `{"alg":"ES256","kid":…}.{"iss":…,"iat":…}`.
+public struct APNsTokenSigner: Sendable {
+    public let keyID: String
+    public let teamID: String
+    private let key: PrivateKey
+
+    /// - Parameter privateKeyPEM: the .p8 file's text (PKCS#8 PEM, EC P-256).
+    public init(keyID: String, teamID: String, privateKeyPEM: String) throws {
+        do {
+            key = try PrivateKey(pem: privateKeyPEM)
+        } catch {
+            throw APNsError.configuration("APNs key \(keyID): \(error)")
+        }
+        guard key.isP256 else { throw APNsError.configuration("APNs key \(keyID) is not an EC P-256 key") }
+        self.keyID = keyID
+        self.teamID = teamID
+    }
+
+    /// A signed token issued at `issuedAt` (whole seconds).
+    public func token(issuedAt: Date) throws -> String {
+        let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
+        let header = #"{"alg":"ES256","kid":"\#(jsonEscaped(keyID))"}"#
+        let claims = #"{"iss":"\#(jsonEscaped(teamID))","iat":\#(iat)}"#
+        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        let signature = try ES256.sign(Array(signingInput.utf8), with: key)
+        return signingInput + "." + Base64URL.encode(signature)
+    }
+
+    private func jsonEscaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+    }
+}
+
+/// The provider token shared by a pool's connections: reused until it is
+/// `refreshAge` old, re-minted at most once per `minimumInterval` unless APNs
+/// said it expired.
+final class ProviderTokenCache: Sendable {
+    struct Token: Sendable {
+        let value: String
+        let issuedAt: Date
+    }
+
+    private let signer: APNsTokenSigner
+    private let refreshAge: Double
+    private let minimumInterval: Double
+    private let state = Mutex<Token?>(nil)
+    private let mintCount = Mutex<Int>(0)
+
+    init(signer: APNsTokenSigner, refreshAge: Duration, minimumInterval: Duration) {
+        self.signer = signer
+        self.refreshAge = refreshAge.seconds
+        self.minimumInterval = minimumInterval.seconds
+    }
+
+    /// How many tokens were minted (for tests and status).
+    var minted: Int { mintCount.withLock { $0 } }
+
+    /// The token to use now.
+    func current(now: Date) throws -> Token {
+        try state.withLock { token in
+            if let existing = token {
+                let age = now.timeIntervalSince(existing.issuedAt)
+                if age < refreshAge || age < minimumInterval { return existing }
+            }
+            let fresh = Token(value: try signer.token(issuedAt: now), issuedAt: now)
+            token = fresh
+            mintCount.withLock { $0 += 1 }
+            return fresh
+        }
+    }
+
+    /// APNs answered ExpiredProviderToken for `value`: drop it so the next
+    /// `current` mints a new one (only if it is still the current token, so many
+    /// failures with one token cause one refresh).
+    func expire(_ value: String) {
+        state.withLock { token in
+            if token?.value == value { token = nil }
+        }
+    }
+}
+
+/// base64url without padding (RFC 7515 §2).
+public enum Base64URL {
+    public static func encode(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    public static func decode(_ text: Substring) -> [UInt8]? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64).map { Array($0) }
+    }
+}

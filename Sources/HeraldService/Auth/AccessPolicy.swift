@@ -1,0 +1,97 @@
+import CInterop
+import GRPCServer
+
+/// Who may call what: `authorization: Token <token>` metadata, each
+/// configured token allowing a list of bundle ids (`*` for all).
+///
+/// Tokens are compared in constant time: both sides are hashed with SHA-256
+/// and every configured digest is compared in full, so neither the length
+/// nor the position of a mismatch shows in the timing. Tokens are never
+/// logged; a caller is named by its token's label.
+public struct AccessPolicy: Sendable {
+    /// One configured token.
+    public struct Grant: Sendable {
+        /// A name for logs (never the token itself).
+        public var label: String
+        /// Bundle ids this token may act on; `["*"]` means every bundle.
+        public var bundleIDs: Set<String>
+        fileprivate var digest: [UInt8]
+
+        public init(label: String, token: String, bundleIDs: Set<String>) {
+            self.label = label
+            self.bundleIDs = bundleIDs
+            digest = AccessPolicy.sha256(token)
+        }
+
+        public func allows(bundleID: String) -> Bool {
+            bundleIDs.contains("*") || bundleIDs.contains(bundleID)
+        }
+    }
+
+    public var grants: [Grant]
+
+    /// With no grants, every caller is allowed: the server then listens on
+    /// loopback only (see `HeraldServer.start`).
+    public var isOpen: Bool { grants.isEmpty }
+
+    public init(grants: [Grant] = []) {
+        self.grants = grants
+    }
+
+    /// The grant the request's token matches; nil when the policy is open.
+    ///
+    /// - Throws: UNAUTHENTICATED when the token is missing, malformed or unknown.
+    public func authenticate(_ metadata: GRPCMetadata) throws -> Grant? {
+        guard !isOpen else { return nil }
+        guard let header = metadata["authorization"] else {
+            throw GRPCStatus(.unauthenticated, "missing authorization metadata (expected \"Token <token>\")")
+        }
+        let scheme = "token "
+        guard header.count > scheme.count, header.prefix(scheme.count).lowercased() == scheme else {
+            throw GRPCStatus(.unauthenticated, "authorization metadata must be \"Token <token>\"")
+        }
+        let presented = Self.sha256(String(header.dropFirst(scheme.count)))
+        var match: Grant?
+        for grant in grants where Self.constantTimeEqual(grant.digest, presented) && match == nil {
+            match = grant
+        }
+        guard let match else { throw GRPCStatus(.unauthenticated, "unknown token") }
+        return match
+    }
+
+    /// Checks that the caller may act on `bundleID`.
+    ///
+    /// - Throws: UNAUTHENTICATED as `authenticate`, PERMISSION_DENIED when
+    ///   the token does not allow the bundle.
+    public func authorize(_ metadata: GRPCMetadata, bundleID: String) throws {
+        try authorize(authenticate(metadata), bundleID: bundleID)
+    }
+
+    /// Checks an already authenticated caller (nil: open policy).
+    public func authorize(_ grant: Grant?, bundleID: String) throws {
+        guard let grant else { return }
+        guard grant.allows(bundleID: bundleID) else {
+            throw GRPCStatus(.permissionDenied, "token \"\(grant.label)\" may not act on bundle_id \"\(bundleID)\"")
+        }
+    }
+
+    /// Whether `host` names a loopback address, the only place an open
+    /// policy may listen.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
+    static func sha256(_ text: String) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        var bytes = Array(text.utf8)
+        _ = bytes.withUnsafeMutableBufferPointer { SHA256($0.baseAddress, $0.count, &digest) }
+        return digest
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}

@@ -1,0 +1,255 @@
+import APNs
+import CInterop
+import Foundation
+import HeraldCore
+import HeraldProtos
+import HeraldStore
+import Logging
+
+/// Carries out a due message's next action: the alert push (traditional, or
+/// the context-aware fallback at window end) or the context-aware handoff
+/// (a background push at window start); and revoke pushes for cancelled
+/// handed-off messages.
+///
+/// Every push is claimed in the store first (so a crash mid-send is visible
+/// at restart and the message is never sent twice), rendered per device in
+/// the device's locale, sent through the APNs client, and its outcome
+/// recorded per device before the message's state changes.
+public final class Dispatcher: Sendable {
+    enum Push: String, Sendable {
+        case alert
+        case handoff
+    }
+
+    /// One device's result.
+    enum DeviceResult: Sendable {
+        case delivered(apnsID: String)
+        case rejected(reason: String)
+        case expired
+        case failed(String)
+    }
+
+    let store: any HeraldStore
+    let gateway: APNsGateway
+    let clock: any HeraldClock
+    let scheduler: Scheduler
+    let logger: Logger
+
+    public init(store: any HeraldStore, gateway: APNsGateway, clock: any HeraldClock, scheduler: Scheduler, logger: Logger) {
+        self.store = store
+        self.gateway = gateway
+        self.clock = clock
+        self.scheduler = scheduler
+        self.logger = logger
+    }
+
+    /// Runs the next action of message `id`, if it still has one.
+    public func dispatch(_ id: String) async {
+        do {
+            guard let message = try await store.message(id: id) else { return }
+            switch (message.state, message.deliveryMethod) {
+            case (.scheduled, .traditional): try await deliver(message, push: .alert)
+            case (.scheduled, .contextAware):
+                // The planner degrades to a plain alert when the handoff could
+                // not go out before the window ends (DeliveryPlanner.plan).
+                try await deliver(message, push: message.dueAt < message.windowEnd ? .handoff : .alert)
+            case (.handedOff, _): try await deliver(message, push: .alert)  // no DISPLAYED by window end
+            default: return  // cancelled, superseded, displayed … meanwhile
+            }
+        } catch {
+            logger.error("dispatch failed", metadata: ["message_id": "\(id)", "error": "\(error)"])
+        }
+    }
+
+    private func deliver(_ message: StoredMessage, push: Push) async throws {
+        let from = message.state
+        guard let claimed = try await store.claim(id: message.id, from: from, now: clock.now()) else { return }
+        let now = clock.now()
+        let pushMessage: PushMessage
+        do {
+            pushMessage = try Self.pushMessage(from: claimed)
+        } catch {
+            try await finish(claimed, from: from, to: .failed, error: "stored request does not render: \(error)")
+            return
+        }
+        guard claimed.platform == .ios else {
+            try await finish(claimed, from: from, to: .failed,
+                             error: "FCM sending is not configured: Herald delivers through APNs; Render shows the FCM message")
+            return
+        }
+        let ttlMilliseconds = Int64(pushMessage.ttl.rawValue) * 1000
+        // "0 = now or never": a minute of slack for the scheduler itself.
+        if now - claimed.dueAt > max(ttlMilliseconds, 60_000) {
+            try await finish(claimed, from: from, to: .expired, error: "TTL ran out before the push could be sent")
+            return
+        }
+        let devices = try await store.devices(bundleID: claimed.bundleID, platform: claimed.platform, userID: claimed.userID)
+        guard !devices.isEmpty else {
+            try await finish(claimed, from: from, to: .noDevices, error: nil)
+            return
+        }
+        // APNs gets until the TTL runs out (ttl 0: one short attempt).
+        let deadline = Date(timeIntervalSince1970: Double(now + max(ttlMilliseconds, 10_000)) / 1000)
+        let results = await withTaskGroup(of: (Device, DeviceResult).self) { group in
+            for device in devices {
+                group.addTask {
+                    (device, await self.send(pushMessage, of: claimed, push: push, to: device, deadline: deadline))
+                }
+            }
+            var results: [(Device, DeviceResult)] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+        for (device, result) in results {
+            try await record(result, of: claimed, push: push, device: device)
+        }
+        let delivered = results.compactMap { if case .delivered(let id) = $0.1 { id } else { nil } }
+        if let apnsID = delivered.first {
+            switch push {
+            case .alert:
+                try await finish(claimed, from: from, to: .sent, apnsID: apnsID, error: nil)
+            case .handoff:
+                try await finish(claimed, from: from, to: .handedOff, dueAt: claimed.windowEnd, apnsID: apnsID, error: nil)
+                await scheduler.schedule(id: claimed.id, dueAt: claimed.windowEnd)
+            }
+            logger.info("delivered", metadata: [
+                "message_id": "\(claimed.id)", "push": "\(push.rawValue)", "devices": "\(delivered.count)/\(devices.count)",
+                "apns_id": "\(apnsID)",
+            ])
+        } else if results.allSatisfy({ if case .expired = $0.1 { true } else { false } }) {
+            try await finish(claimed, from: from, to: .expired, error: "TTL ran out before APNs accepted the push")
+        } else {
+            let reasons = results.map { "\($0.0.deviceToken.prefix(8))…: \(Self.describe($0.1))" }.joined(separator: "; ")
+            try await finish(claimed, from: from, to: .failed, error: reasons)
+        }
+    }
+
+    private func send(_ message: PushMessage, of stored: StoredMessage, push: Push, to device: Device, deadline: Date) async -> DeviceResult {
+        guard let client = gateway.client(bundleID: stored.bundleID, environment: device.environment) else {
+            return .failed("no APNs route for \(stored.bundleID) (\(device.environment?.rawValue ?? "production"))")
+        }
+        let now = Timestamp(milliseconds: clock.now())
+        let rendering: APNsRendering
+        do {
+            switch push {
+            case .alert:
+                rendering = try APNsRenderer.render(
+                    message, locale: device.locale, deviceToken: device.deviceToken, apnsID: UUIDv4.make(), sendTime: now)
+            case .handoff:
+                rendering = try APNsRenderer.renderHandoff(
+                    message, locale: device.locale, deviceToken: device.deviceToken, apnsID: UUIDv4.make(),
+                    sendTime: now, windowEnd: Timestamp(milliseconds: stored.windowEnd))
+            }
+        } catch {
+            return .failed("render: \(error)")
+        }
+        return await send(rendering, to: device, with: client, deadline: deadline)
+    }
+
+    private func send(_ rendering: APNsRendering, to device: Device, with client: APNsClient, deadline: Date) async -> DeviceResult {
+        let request = APNsRequest(
+            deviceToken: device.deviceToken, headers: rendering.headers.map { ($0.name, $0.value) },
+            payload: rendering.payload, deadline: deadline)
+        do {
+            let response = try await client.send(request)
+            if response.isSuccess { return .delivered(apnsID: response.apnsID ?? rendering.header("apns-id") ?? "") }
+            let reason = response.reason?.rawValue ?? "HTTP \(response.status)"
+            if response.reason == .unregistered || response.status == 410 {
+                let registeredBefore = response.timestampMilliseconds ?? clock.now()
+                _ = try? await store.removeDevice(bundleID: device.bundleID, deviceToken: device.deviceToken, ifRegisteredBefore: registeredBefore)
+            } else if response.reason == .badDeviceToken {
+                _ = try? await store.removeDevice(bundleID: device.bundleID, deviceToken: device.deviceToken, ifRegisteredBefore: .max)
+            }
+            return .rejected(reason: reason)
+        } catch APNsError.deadlineExceeded {
+            return .expired
+        } catch {
+            return .failed("\(error)")
+        }
+    }
+
+    private func record(_ result: DeviceResult, of message: StoredMessage, push: Push, device: Device) async throws {
+        let (status, apnsID, reason): (String, String?, String?) = switch result {
+        case .delivered(let id): (push == .alert ? "sent" : "handed_off", id, nil)
+        case .rejected(let why): (why == "Unregistered" ? "unregistered" : "rejected", nil, why)
+        case .expired: ("expired", nil, nil)
+        case .failed(let why): ("failed", nil, why)
+        }
+        try await store.recordOutcome(DeviceOutcome(
+            messageID: message.id, deviceToken: device.deviceToken, status: status, apnsID: apnsID, reason: reason, at: clock.now()))
+    }
+
+    private func finish(
+        _ message: StoredMessage, from: MessageState, to: MessageState,
+        dueAt: Int64? = nil, apnsID: String? = nil, error: String?
+    ) async throws {
+        let applied = try await store.transition(
+            id: message.id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: error, now: clock.now())
+        if !applied {
+            logger.warning("state changed during send", metadata: ["message_id": "\(message.id)", "wanted": "\(to.rawValue)"])
+        } else if to != .sent && to != .handedOff {
+            logger.info("message ended", metadata: [
+                "message_id": "\(message.id)", "state": "\(to.rawValue)", "reason": "\(error ?? "")",
+            ])
+        }
+    }
+
+    /// Sends the background revoke push for a cancelled handed-off message
+    /// to each of the user's devices, then marks the revoke done.
+    public func revoke(_ message: StoredMessage) async {
+        guard let key = message.idempotencyKey else { return }
+        do {
+            let devices = try await store.devices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
+            let deadline = Date(timeIntervalSince1970: Double(max(message.windowEnd, clock.now() + 10_000)) / 1000)
+            for device in devices {
+                guard let client = gateway.client(bundleID: message.bundleID, environment: device.environment) else { continue }
+                let rendering = APNsRenderer.renderRevoke(
+                    bundleID: message.bundleID, idempotencyKey: key, deviceToken: device.deviceToken,
+                    apnsID: UUIDv4.make(), expiresAt: Timestamp(milliseconds: message.windowEnd))
+                let result = await send(rendering, to: device, with: client, deadline: deadline)
+                let (status, apnsID, reason): (String, String?, String?) = switch result {
+                case .delivered(let id): ("revoked", id, nil)
+                case .rejected(let why): ("revoke_rejected", nil, why)
+                case .expired: ("revoke_expired", nil, nil)
+                case .failed(let why): ("revoke_failed", nil, why)
+                }
+                try await store.recordOutcome(DeviceOutcome(
+                    messageID: message.id, deviceToken: device.deviceToken, status: status, apnsID: apnsID, reason: reason, at: clock.now()))
+            }
+            try await store.completeRevoke(messageID: message.id)
+        } catch {
+            logger.error("revoke failed", metadata: ["message_id": "\(message.id)", "error": "\(error)"])
+        }
+    }
+
+    /// Sends the revokes still owed (after a restart).
+    public func resumeRevokes() async {
+        do {
+            for owed in try await store.pendingRevokes() {
+                if let message = try await store.message(id: owed.messageID) { await revoke(message) }
+            }
+        } catch {
+            logger.error("resuming revokes failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The stored Schedule request, as the core's validated message.
+    static func pushMessage(from stored: StoredMessage) throws -> PushMessage {
+        let input = try ProtobufC.withUnpacked(Herald__V1__ScheduleRequest.self, from: stored.request) { wire in
+            var decoder = RequestDecoder()
+            let input = decoder.scheduleInput(wire).message
+            try decoder.finish()
+            return input
+        }
+        return try Validator.validate(RenderInput(message: input), generateIdempotencyKey: { stored.idempotencyKey ?? "" })
+    }
+
+    private static func describe(_ result: DeviceResult) -> String {
+        switch result {
+        case .delivered: "delivered"
+        case .rejected(let reason): reason
+        case .expired: "expired"
+        case .failed(let why): why
+        }
+    }
+}

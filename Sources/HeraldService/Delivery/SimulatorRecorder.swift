@@ -1,0 +1,36 @@
+import APNsSimulator
+import Foundation
+import HeraldCore
+import Logging
+
+/// Appends every delivery the bundled simulator accepts to a file, one JSON
+/// object per line: what a developer watches (`tail -f`) and what the
+/// end-to-end tests read.
+enum SimulatorRecorder {
+    static func record(_ simulator: APNsSimulator, to path: String, logger: Logger) async {
+        // Appends: a restart on the same file keeps one record of everything.
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let file = FileHandle(forWritingAtPath: path), (try? file.seekToEnd()) != nil else {
+            logger.error("cannot write the simulator record", metadata: ["path": "\(path)"])
+            return
+        }
+        defer { try? file.close() }
+        for await delivery in simulator.deliveryStream() {
+            var headers: [String: JSONValue] = [:]
+            for header in delivery.headers where header.name != "authorization" {
+                headers[header.name] = .string(header.value)
+            }
+            let payload = (try? JSONParser.parse(delivery.payload)) ?? .string(String(decoding: delivery.payload, as: UTF8.self))
+            let line: JSONValue = .object([
+                "apns_id": .string(delivery.apnsID),
+                "device_token": .string(delivery.deviceToken),
+                "headers": .object(headers),
+                "payload": payload,
+            ])
+            var writer = JSONWriter()
+            try? writer.write(line)
+            writer.bytes.append(UInt8(ascii: "\n"))
+            try? file.write(contentsOf: writer.bytes)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import GRPCServer
+import HeraldCore
+
+/// Maps the domain's typed errors to gRPC statuses, in one place.
+enum DomainStatus {
+    static func status(for error: any Error) -> GRPCStatus? {
+        switch error {
+        case let status as GRPCStatus:
+            return status
+        case let validation as ValidationError:
+            return GRPCStatus(.invalidArgument, validation.description)
+        case RenderError.invalid(let validation):
+            return GRPCStatus(.invalidArgument, validation.description)
+        case RenderError.disabled(let platform):
+            let override = platform == .ios ? "ios" : "android"
+            return GRPCStatus(.invalidArgument, "\(override).enabled is false: nothing would be sent to \(override == "ios" ? "APNs" : "FCM")")
+        default:
+            return nil
+        }
+    }
+
+    /// A synchronous handler whose domain errors become their gRPC status;
+    /// anything else stays INTERNAL (the server logs it).
+    static func sync(_ body: @escaping @Sendable (GRPCRequest) throws -> [UInt8]) -> GRPCUnaryHandler {
+        .sync { request in
+            do { return try body(request) } catch { throw status(for: error) ?? error }
+        }
+    }
+
+    /// The same for a handler that leaves the event loop.
+    static func async(_ body: @escaping @Sendable (GRPCRequest) async throws -> [UInt8]) -> GRPCUnaryHandler {
+        .async { request in
+            do { return try await body(request) } catch { throw status(for: error) ?? error }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import GRPCServer
+import HeraldCore
+import HeraldProtos
+import HeraldStore
+
+/// `herald.v1.PushService/ReportEvent`: the device SDK says it displayed
+/// (or the user opened) a message. DISPLAYED stops a handed-off message's
+/// fallback alert; OPENED is recorded.
+struct ReportEventService: Sendable {
+    static let path = "/herald.v1.PushService/ReportEvent"
+
+    let policy: AccessPolicy
+    let store: any HeraldStore
+    let scheduler: Scheduler
+    let clock: any HeraldClock
+
+    func report(_ request: GRPCRequest) async throws -> [UInt8] {
+        let caller = try policy.authenticate(request.metadata)
+        let (bundleID, platform, userID, key, displayed, token) = try ProtobufC.withUnpacked(
+            Herald__V1__ReportEventRequest.self, from: request.message
+        ) { wire in
+            var decoder = RequestDecoder()
+            let bundleID = decoder.required(wire.bundle_id, "bundle_id", maxBytes: Validator.Limits.bundleID)
+            let platform = decoder.platform(wire.platform)
+            if wire.platform == HERALD__V1__PLATFORM__PLATFORM_UNSPECIFIED { decoder.check("is required", "platform") }
+            let userID = decoder.required(wire.user_id, "user_id", maxBytes: Validator.Limits.userID)
+            let key = decoder.required(wire.idempotency_key, "idempotency_key", maxBytes: Validator.Limits.idempotencyKey)
+            let displayed: Bool
+            switch wire.event {
+            case HERALD__V1__MESSAGE_EVENT__MESSAGE_EVENT_DISPLAYED: displayed = true
+            case HERALD__V1__MESSAGE_EVENT__MESSAGE_EVENT_OPENED: displayed = false
+            default:
+                decoder.check("must be MESSAGE_EVENT_DISPLAYED or MESSAGE_EVENT_OPENED", "event")
+                displayed = false
+            }
+            let token = decoder.string(wire.device_token, "device_token")
+            try decoder.finish()
+            return (bundleID, platform!, userID, key, displayed, token)
+        }
+        try policy.authorize(caller, bundleID: bundleID)
+        guard let message = try await store.message(bundleID: bundleID, idempotencyKey: key),
+              message.platform == platform, message.userID == userID
+        else {
+            throw GRPCStatus(.notFound, "no message of this user has idempotency_key \"\(key)\" in \(bundleID)")
+        }
+        let now = clock.now()
+        var state = message.state
+        if displayed && (state == .handedOff || state == .sent) {
+            if try await store.transition(id: message.id, from: state, to: .displayed, dueAt: nil, apnsID: nil, lastError: nil, now: now) {
+                if state == .handedOff { await scheduler.unschedule(id: message.id) }
+                state = .displayed
+            } else {
+                state = try await store.message(id: message.id)?.state ?? state
+            }
+        }
+        try await store.recordOutcome(DeviceOutcome(
+            messageID: message.id, deviceToken: token, status: displayed ? "displayed" : "opened", at: now))
+        var response = Herald__V1__ReportEventResponse.initialized()
+        response.state = state.wire
+        return ProtobufC.pack(&response)
+    }
+}

@@ -1,0 +1,69 @@
+import GRPCServer
+import HeraldCore
+import HeraldProtos
+import HeraldStore
+
+/// `herald.v1.PushService/Schedule`: validates, resolves the window, the
+/// delivery method (A/B split) and the plan, stores the message durably
+/// (group commit) and only then answers; the scheduler takes it from there.
+struct ScheduleService: Sendable {
+    static let path = "/herald.v1.PushService/Schedule"
+
+    let policy: AccessPolicy
+    let store: any HeraldStore
+    let scheduler: Scheduler
+    let clock: any HeraldClock
+    let split: ABSplit
+    let graceSeconds: Int64
+
+    func schedule(_ request: GRPCRequest) async throws -> [UInt8] {
+        let caller = try policy.authenticate(request.metadata)
+        let input = try ProtobufC.withUnpacked(Herald__V1__ScheduleRequest.self, from: request.message) { wire in
+            var decoder = RequestDecoder()
+            let input = decoder.scheduleInput(wire)
+            try decoder.finish()
+            return input
+        }
+        try policy.authorize(caller, bundleID: input.message.bundleID)
+        let now = clock.now()
+        let validated = try Validator.validate(
+            input, now: Timestamp(milliseconds: now), split: split, graceSeconds: graceSeconds,
+            generateIdempotencyKey: UUIDv4.make)
+        let message = validated.message
+        guard message.isEnabled(on: message.platform) else {
+            let override = message.platform == .ios ? "ios" : "android"
+            throw GRPCStatus(.invalidArgument, "\(override).enabled is false: this message would never be delivered")
+        }
+        let stored = StoredMessage(
+            id: UUIDv4.make(), bundleID: message.bundleID, platform: message.platform, userID: validated.userID,
+            campaignID: validated.campaignID, idempotencyKey: message.idempotencyKey,
+            deliveryMethod: validated.method, abTest: validated.abTest,
+            windowStart: validated.window.start.milliseconds, windowEnd: validated.window.end.milliseconds,
+            dueAt: validated.plan.sendAt.milliseconds, request: request.message, createdAt: now)
+        switch try await store.schedule(stored) {
+        case .alreadyExists(let existing):
+            throw GRPCStatus(.alreadyExists,
+                "idempotency_key \"\(message.idempotencyKey)\" of \(message.bundleID) belongs to message \(existing.id), "
+                + "already \(existing.isSending ? "being sent" : existing.state.rawValue): a key never causes a second delivery")
+        case .scheduled(let accepted, let supersededID):
+            if let supersededID { await scheduler.unschedule(id: supersededID) }
+            await scheduler.schedule(id: accepted.id, dueAt: accepted.dueAt)
+            return Self.response(accepted, key: message.idempotencyKey, sendAt: validated.plan.sendAt, replaced: supersededID != nil)
+        }
+    }
+
+    static func response(_ message: StoredMessage, key: String, sendAt: Timestamp, replaced: Bool) -> [UInt8] {
+        let arena = CArena()
+        var response = Herald__V1__ScheduleResponse.initialized()
+        response.message_id = arena.string(message.id)
+        response.idempotency_key = arena.string(key)
+        response.delivery_method = message.deliveryMethod.wire
+        response.ab_test = message.abTest ? 1 : 0
+        response.window_start = arena.string(RFC3339.format(Timestamp(milliseconds: message.windowStart)))
+        response.window_end = arena.string(RFC3339.format(Timestamp(milliseconds: message.windowEnd)))
+        response.send_at = arena.string(RFC3339.format(sendAt))
+        response.state = message.state.wire
+        response.replaced = replaced ? 1 : 0
+        return withExtendedLifetime(arena) { ProtobufC.pack(&response) }
+    }
+}

@@ -1,0 +1,75 @@
+import GRPCServer
+import HeraldCore
+import HeraldProtos
+
+/// `herald.v1.PushService/Render`: exactly what would be sent to APNs or FCM.
+/// Stores and sends nothing; CPU only, so it runs on the event loop.
+struct RenderService: Sendable {
+    static let path = "/herald.v1.PushService/Render"
+
+    let policy: AccessPolicy
+    /// The wall clock, in milliseconds since the epoch (injected for tests).
+    let now: @Sendable () -> Int64
+
+    func render(_ request: GRPCRequest) throws -> [UInt8] {
+        let caller = try policy.authenticate(request.metadata)
+        let input = try ProtobufC.withUnpacked(Herald__V1__RenderRequest.self, from: request.message) { wire in
+            var decoder = RequestDecoder()
+            let message = decoder.messageInput(
+                bundleID: wire.bundle_id, platform: wire.platform, content: wire.content,
+                priority: wire.priority,
+                ttlSeconds: wire.ttl_case == HERALD__V1__RENDER_REQUEST__TTL_TTL_SECONDS ? wire.ttl_seconds : nil,
+                collapseID: wire.collapse_id, ios: wire.ios, android: wire.android,
+                idempotencyKey: wire.idempotency_key)
+            let input = RenderInput(
+                message: message,
+                locale: decoder.optionalString(wire.locale, "locale"),
+                deviceToken: decoder.optionalString(wire.device_token, "device_token"))
+            try decoder.finish()
+            return input
+        }
+        try policy.authorize(caller, bundleID: input.message.bundleID)
+        let message = try Validator.validate(input, generateIdempotencyKey: UUIDv4.make)
+        let milliseconds = now()
+        let sendTime = Timestamp(seconds: milliseconds / 1000, nanoseconds: Int32(milliseconds % 1000) * 1_000_000)
+
+        let arena = CArena()
+        var response = Herald__V1__RenderResponse.initialized()
+        switch message.platform {
+        case .ios:
+            let rendering = try APNsRenderer.render(
+                message, locale: input.locale, deviceToken: input.deviceToken,
+                apnsID: UUIDv4.make(), sendTime: sendTime)
+            response.rendering_case = HERALD__V1__RENDER_RESPONSE__RENDERING_APNS
+            response.apns = arena.message(Herald__V1__ApnsRendering.self) { apns in
+                apns.path = arena.string(rendering.path)
+                let entries = rendering.headers.map { header in
+                    arena.message(Herald__V1__ApnsRendering__HeadersEntry.self) {
+                        $0.key = arena.string(header.name)
+                        $0.value = arena.string(header.value)
+                    }
+                }
+                apns.n_headers = entries.count
+                apns.headers = arena.pointerArray(entries)
+                apns.payload_json = arena.string(rendering.payloadJSON)
+                apns.payload_bytes = UInt32(rendering.payload.count)
+            }
+            fill(&response, resolvedLocale: rendering.resolvedLocale, warnings: rendering.warnings, arena: arena)
+        case .android:
+            let rendering = try FCMRenderer.render(message, locale: input.locale, deviceToken: input.deviceToken)
+            response.rendering_case = HERALD__V1__RENDER_RESPONSE__RENDERING_FCM
+            response.fcm = arena.message(Herald__V1__FcmRendering.self) {
+                $0.message_json = arena.string(rendering.messageJSON)
+            }
+            fill(&response, resolvedLocale: rendering.resolvedLocale, warnings: rendering.warnings, arena: arena)
+        }
+        return withExtendedLifetime(arena) { ProtobufC.pack(&response) }
+    }
+
+    private func fill(_ response: inout Herald__V1__RenderResponse, resolvedLocale: String?, warnings: [String], arena: CArena) {
+        response.resolved_locale = arena.string(resolvedLocale ?? "")
+        let strings = warnings.map { arena.string($0) }
+        response.n_warnings = strings.count
+        response.warnings = arena.pointerArray(strings)
+    }
+}

@@ -1,0 +1,221 @@
+import CInterop
+import HeraldCore
+import HeraldProtos
+
+/// Turns protoc-c request structs into domain values, once, at the edge.
+///
+/// Problems the wire itself can have (invalid UTF-8, unknown enum numbers,
+/// both halves of a LocalizedText) are collected as field violations, like
+/// the core's, so one error lists everything.
+struct RequestDecoder {
+    private(set) var violations: [FieldViolation] = []
+
+    /// Throws INVALID_ARGUMENT listing every violation collected so far.
+    func finish() throws(ValidationError) {
+        if !violations.isEmpty { throw ValidationError(violations) }
+    }
+
+    mutating func string(_ pointer: UnsafeMutablePointer<CChar>?, _ field: String) -> String {
+        guard let pointer else { return "" }
+        guard let value = String(validatingCString: pointer) else {
+            violations.append(FieldViolation(field: field, reason: "is not valid UTF-8"))
+            return ""
+        }
+        return value
+    }
+
+    /// nil for the empty string (proto3's "not set").
+    mutating func optionalString(_ pointer: UnsafeMutablePointer<CChar>?, _ field: String) -> String? {
+        let value = string(pointer, field)
+        return value.isEmpty ? nil : value
+    }
+
+    mutating func platform(_ value: Herald__V1__Platform, _ field: String = "platform") -> Platform? {
+        switch value {
+        case HERALD__V1__PLATFORM__PLATFORM_UNSPECIFIED: return nil
+        case HERALD__V1__PLATFORM__PLATFORM_IOS: return .ios
+        case HERALD__V1__PLATFORM__PLATFORM_ANDROID: return .android
+        default:
+            violations.append(FieldViolation(field: field, reason: "unknown value \(value.rawValue)"))
+            return nil
+        }
+    }
+
+    mutating func priority(_ value: Herald__V1__Priority, _ field: String = "priority") -> Priority? {
+        switch value {
+        case HERALD__V1__PRIORITY__PRIORITY_UNSPECIFIED: return nil
+        case HERALD__V1__PRIORITY__PRIORITY_LOW: return .low
+        case HERALD__V1__PRIORITY__PRIORITY_NORMAL: return .normal
+        case HERALD__V1__PRIORITY__PRIORITY_HIGH: return .high
+        default:
+            violations.append(FieldViolation(field: field, reason: "unknown value \(value.rawValue)"))
+            return nil
+        }
+    }
+
+    mutating func localizedText(_ pointer: UnsafeMutablePointer<Herald__V1__LocalizedText>?, _ field: String) -> LocalizedText? {
+        guard let text = pointer?.pointee else { return nil }
+        let hasText = text.single_case == HERALD__V1__LOCALIZED_TEXT__SINGLE_TEXT
+        let hasTranslations = text.n_translations > 0
+        switch (hasText, hasTranslations) {
+        case (false, false):
+            return nil
+        case (true, true):
+            violations.append(FieldViolation(field: field, reason: "set exactly one of text or translations, not both"))
+            return nil
+        case (true, false):
+            return .text(string(text.text, "\(field).text"))
+        case (false, true):
+            var translations: [String: String] = [:]
+            for index in 0..<text.n_translations {
+                guard let entry = text.translations[index]?.pointee else { continue }
+                let locale = string(entry.key, "\(field).translations")
+                translations[locale] = string(entry.value, "\(field).translations[\(locale)]")
+            }
+            return .translations(translations)
+        }
+    }
+
+    mutating func content(_ pointer: UnsafeMutablePointer<Herald__V1__Content>?) -> NotificationContent? {
+        guard let content = pointer?.pointee else { return nil }
+        return NotificationContent(
+            title: localizedText(content.title, "content.title"),
+            subtitle: localizedText(content.subtitle, "content.subtitle"),
+            body: localizedText(content.body, "content.body"),
+            defaultLocale: optionalString(content.default_locale, "content.default_locale"),
+            sound: optionalString(content.sound, "content.sound"),
+            badge: content.badge_value_case == HERALD__V1__CONTENT__BADGE_VALUE_BADGE ? content.badge : nil,
+            userInfo: structObject(content.user_info, "content.user_info") ?? [:],
+            threadID: optionalString(content.thread_id, "content.thread_id"),
+            imageURL: optionalString(content.image_url, "content.image_url"),
+            category: optionalString(content.category, "content.category")
+        )
+    }
+
+    /// A `google.protobuf.Struct` as a JSON object; nil when absent.
+    mutating func structObject(_ pointer: UnsafeMutablePointer<Google__Protobuf__Struct>?, _ field: String) -> [String: JSONValue]? {
+        guard let object = pointer?.pointee else { return nil }
+        var result: [String: JSONValue] = [:]
+        result.reserveCapacity(object.n_fields)
+        for index in 0..<object.n_fields {
+            guard let entry = object.fields[index]?.pointee else { continue }
+            let key = string(entry.key, field)
+            result[key] = value(entry.value, "\(field).\(key)")
+        }
+        return result
+    }
+
+    private mutating func value(_ pointer: UnsafeMutablePointer<Google__Protobuf__Value>?, _ field: String) -> JSONValue {
+        guard let value = pointer?.pointee else { return .null }
+        switch value.kind_case {
+        case GOOGLE__PROTOBUF__VALUE__KIND_NUMBER_VALUE:
+            guard value.number_value.isFinite else {
+                violations.append(FieldViolation(field: field, reason: "number is not finite (JSON has no NaN or Infinity)"))
+                return .null
+            }
+            return .number(value.number_value)
+        case GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE: return .string(string(value.string_value, field))
+        case GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE: return .bool(value.bool_value != 0)
+        case GOOGLE__PROTOBUF__VALUE__KIND_STRUCT_VALUE: return .object(structObject(value.struct_value, field) ?? [:])
+        case GOOGLE__PROTOBUF__VALUE__KIND_LIST_VALUE:
+            guard let list = value.list_value?.pointee else { return .array([]) }
+            return .array((0..<list.n_values).map { self.value(list.values[$0], "\(field)[\($0)]") })
+        default:
+            // null_value and a Value with no kind set both mean JSON null.
+            return .null
+        }
+    }
+
+    /// The message fields Render and Schedule share.
+    mutating func messageInput(
+        bundleID: UnsafeMutablePointer<CChar>?, platform: Herald__V1__Platform,
+        content: UnsafeMutablePointer<Herald__V1__Content>?, priority: Herald__V1__Priority,
+        ttlSeconds: UInt32?, collapseID: UnsafeMutablePointer<CChar>?,
+        ios: UnsafeMutablePointer<Google__Protobuf__Struct>?, android: UnsafeMutablePointer<Google__Protobuf__Struct>?,
+        idempotencyKey: UnsafeMutablePointer<CChar>?
+    ) -> MessageInput {
+        MessageInput(
+            bundleID: string(bundleID, "bundle_id"),
+            platform: self.platform(platform),
+            content: self.content(content),
+            priority: self.priority(priority),
+            ttlSeconds: ttlSeconds,
+            collapseID: optionalString(collapseID, "collapse_id"),
+            ios: structObject(ios, "ios"),
+            android: structObject(android, "android"),
+            idempotencyKey: optionalString(idempotencyKey, "idempotency_key")
+        )
+    }
+}
+
+extension Herald__V1__RenderRequest: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__render_request__init(&m); return m }
+}
+extension Herald__V1__RenderResponse: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__render_response__init(&m); return m }
+}
+extension Herald__V1__ApnsRendering: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__apns_rendering__init(&m); return m }
+}
+extension Herald__V1__ApnsRendering__HeadersEntry: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__apns_rendering__headers_entry__init(&m); return m }
+}
+extension Herald__V1__FcmRendering: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__fcm_rendering__init(&m); return m }
+}
+
+extension RequestDecoder {
+    mutating func deliveryMethod(_ value: Herald__V1__DeliveryMethod) -> DeliveryMethod? {
+        switch value {
+        case HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_UNSPECIFIED: return nil
+        case HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_CONTEXT_AWARE: return .contextAware
+        case HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_TRADITIONAL: return .traditional
+        default:
+            violations.append(FieldViolation(field: "delivery_method", reason: "unknown value \(value.rawValue)"))
+            return nil
+        }
+    }
+
+    mutating func environment(_ value: Herald__V1__ApnsEnvironment) -> APNsEnvironment? {
+        switch value {
+        case HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_UNSPECIFIED: return nil
+        case HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_PRODUCTION: return .production
+        case HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_SANDBOX: return .sandbox
+        default:
+            violations.append(FieldViolation(field: "environment", reason: "unknown value \(value.rawValue)"))
+            return nil
+        }
+    }
+
+    mutating func scheduleInput(_ wire: Herald__V1__ScheduleRequest) -> ScheduleInput {
+        let message = messageInput(
+            bundleID: wire.bundle_id, platform: wire.platform, content: wire.content, priority: wire.priority,
+            ttlSeconds: wire.ttl_case == HERALD__V1__SCHEDULE_REQUEST__TTL_TTL_SECONDS ? wire.ttl_seconds : nil,
+            collapseID: wire.collapse_id, ios: wire.ios, android: wire.android, idempotencyKey: wire.idempotency_key)
+        return ScheduleInput(
+            message: message,
+            userID: string(wire.user_id, "user_id"),
+            campaignID: string(wire.campaign_id, "campaign_id"),
+            deliveryMethod: deliveryMethod(wire.delivery_method),
+            deliverWithinHours: wire.window_case == HERALD__V1__SCHEDULE_REQUEST__WINDOW_DELIVER_WITHIN_HOURS
+                ? wire.deliver_within_hours : nil,
+            targetDeliveryTime: wire.window_case == HERALD__V1__SCHEDULE_REQUEST__WINDOW_TARGET_DELIVERY_TIME
+                ? string(wire.target_delivery_time, "target_delivery_time") : nil,
+            deliverAfter: optionalString(wire.deliver_after, "deliver_after"))
+    }
+
+    /// A required string: a violation names the field when it is empty.
+    mutating func required(_ pointer: UnsafeMutablePointer<CChar>?, _ field: String, maxBytes: Int) -> String {
+        let value = string(pointer, field)
+        if value.isEmpty {
+            violations.append(FieldViolation(field: field, reason: "is required"))
+        } else if value.utf8.count > maxBytes {
+            violations.append(FieldViolation(field: field, reason: "is \(value.utf8.count) bytes; the limit is \(maxBytes)"))
+        }
+        return value
+    }
+
+    mutating func check(_ problem: String?, _ field: String) {
+        if let problem { violations.append(FieldViolation(field: field, reason: problem)) }
+    }
+}

@@ -1,0 +1,203 @@
+import CInterop
+import Foundation
+
+/// Counters of the group-commit writer, for tests and metrics.
+public struct WriteStats: Sendable, Hashable {
+    /// Transactions committed.
+    public var commits: Int
+    /// Write operations completed (committed or failed).
+    public var writes: Int
+    /// The most operations committed together in one transaction.
+    public var largestBatch: Int
+}
+
+/// One queued write: runs on the writer thread inside the batch transaction,
+/// then learns whether the batch committed.
+protocol WriteJob: AnyObject {
+    /// Runs the operation in its own savepoint; returns its error, if any.
+    func run(_ db: Database) -> (any Error)?
+    /// Resumes the caller: with the operation's result after a commit, or
+    /// with `commitError` when the batch did not commit.
+    func finish(commitError: (any Error)?)
+}
+
+/// A write whose caller awaits a `T` through a continuation.
+final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
+    private let body: @Sendable (Database) throws -> T
+    private let continuation: CheckedContinuation<T, any Error>
+    private var result: Result<T, any Error>?
+
+    init(body: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>) {
+        self.body = body
+        self.continuation = continuation
+    }
+
+    func run(_ db: Database) -> (any Error)? {
+        defer { db.resetBusyStatements() }
+        do {
+            result = .success(try db.savepoint { try body(db) })
+            return nil
+        } catch {
+            result = .failure(error)
+            return error
+        }
+    }
+
+    func finish(commitError: (any Error)?) {
+        if let commitError {
+            continuation.resume(throwing: commitError)
+        } else if let result {
+            continuation.resume(with: result)
+        } else {
+            continuation.resume(throwing: StoreError.closed)
+        }
+    }
+}
+
+/// Group commit: one thread owns the write connection and drains every queued
+/// write into one transaction — one commit, one fsync — then resumes each
+/// caller. A caller's `await` returns only after its transaction committed.
+///
+/// Batching needs no timer: while one batch commits (fsync), new writes queue
+/// up and form the next batch. A lone write commits at once.
+final class GroupCommitWriter: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var queue: [any WriteJob] = []
+    private var closing = false
+    private var exited = false
+    private var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    private var stats = WriteStats(commits: 0, writes: 0, largestBatch: 0)
+    private var lastCommitError: String?
+    private var lastCommitFailed = false
+
+    /// Touched only by the writer thread once started.
+    private let db: Database
+    private let maxBatch: Int
+
+    init(database: Database, maxBatch: Int) {
+        self.db = database
+        self.maxBatch = max(1, maxBatch)
+        let thread = Thread { [self] in self.loop() }
+        thread.name = "herald-store-writer"
+        thread.start()
+    }
+
+    /// Queues `body` and awaits its commit.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let job = ContinuationWriteJob(body: body, continuation: continuation)
+            condition.lock()
+            if closing {
+                condition.unlock()
+                job.finish(commitError: StoreError.closed)
+                return
+            }
+            queue.append(job)
+            condition.signal()
+            condition.unlock()
+        }
+    }
+
+    var currentStats: WriteStats {
+        condition.lock()
+        defer { condition.unlock() }
+        return stats
+    }
+
+    /// Writes queued and not yet taken by the writer thread.
+    var queuedCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queue.count
+    }
+
+    /// (ok, last error text) of the most recent commit.
+    var commitHealth: (ok: Bool, lastError: String?) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (!lastCommitFailed, lastCommitError)
+    }
+
+    /// Commits what is queued, stops the thread and waits for it.
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            closing = true
+            if exited {
+                condition.unlock()
+                continuation.resume()
+                return
+            }
+            exitWaiters.append(continuation)
+            condition.signal()
+            condition.unlock()
+        }
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !closing {
+                condition.wait()
+            }
+            if queue.isEmpty {
+                db.close()
+                exited = true
+                let waiters = exitWaiters
+                exitWaiters = []
+                condition.unlock()
+                waiters.forEach { $0.resume() }
+                return
+            }
+            let batch: [any WriteJob]
+            if queue.count <= maxBatch {
+                batch = queue
+                queue = []
+            } else {
+                batch = Array(queue.prefix(maxBatch))
+                queue.removeFirst(maxBatch)
+            }
+            condition.unlock()
+            commit(batch)
+        }
+    }
+
+    private func commit(_ batch: [any WriteJob]) {
+        var failure: (any Error)?
+        do {
+            try db.run("BEGIN IMMEDIATE")
+            for job in batch {
+                if let error = job.run(db), sqlite3_get_autocommit(db.handle) != 0 {
+                    // SQLite rolled the whole transaction back (I/O error,
+                    // disk full, …): nothing of this batch is durable.
+                    failure = error
+                    break
+                }
+            }
+            if failure == nil {
+                try db.run("COMMIT")
+            }
+        } catch {
+            failure = error
+        }
+        if failure != nil, sqlite3_get_autocommit(db.handle) == 0 {
+            try? db.run("ROLLBACK")
+        }
+
+        condition.lock()
+        stats.writes += batch.count
+        if let failure {
+            lastCommitFailed = true
+            lastCommitError = String(describing: failure)
+        } else {
+            lastCommitFailed = false
+            stats.commits += 1
+            stats.largestBatch = max(stats.largestBatch, batch.count)
+        }
+        condition.unlock()
+
+        for job in batch {
+            job.finish(commitError: failure)
+        }
+    }
+}

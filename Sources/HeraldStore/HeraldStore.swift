@@ -1,0 +1,119 @@
+import HeraldCore
+
+/// Durable storage for Herald: messages, per-device outcomes, devices.
+///
+/// Every write is atomic and durable when its `await` returns. Callers depend
+/// on this protocol only, so a shared server-grade database can replace the
+/// embedded SQLite store (`SQLiteStore`) without touching them.
+/// All times are milliseconds since the UNIX epoch, passed in by the caller.
+public protocol HeraldStore: Sendable {
+    // MARK: Messages (API)
+
+    /// Stores an accepted Schedule with last-request-wins on
+    /// (bundleID, idempotencyKey):
+    /// - no message with the key → stored;
+    /// - the key's message is SCHEDULED and no push for it was ever claimed →
+    ///   it becomes SUPERSEDED and the new one is stored (`replaced`);
+    /// - the key's message ended without any push (CANCELLED, EXPIRED,
+    ///   NO_DEVICES, FAILED before sending) → the new one takes the key;
+    /// - the key is spent (handed off, sent, displayed, or a push was ever
+    ///   claimed, including one in flight) → `.alreadyExists`, nothing stored.
+    func schedule(_ message: StoredMessage) async throws -> ScheduleOutcome
+
+    /// Cancels the live message of (bundleID, idempotencyKey) when platform,
+    /// userID and campaignID also match; otherwise `.notFound`.
+    func cancel(
+        bundleID: String, platform: Platform, userID: String, campaignID: String,
+        idempotencyKey: String, now: Int64
+    ) async throws -> CancelOutcome
+
+    func message(id: String) async throws -> StoredMessage?
+
+    /// The live message holding (bundleID, key).
+    func message(bundleID: String, idempotencyKey: String) async throws -> StoredMessage?
+
+    // MARK: Scheduler and dispatcher
+
+    /// Up to `limit` messages due at or before `before`, waiting for an action
+    /// (SCHEDULED or HANDED_OFF, not in flight), oldest due first.
+    func due(before: Int64, limit: Int) async throws -> [StoredMessage]
+
+    /// One page of every message waiting for an action, ordered by
+    /// (dueAt, id), after `cursor`. Loads only (id, dueAt, state): rebuilding
+    /// the due index for a million messages reads a small covering index.
+    func pending(after cursor: PendingCursor?, limit: Int) async throws -> [PendingEntry]
+
+    /// Claims a message for sending (compare-and-set on `from`, and not in
+    /// flight): marks it in flight, counts an attempt, spends its key.
+    /// Returns the claimed message, or nil when it changed meanwhile
+    /// (cancelled, superseded, already claimed).
+    func claim(id: String, from: MessageState, now: Int64) async throws -> StoredMessage?
+
+    /// Compare-and-set state change: applies only while the state is `from`;
+    /// clears the in-flight marker. Returns false when the state changed
+    /// meanwhile. `dueAt`, `apnsID` and `lastError` are updated when given.
+    func transition(
+        id: String, from: MessageState, to: MessageState, dueAt: Int64?,
+        apnsID: String?, lastError: String?, now: Int64
+    ) async throws -> Bool
+
+    /// Records one device's result for a message.
+    func recordOutcome(_ outcome: DeviceOutcome) async throws
+
+    func outcomes(messageID: String) async throws -> [DeviceOutcome]
+
+    /// Resolves messages caught mid-send by a crash: each becomes FAILED with
+    /// `lastError` "interrupted", never resent (a push may have reached APNs,
+    /// and a key never causes a second delivery). Call once at start, before
+    /// serving. Returns the affected message IDs.
+    func recoverInterrupted(now: Int64) async throws -> [String]
+
+    /// Revoke pushes owed for cancelled handed-off messages.
+    func pendingRevokes() async throws -> [PendingRevoke]
+
+    /// Marks a revoke push as done (sent or given up).
+    func completeRevoke(messageID: String) async throws
+
+    // MARK: Devices
+
+    /// Upserts by (bundleID, deviceToken). Returns true when newly created.
+    /// A re-registration keeps `registeredAt` and sets `updatedAt`.
+    func registerDevice(_ device: Device) async throws -> Bool
+
+    /// Returns true when a registration was removed.
+    func unregisterDevice(bundleID: String, deviceToken: String) async throws -> Bool
+
+    func devices(bundleID: String, platform: Platform, userID: String) async throws -> [Device]
+
+    /// 410 Unregistered handling: removes the registration only if it was last
+    /// registered before `timestamp` (APNs' timestamp, in milliseconds).
+    func removeDevice(bundleID: String, deviceToken: String, ifRegisteredBefore timestamp: Int64) async throws -> Bool
+
+    // MARK: Operators
+
+    /// Number of messages in each state (states with none are omitted).
+    func countsByState() async throws -> [MessageState: Int]
+
+    /// The due time of the oldest waiting message due at or before `now`
+    /// (nil when nothing is overdue); lag = now - result.
+    func oldestDue(now: Int64) async throws -> Int64?
+
+    func health() async -> StoreHealth
+}
+
+extension HeraldStore {
+    /// Walks every pending message in pages of `batchSize`, so a caller can
+    /// rebuild its due index without holding full records in memory.
+    public func forEachPendingBatch(
+        batchSize: Int = 10_000, _ body: ([PendingEntry]) throws -> Void
+    ) async throws {
+        var cursor: PendingCursor?
+        while true {
+            let page = try await pending(after: cursor, limit: batchSize)
+            if page.isEmpty { return }
+            try body(page)
+            if page.count < batchSize { return }
+            cursor = PendingCursor(after: page[page.count - 1])
+        }
+    }
+}

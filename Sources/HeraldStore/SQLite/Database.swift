@@ -1,0 +1,150 @@
+import CInterop
+
+/// One SQLite connection: opened with explicit flags, extended result codes,
+/// a busy timeout and a prepared-statement cache.
+///
+/// Not thread-safe by design (`SQLITE_OPEN_NOMUTEX`): each connection is used
+/// by one thread at a time — the group-commit writer owns one, readers check
+/// connections out of a pool.
+final class Database {
+    let handle: OpaquePointer
+    let path: String
+    private var statements: [String: Statement] = [:]
+
+    /// Opens (creating when `create`) the database at `path`.
+    init(path: String, create: Bool, busyTimeoutMs: Int32) throws {
+        var db: OpaquePointer?
+        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        if create { flags |= SQLITE_OPEN_CREATE }
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            sqlite3_close_v2(db)
+            throw StoreError.cannotOpen(path: path, detail: "\(message) (SQLite code \(rc))")
+        }
+        self.handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, busyTimeoutMs)
+    }
+
+    private var isClosed = false
+
+    deinit { close() }
+
+    /// Finalizes cached statements and closes the connection. The last
+    /// connection to close checkpoints the WAL into the database file.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// True when SQLite opened the file read-only (it silently falls back to
+    /// read-only when the file is write-protected).
+    var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
+    /// A cached prepared statement for `sql`, reset and ready to bind.
+    func cached(_ sql: String) throws -> Statement {
+        if let statement = statements[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try prepare(sql, persistent: true)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Resets every statement still holding a row. An unreset statement keeps
+    /// its read transaction — and so its stale WAL snapshot — open.
+    func resetBusyStatements() {
+        var stmt = sqlite3_next_stmt(handle, nil)
+        while let current = stmt {
+            if sqlite3_stmt_busy(current) != 0 { sqlite3_reset(current) }
+            stmt = sqlite3_next_stmt(handle, current)
+        }
+    }
+
+    /// A new, uncached prepared statement.
+    func prepare(_ sql: String, persistent: Bool = false) throws -> Statement {
+        var stmt: OpaquePointer?
+        let flags: UInt32 = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let rc = sqlite3_prepare_v3(handle, sql, -1, flags, &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else {
+            throw error(rc, sql: sql)
+        }
+        return Statement(handle: stmt, sql: sql, database: self)
+    }
+
+    /// Runs one or more statements without results (schema, pragmas).
+    func execute(_ sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+        if rc != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+            sqlite3_free(message)
+            throw StoreError.sqlite(SQLiteError(extendedCode: sqlite3_extended_errcode(handle), message: text, sql: sql))
+        }
+    }
+
+    /// Runs a cached statement that returns no rows.
+    func run(_ sql: String, _ bind: (Statement) throws -> Void = { _ in }) throws {
+        let statement = try cached(sql)
+        try bind(statement)
+        try statement.run()
+        statement.reset()
+    }
+
+    /// The first column of the first row of a pragma or query, as text.
+    func scalarText(_ sql: String) throws -> String? {
+        let statement = try prepare(sql)
+        return try statement.step() ? statement.optionalString(0) : nil
+    }
+
+    /// The first column of the first row, as an integer.
+    func scalarInt(_ sql: String) throws -> Int64? {
+        let statement = try prepare(sql)
+        return try statement.step() ? statement.optionalInt64(0) : nil
+    }
+
+    /// Rows changed by the last INSERT/UPDATE/DELETE.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// A typed error for result code `rc`, with SQLite's current message.
+    func error(_ rc: Int32, sql: String?) -> StoreError {
+        let extended = sqlite3_extended_errcode(handle)
+        let code = (extended & 0xFF) == (rc & 0xFF) ? extended : rc
+        return .sqlite(SQLiteError(extendedCode: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql))
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in `BEGIN IMMEDIATE … COMMIT`, rolling back when it throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try run("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try run("COMMIT")
+            return value
+        } catch {
+            try? run("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Runs `body` inside a savepoint, so that a failing operation undoes only
+    /// its own changes within a larger (group-commit) transaction.
+    func savepoint<T>(_ body: () throws -> T) throws -> T {
+        try run("SAVEPOINT op")
+        do {
+            let value = try body()
+            try run("RELEASE op")
+            return value
+        } catch {
+            try? run("ROLLBACK TO op")
+            try? run("RELEASE op")
+            throw error
+        }
+    }
+}

@@ -1,0 +1,352 @@
+import HeraldCore
+
+extension SQLiteStore {
+    // MARK: Messages (API)
+
+    public func schedule(_ message: StoredMessage) async throws -> ScheduleOutcome {
+        try await write { db in
+            var supersededID: String?
+            if let key = message.idempotencyKey {
+                if let existing = try MessageRows.live(db, bundleID: message.bundleID, key: key) {
+                    if existing.keySpent {
+                        return .alreadyExists(existing)
+                    }
+                    if existing.state == .scheduled {
+                        try db.run("UPDATE messages SET state = 'superseded', updated_at = ?2 WHERE id = ?1") {
+                            try $0.bind(existing.id, at: 1)
+                            try $0.bind(message.createdAt, at: 2)
+                        }
+                        supersededID = existing.id
+                    }
+                }
+                try MessageRows.insert(db, message)
+                try db.run("""
+                    INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES (?1, ?2, ?3)
+                    ON CONFLICT(bundle_id, idempotency_key) DO UPDATE SET message_id = excluded.message_id
+                    """) {
+                    try $0.bind(message.bundleID, at: 1)
+                    try $0.bind(key, at: 2)
+                    try $0.bind(message.id, at: 3)
+                }
+            } else {
+                try MessageRows.insert(db, message)
+            }
+            return .scheduled(message, supersededID: supersededID)
+        }
+    }
+
+    public func cancel(
+        bundleID: String, platform: Platform, userID: String, campaignID: String,
+        idempotencyKey: String, now: Int64
+    ) async throws -> CancelOutcome {
+        try await write { db in
+            guard var message = try MessageRows.live(db, bundleID: bundleID, key: idempotencyKey),
+                  message.platform == platform, message.userID == userID, message.campaignID == campaignID
+            else { return .notFound }
+            if message.isSending { return .notCancelled(message) }
+            switch message.state {
+            case .cancelled:
+                return .cancelled(message, revokeDue: false)
+            case .scheduled, .handedOff:
+                let handedOff = message.state == .handedOff
+                try db.run("UPDATE messages SET state = 'cancelled', updated_at = ?2 WHERE id = ?1") {
+                    try $0.bind(message.id, at: 1)
+                    try $0.bind(now, at: 2)
+                }
+                if handedOff {
+                    try db.run("INSERT OR IGNORE INTO revokes(message_id, due_at) VALUES (?1, ?2)") {
+                        try $0.bind(message.id, at: 1)
+                        try $0.bind(now, at: 2)
+                    }
+                }
+                message.state = .cancelled
+                message.updatedAt = now
+                return .cancelled(message, revokeDue: handedOff)
+            default:
+                return .notCancelled(message)
+            }
+        }
+    }
+
+    public func message(id: String) async throws -> StoredMessage? {
+        try read { db in
+            let statement = try db.cached("SELECT \(MessageRows.columns) FROM messages WHERE id = ?1")
+            try statement.bind(id, at: 1)
+            return try statement.step() ? try MessageRows.decode(statement) : nil
+        }
+    }
+
+    public func message(bundleID: String, idempotencyKey: String) async throws -> StoredMessage? {
+        try read { db in try MessageRows.live(db, bundleID: bundleID, key: idempotencyKey) }
+    }
+
+    // MARK: Scheduler and dispatcher
+
+    public func due(before: Int64, limit: Int) async throws -> [StoredMessage] {
+        try read { db in
+            let statement = try db.cached("""
+                SELECT \(MessageRows.columns) FROM messages
+                WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= ?1
+                ORDER BY due_at, id LIMIT ?2
+                """)
+            try statement.bind(before, at: 1)
+            try statement.bind(limit, at: 2)
+            var messages: [StoredMessage] = []
+            while try statement.step() {
+                messages.append(try MessageRows.decode(statement))
+            }
+            return messages
+        }
+    }
+
+    public func pending(after cursor: PendingCursor?, limit: Int) async throws -> [PendingEntry] {
+        try read { db in
+            let statement: Statement
+            if let cursor {
+                statement = try db.cached("""
+                    SELECT id, due_at, state FROM messages
+                    WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
+                      AND (due_at, id) > (?1, ?2)
+                    ORDER BY due_at, id LIMIT ?3
+                    """)
+                try statement.bind(cursor.dueAt, at: 1)
+                try statement.bind(cursor.id, at: 2)
+                try statement.bind(limit, at: 3)
+            } else {
+                statement = try db.cached("""
+                    SELECT id, due_at, state FROM messages
+                    WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
+                    ORDER BY due_at, id LIMIT ?1
+                    """)
+                try statement.bind(limit, at: 1)
+            }
+            var entries: [PendingEntry] = []
+            entries.reserveCapacity(limit)
+            while try statement.step() {
+                entries.append(PendingEntry(
+                    id: statement.string(0), dueAt: statement.int64(1),
+                    state: try MessageRows.state(statement.string(2))))
+            }
+            return entries
+        }
+    }
+
+    public func claim(id: String, from: MessageState, now: Int64) async throws -> StoredMessage? {
+        try await write { db in
+            let statement = try db.cached("""
+                UPDATE messages
+                SET sending_since = ?3, send_started_at = coalesce(send_started_at, ?3),
+                    attempts = attempts + 1, updated_at = ?3
+                WHERE id = ?1 AND state = ?2 AND sending_since IS NULL
+                RETURNING \(MessageRows.columns)
+                """)
+            try statement.bind(id, at: 1)
+            try statement.bind(from.rawValue, at: 2)
+            try statement.bind(now, at: 3)
+            guard try statement.step() else { return nil }
+            let message = try MessageRows.decode(statement)
+            try statement.run()
+            return message
+        }
+    }
+
+    public func transition(
+        id: String, from: MessageState, to: MessageState, dueAt: Int64?,
+        apnsID: String?, lastError: String?, now: Int64
+    ) async throws -> Bool {
+        try await write { db in
+            try db.run("""
+                UPDATE messages
+                SET state = ?3, due_at = coalesce(?4, due_at), apns_id = coalesce(?5, apns_id),
+                    last_error = coalesce(?6, last_error), sending_since = NULL, updated_at = ?7
+                WHERE id = ?1 AND state = ?2
+                """) {
+                try $0.bind(id, at: 1)
+                try $0.bind(from.rawValue, at: 2)
+                try $0.bind(to.rawValue, at: 3)
+                try $0.bind(dueAt, at: 4)
+                try $0.bind(apnsID, at: 5)
+                try $0.bind(lastError, at: 6)
+                try $0.bind(now, at: 7)
+            }
+            return db.changes > 0
+        }
+    }
+
+    public func recordOutcome(_ outcome: DeviceOutcome) async throws {
+        try await write { db in
+            try db.run("""
+                INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                """) {
+                try $0.bind(outcome.messageID, at: 1)
+                try $0.bind(outcome.deviceToken, at: 2)
+                try $0.bind(outcome.status, at: 3)
+                try $0.bind(outcome.apnsID, at: 4)
+                try $0.bind(outcome.reason, at: 5)
+                try $0.bind(outcome.at, at: 6)
+            }
+        }
+    }
+
+    public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
+        try read { db in
+            let statement = try db.cached("""
+                SELECT message_id, device_token, status, apns_id, reason, at
+                FROM outcomes WHERE message_id = ?1 ORDER BY rowid
+                """)
+            try statement.bind(messageID, at: 1)
+            var outcomes: [DeviceOutcome] = []
+            while try statement.step() {
+                outcomes.append(DeviceOutcome(
+                    messageID: statement.string(0), deviceToken: statement.string(1),
+                    status: statement.string(2), apnsID: statement.optionalString(3),
+                    reason: statement.optionalString(4), at: statement.int64(5)))
+            }
+            return outcomes
+        }
+    }
+
+    /// Messages caught mid-send become FAILED ("interrupted"), or SENT when a
+    /// device outcome "sent" was recorded during the interrupted attempt.
+    public func recoverInterrupted(now: Int64) async throws -> [String] {
+        try await write { db in
+            let statement = try db.cached("""
+                UPDATE messages
+                SET state = CASE WHEN EXISTS (
+                        SELECT 1 FROM outcomes o
+                        WHERE o.message_id = messages.id AND o.status = 'sent' AND o.at >= messages.sending_since
+                    ) THEN 'sent' ELSE 'failed' END,
+                    last_error = CASE WHEN EXISTS (
+                        SELECT 1 FROM outcomes o
+                        WHERE o.message_id = messages.id AND o.status = 'sent' AND o.at >= messages.sending_since
+                    ) THEN last_error
+                    ELSE 'interrupted: the process stopped while sending; not retried, to never send twice' END,
+                    sending_since = NULL, updated_at = ?1
+                WHERE sending_since IS NOT NULL
+                RETURNING id
+                """)
+            try statement.bind(now, at: 1)
+            var ids: [String] = []
+            while try statement.step() {
+                ids.append(statement.string(0))
+            }
+            return ids
+        }
+    }
+
+    public func pendingRevokes() async throws -> [PendingRevoke] {
+        try read { db in
+            let statement = try db.cached("SELECT message_id, due_at FROM revokes ORDER BY due_at, message_id")
+            var revokes: [PendingRevoke] = []
+            while try statement.step() {
+                revokes.append(PendingRevoke(messageID: statement.string(0), dueAt: statement.int64(1)))
+            }
+            return revokes
+        }
+    }
+
+    public func completeRevoke(messageID: String) async throws {
+        try await write { db in
+            try db.run("DELETE FROM revokes WHERE message_id = ?1") { try $0.bind(messageID, at: 1) }
+        }
+    }
+
+    // MARK: Operators
+
+    public func countsByState() async throws -> [MessageState: Int] {
+        try read { db in
+            let statement = try db.cached("SELECT state, n FROM state_counts WHERE n > 0")
+            var counts: [MessageState: Int] = [:]
+            while try statement.step() {
+                counts[try MessageRows.state(statement.string(0))] = statement.int(1)
+            }
+            return counts
+        }
+    }
+
+    public func oldestDue(now: Int64) async throws -> Int64? {
+        try read { db in
+            let statement = try db.cached("""
+                SELECT min(due_at) FROM messages
+                WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= ?1
+                """)
+            try statement.bind(now, at: 1)
+            return try statement.step() ? statement.optionalInt64(0) : nil
+        }
+    }
+}
+
+/// Row mapping for `messages`.
+enum MessageRows {
+    static let columns = """
+        id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
+        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, apns_id, \
+        sending_since, send_started_at, request
+        """
+
+    /// The live message of (bundleID, key).
+    static func live(_ db: Database, bundleID: String, key: String) throws -> StoredMessage? {
+        let statement = try db.cached("""
+            SELECT \(columns) FROM messages
+            WHERE id = (SELECT message_id FROM message_keys WHERE bundle_id = ?1 AND idempotency_key = ?2)
+            """)
+        try statement.bind(bundleID, at: 1)
+        try statement.bind(key, at: 2)
+        guard try statement.step() else { return nil }
+        let message = try decode(statement)
+        statement.reset()
+        return message
+    }
+
+    static func insert(_ db: Database, _ m: StoredMessage) throws {
+        try db.run("""
+            INSERT INTO messages(\(columns))
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
+            """) { s in
+            try s.bind(m.id, at: 1)
+            try s.bind(m.bundleID, at: 2)
+            try s.bind(m.platform.rawValue, at: 3)
+            try s.bind(m.userID, at: 4)
+            try s.bind(m.campaignID, at: 5)
+            try s.bind(m.idempotencyKey, at: 6)
+            try s.bind(m.deliveryMethod.rawValue, at: 7)
+            try s.bind(m.abTest, at: 8)
+            try s.bind(m.windowStart, at: 9)
+            try s.bind(m.windowEnd, at: 10)
+            try s.bind(m.dueAt, at: 11)
+            try s.bind(m.state.rawValue, at: 12)
+            try s.bind(m.createdAt, at: 13)
+            try s.bind(m.updatedAt, at: 14)
+            try s.bind(m.attempts, at: 15)
+            try s.bind(m.lastError, at: 16)
+            try s.bind(m.apnsID, at: 17)
+            try s.bind(m.sendingSince, at: 18)
+            try s.bind(m.sendStartedAt, at: 19)
+            try s.bind(m.request, at: 20)
+        }
+    }
+
+    static func decode(_ s: Statement) throws -> StoredMessage {
+        guard let platform = Platform(rawValue: s.string(2)) else {
+            throw StoreError.invalidRecord("message \(s.string(0)): unknown platform \(s.string(2))")
+        }
+        guard let method = DeliveryMethod(rawValue: s.string(6)) else {
+            throw StoreError.invalidRecord("message \(s.string(0)): unknown delivery method \(s.string(6))")
+        }
+        return StoredMessage(
+            id: s.string(0), bundleID: s.string(1), platform: platform, userID: s.string(3),
+            campaignID: s.string(4), idempotencyKey: s.optionalString(5), deliveryMethod: method,
+            abTest: s.int64(7) != 0, windowStart: s.int64(8), windowEnd: s.int64(9), dueAt: s.int64(10),
+            state: try state(s.string(11)), request: s.bytes(19), createdAt: s.int64(12),
+            updatedAt: s.int64(13), attempts: s.int(14), lastError: s.optionalString(15),
+            apnsID: s.optionalString(16), sendingSince: s.optionalInt64(17), sendStartedAt: s.optionalInt64(18))
+    }
+
+    static func state(_ text: String) throws -> MessageState {
+        guard let state = MessageState(rawValue: text) else {
+            throw StoreError.invalidRecord("unknown message state \(text)")
+        }
+        return state
+    }
+}

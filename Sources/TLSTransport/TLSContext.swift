@@ -1,0 +1,131 @@
+import CInterop
+
+/// An OpenSSL `SSL_CTX` configured for HTTP/2 (TLS 1.2+, ALPN `h2`).
+///
+/// Immutable after creation, so one context is shared by every connection of a
+/// pool (OpenSSL contexts are thread-safe for `SSL_new`).
+public final class TLSContext: @unchecked Sendable {
+    /// Client or server side.
+    public enum Role: Sendable { case client, server }
+
+    let context: OpaquePointer
+    public let role: Role
+
+    /// A client context: verifies the server against `trustedCAPEM` / `trustedCAFile`
+    /// (or the system store when both are nil), offers ALPN `h2`, and presents an
+    /// optional client certificate (APNs certificate auth).
+    public static func client(
+        trustedCAFile: String? = nil,
+        trustedCAPEM: String? = nil,
+        clientCertificatePEM: String? = nil,
+        clientKeyPEM: String? = nil
+    ) throws -> TLSContext {
+        let tls = try TLSContext(role: .client)
+        SSL_CTX_set_verify(tls.context, SSL_VERIFY_PEER, nil)
+        if let file = trustedCAFile {
+            guard SSL_CTX_load_verify_locations(tls.context, file, nil) == 1 else {
+                throw TLSError(.configuration, "cannot load CA file \(file): \(TLSError.openSSLErrors())")
+            }
+        }
+        if let pem = trustedCAPEM {
+            let certificates = try X509Certificate.chain(fromPEM: pem)
+            guard !certificates.isEmpty else { throw TLSError(.configuration, "no certificate in CA PEM") }
+            let store = SSL_CTX_get_cert_store(tls.context)
+            for certificate in certificates {
+                X509_STORE_add_cert(store, certificate.pointer)
+            }
+        }
+        if trustedCAFile == nil && trustedCAPEM == nil {
+            guard SSL_CTX_set_default_verify_paths(tls.context) == 1 else {
+                throw TLSError(.configuration, "cannot load the system CA store: \(TLSError.openSSLErrors())")
+            }
+        }
+        let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
+        guard SSL_CTX_set_alpn_protos(tls.context, alpn, UInt32(alpn.count)) == 0 else {
+            throw TLSError(.configuration, "cannot set ALPN: \(TLSError.openSSLErrors())")
+        }
+        if let certificatePEM = clientCertificatePEM, let keyPEM = clientKeyPEM {
+            try tls.useCertificate(pem: certificatePEM, keyPEM: keyPEM)
+        }
+        return tls
+    }
+
+    /// A server context presenting `certificatePEM` (leaf first, then chain) and
+    /// selecting ALPN `h2` (clients that do not offer it are refused).
+    ///
+    /// With `requestClientCertificate`, clients may present a certificate
+    /// (APNs certificate auth); it is reported, not verified, and not required.
+    public static func server(certificatePEM: String, keyPEM: String, requestClientCertificate: Bool = false) throws -> TLSContext {
+        let tls = try TLSContext(role: .server)
+        try tls.useCertificate(pem: certificatePEM, keyPEM: keyPEM)
+        if requestClientCertificate {
+            SSL_CTX_set_verify(tls.context, SSL_VERIFY_PEER, { _, _ in 1 })
+        }
+        SSL_CTX_set_alpn_select_cb(tls.context, selectH2, nil)
+        return tls
+    }
+
+    private init(role: Role) throws {
+        ERR_clear_error()
+        let method = role == .client ? TLS_client_method() : TLS_server_method()
+        guard let context = SSL_CTX_new(method) else {
+            throw TLSError(.configuration, "SSL_CTX_new: \(TLSError.openSSLErrors())")
+        }
+        self.context = context
+        self.role = role
+        _ = cinterop_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
+        _ = cinterop_SSL_CTX_set_mode(context, Int(SSL_MODE_RELEASE_BUFFERS))
+        // RFC 7540 §9.2.2: no renegotiation, no compression for HTTP/2.
+        // SSL_OP_NO_COMPRESSION (bit 17) | SSL_OP_NO_RENEGOTIATION (bit 30):
+        // the SSL_OP_BIT macros do not import into Swift.
+        _ = cinterop_SSL_CTX_set_options(context, (1 << 17) | (1 << 30))
+    }
+
+    private func useCertificate(pem: String, keyPEM: String) throws {
+        let chain = try X509Certificate.chain(fromPEM: pem)
+        guard let leaf = chain.first else { throw TLSError(.configuration, "no certificate in PEM") }
+        guard SSL_CTX_use_certificate(context, leaf.pointer) == 1 else {
+            throw TLSError(.configuration, "cannot use certificate: \(TLSError.openSSLErrors())")
+        }
+        for extra in chain.dropFirst() {
+            // SSL_CTX_add1_chain_cert is a macro over SSL_CTX_ctrl.
+            _ = SSL_CTX_ctrl(context, SSL_CTRL_CHAIN_CERT, 1, UnsafeMutableRawPointer(extra.pointer))
+        }
+        let key = try PrivateKey(pem: keyPEM)
+        guard SSL_CTX_use_PrivateKey(context, key.pointer) == 1,
+              SSL_CTX_check_private_key(context) == 1 else {
+            throw TLSError(.configuration, "certificate and key do not match: \(TLSError.openSSLErrors())")
+        }
+    }
+
+    /// A new `SSL` for one connection.
+    func makeSSL() throws -> OpaquePointer {
+        guard let ssl = SSL_new(context) else {
+            throw TLSError(.configuration, "SSL_new: \(TLSError.openSSLErrors())")
+        }
+        return ssl
+    }
+
+    deinit { SSL_CTX_free(context) }
+}
+
+/// Server ALPN: pick `h2` or fail the handshake (no_application_protocol).
+private let selectH2: @convention(c) (
+    OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+    UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
+) -> Int32 = { _, out, outLength, input, inputLength, _ in
+    guard let input, let out, let outLength else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+    var index = 0
+    let total = Int(inputLength)
+    while index < total {
+        let length = Int(input[index])
+        if index + 1 + length > total { break }
+        if length == 2 && input[index + 1] == UInt8(ascii: "h") && input[index + 2] == UInt8(ascii: "2") {
+            out.pointee = input + index + 1
+            outLength.pointee = 2
+            return SSL_TLSEXT_ERR_OK
+        }
+        index += 1 + length
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL
+}

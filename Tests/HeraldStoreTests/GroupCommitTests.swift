@@ -1,0 +1,120 @@
+import Foundation
+import HeraldCore
+import Testing
+@testable import HeraldStore
+
+@Suite("Group commit")
+struct GroupCommitTests {
+    @Test func concurrentWritesShareOneTransaction() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/group.sqlite"
+            let store = try SQLiteStore(path: path)
+            let count = 1_000
+
+            // Hold the writer so that every schedule queues behind the gate.
+            let gateTaken = Flag(), release = DispatchSemaphore(value: 0)
+            let gate = Task {
+                try await store.write { _ in
+                    gateTaken.set()
+                    release.wait()
+                }
+            }
+            while !gateTaken.isSet { await Task.yield() }
+
+            let messages = (0..<count).map { makeMessage(key: "k\($0)") }
+            let writes = Task {
+                try await withThrowingTaskGroup(of: ScheduleOutcome.self) { group in
+                    for message in messages {
+                        group.addTask { try await store.schedule(message) }
+                    }
+                    var outcomes: [ScheduleOutcome] = []
+                    for try await outcome in group { outcomes.append(outcome) }
+                    return outcomes
+                }
+            }
+            while store.writer.queuedCount < count { await Task.yield() }
+            release.signal()
+            try await gate.value
+            let outcomes = try await writes.value
+
+            #expect(outcomes.count == count)
+            let stats = store.writeStats
+            #expect(stats.commits == 2)  // the gate, then all 1,000 together
+            #expect(stats.writes == count + 1)
+            #expect(stats.largestBatch == count)
+            await store.close()
+
+            let reopened = try SQLiteStore(path: path)
+            #expect(try await reopened.countsByState() == [.scheduled: count])
+            for message in messages.prefix(50) {
+                #expect(try await reopened.message(id: message.id) == message)
+            }
+            await reopened.close()
+        }
+    }
+
+    @Test func unpacedConcurrentWritesBatchAndAllSurviveReopen() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/unpaced.sqlite"
+            let store = try SQLiteStore(path: path)
+            let messages = (0..<1_000).map { makeMessage(key: "k\($0)") }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for message in messages {
+                    group.addTask { _ = try await store.schedule(message) }
+                }
+                try await group.waitForAll()
+            }
+            let stats = store.writeStats
+            #expect(stats.writes == 1_000)
+            #expect(stats.commits < stats.writes)
+            await store.close()
+
+            let reopened = try SQLiteStore(path: path)
+            #expect(try await reopened.countsByState() == [.scheduled: 1_000])
+            var seen = 0
+            try await reopened.forEachPendingBatch(batchSize: 128) { seen += $0.count }
+            #expect(seen == 1_000)
+            await reopened.close()
+        }
+    }
+
+    @Test func oneFailingWriteDoesNotSinkItsBatch() async throws {
+        try await withStore { store, _ in
+            let message = makeMessage(key: nil)
+            _ = try await store.schedule(message)
+            let gateTaken = Flag(), release = DispatchSemaphore(value: 0)
+            let gate = Task { try await store.write { _ in gateTaken.set(); release.wait() } }
+            while !gateTaken.isSet { await Task.yield() }
+
+            let good = makeMessage(key: nil)
+            let duplicate = Task { try await store.schedule(message) }  // same id: constraint error
+            let fine = Task { try await store.schedule(good) }
+            while store.writer.queuedCount < 2 { await Task.yield() }
+            release.signal()
+            try await gate.value
+
+            await #expect(throws: StoreError.self) { try await duplicate.value }
+            #expect(try await fine.value == .scheduled(good, supersededID: nil))
+            #expect(try await store.countsByState() == [.scheduled: 2])
+        }
+    }
+
+    @Test func concurrentSchedulesWithOneKeyLeaveExactlyOneLive() async throws {
+        try await withStore { store, _ in
+            let messages = (0..<200).map { makeMessage(userID: "user-\($0)") }
+            let outcomes = try await withThrowingTaskGroup(of: ScheduleOutcome.self) { group in
+                for message in messages {
+                    group.addTask { try await store.schedule(message) }
+                }
+                var outcomes: [ScheduleOutcome] = []
+                for try await outcome in group { outcomes.append(outcome) }
+                return outcomes
+            }
+            #expect(outcomes.filter { !$0.replaced }.count == 1)
+            #expect(try await store.countsByState() == [.scheduled: 1, .superseded: 199])
+            let live = try #require(try await store.message(bundleID: "com.example.app", idempotencyKey: "key-1"))
+            #expect(live.state == .scheduled)
+            #expect(try await store.pending(after: nil, limit: 1_000).map(\.id) == [live.id])
+        }
+    }
+}

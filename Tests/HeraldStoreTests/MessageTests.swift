@@ -1,0 +1,262 @@
+import Foundation
+import HeraldCore
+import Testing
+@testable import HeraldStore
+
+@Suite("Messages: last request wins, cancel, dispatch")
+struct MessageTests {
+    @Test func scheduleStoresEverything() async throws {
+        try await withStore { store, _ in
+            var message = makeMessage(method: .contextAware)
+            message.abTest = true
+            message.request = (0..<2_000).map { UInt8(truncatingIfNeeded: $0) }
+            let outcome = try await store.schedule(message)
+            #expect(outcome == .scheduled(message, supersededID: nil))
+            #expect(!outcome.replaced)
+            #expect(try await store.message(id: message.id) == message)
+            #expect(try await store.message(bundleID: message.bundleID, idempotencyKey: "key-1") == message)
+            #expect(try await store.countsByState() == [.scheduled: 1])
+        }
+    }
+
+    @Test func messagesWithoutKeyCoexist() async throws {
+        try await withStore { store, _ in
+            let a = makeMessage(key: nil), b = makeMessage(key: nil)
+            _ = try await store.schedule(a)
+            _ = try await store.schedule(b)
+            #expect(try await store.countsByState() == [.scheduled: 2])
+        }
+    }
+
+    @Test func sameKeyReplacesUnsentMessage() async throws {
+        try await withStore { store, _ in
+            let first = makeMessage()
+            let second = makeMessage(dueAt: now + 60_000, createdAt: now + 1_000)
+            _ = try await store.schedule(first)
+            let outcome = try await store.schedule(second)
+            #expect(outcome == .scheduled(second, supersededID: first.id))
+            #expect(outcome.replaced)
+            #expect(try await store.message(id: first.id)?.state == .superseded)
+            #expect(try await store.message(bundleID: first.bundleID, idempotencyKey: "key-1")?.id == second.id)
+            #expect(try await store.countsByState() == [.scheduled: 1, .superseded: 1])
+            // The superseded message leaves the due index.
+            let pending = try await store.pending(after: nil, limit: 10)
+            #expect(pending.map(\.id) == [second.id])
+        }
+    }
+
+    @Test func keysAreScopedPerBundle() async throws {
+        try await withStore { store, _ in
+            let a = makeMessage(bundleID: "com.example.a"), b = makeMessage(bundleID: "com.example.b")
+            let first = try await store.schedule(a)
+            let second = try await store.schedule(b)
+            #expect(!first.replaced && !second.replaced)
+            #expect(try await store.countsByState() == [.scheduled: 2])
+        }
+    }
+
+    @Test(arguments: [MessageState.sent, .handedOff])
+    func sameKeyAfterDeliveryIsAlreadyExists(_ delivered: MessageState) async throws {
+        try await withStore { store, _ in
+            let first = makeMessage()
+            _ = try await store.schedule(first)
+            _ = try #require(try await store.claim(id: first.id, from: .scheduled, now: now))
+            #expect(try await store.transition(id: first.id, from: .scheduled, to: delivered, dueAt: nil, apnsID: nil, lastError: nil, now: now))
+            let stored = try #require(try await store.message(id: first.id))
+
+            let outcome = try await store.schedule(makeMessage())
+            #expect(outcome == .alreadyExists(stored))
+            #expect(try await store.countsByState() == [delivered: 1])
+        }
+    }
+
+    @Test func sameKeyWhileBeingSentIsAlreadyExists() async throws {
+        try await withStore { store, _ in
+            let first = makeMessage()
+            _ = try await store.schedule(first)
+            let claimed = try #require(try await store.claim(id: first.id, from: .scheduled, now: now + 5))
+            #expect(claimed.isSending && claimed.attempts == 1)
+            guard case .alreadyExists(let existing) = try await store.schedule(makeMessage()) else {
+                Issue.record("a message being sent was replaced")
+                return
+            }
+            #expect(existing.id == first.id)
+        }
+    }
+
+    @Test func sameKeyAfterCancelTakesTheKey() async throws {
+        try await withStore { store, _ in
+            let first = makeMessage()
+            _ = try await store.schedule(first)
+            _ = try await store.cancel(bundleID: first.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now)
+            let second = makeMessage()
+            #expect(try await store.schedule(second) == .scheduled(second, supersededID: nil))
+            #expect(try await store.message(id: first.id)?.state == .cancelled)
+            #expect(try await store.message(bundleID: first.bundleID, idempotencyKey: "key-1")?.id == second.id)
+        }
+    }
+
+    // MARK: Cancel
+
+    @Test func cancelScheduledThenTwice() async throws {
+        try await withStore { store, _ in
+            let message = makeMessage()
+            _ = try await store.schedule(message)
+            let first = try await store.cancel(bundleID: message.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now + 1)
+            guard case .cancelled(let cancelled, let revokeDue) = first else {
+                Issue.record("not cancelled: \(first)")
+                return
+            }
+            #expect(cancelled.state == .cancelled && !revokeDue && first.cancelled && first.state == .cancelled)
+            let second = try await store.cancel(bundleID: message.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now + 2)
+            #expect(second.cancelled && second.state == .cancelled)
+            #expect(try await store.pending(after: nil, limit: 10).isEmpty)
+            #expect(try await store.pendingRevokes().isEmpty)
+        }
+    }
+
+    struct Mismatch: Sendable, CustomTestStringConvertible {
+        var name: String
+        var bundleID = "com.example.app", platform = Platform.ios, userID = "user-1", campaignID = "welcome", key = "key-1"
+        var testDescription: String { name }
+    }
+
+    @Test(arguments: [
+        Mismatch(name: "bundle", bundleID: "com.example.other"),
+        Mismatch(name: "platform", platform: .android),
+        Mismatch(name: "user", userID: "user-2"),
+        Mismatch(name: "campaign", campaignID: "other"),
+        Mismatch(name: "key", key: "key-2"),
+    ])
+    func cancelRequiresEveryFieldToMatch(_ m: Mismatch) async throws {
+        try await withStore { store, _ in
+            let message = makeMessage()
+            _ = try await store.schedule(message)
+            let outcome = try await store.cancel(bundleID: m.bundleID, platform: m.platform, userID: m.userID, campaignID: m.campaignID, idempotencyKey: m.key, now: now)
+            #expect(outcome == .notFound)
+            #expect(try await store.message(id: message.id)?.state == .scheduled)
+        }
+    }
+
+    @Test func cancelAfterSentIsRefused() async throws {
+        try await withStore { store, _ in
+            let message = makeMessage()
+            _ = try await store.schedule(message)
+            _ = try await store.claim(id: message.id, from: .scheduled, now: now)
+            #expect(try await store.transition(id: message.id, from: .scheduled, to: .sent, dueAt: nil, apnsID: "apns-1", lastError: nil, now: now + 10))
+            let outcome = try await store.cancel(bundleID: message.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now + 20)
+            #expect(!outcome.cancelled && outcome.state == .sent)
+            let stored = try #require(try await store.message(id: message.id))
+            #expect(stored.apnsID == "apns-1" && !stored.isSending && stored.state == .sent)
+        }
+    }
+
+    @Test func cancelWhileBeingSentReportsSent() async throws {
+        try await withStore { store, _ in
+            let message = makeMessage()
+            _ = try await store.schedule(message)
+            _ = try await store.claim(id: message.id, from: .scheduled, now: now)
+            let outcome = try await store.cancel(bundleID: message.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now)
+            #expect(!outcome.cancelled && outcome.state == .sent)
+        }
+    }
+
+    @Test func cancelHandedOffOwesARevoke() async throws {
+        try await withStore { store, _ in
+            let message = makeMessage(method: .contextAware)
+            _ = try await store.schedule(message)
+            _ = try await store.claim(id: message.id, from: .scheduled, now: now)
+            #expect(try await store.transition(id: message.id, from: .scheduled, to: .handedOff, dueAt: message.windowEnd, apnsID: nil, lastError: nil, now: now))
+            #expect(try await store.pending(after: nil, limit: 10) == [PendingEntry(id: message.id, dueAt: message.windowEnd, state: .handedOff)])
+
+            let outcome = try await store.cancel(bundleID: message.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now + 100)
+            guard case .cancelled(_, let revokeDue) = outcome else {
+                Issue.record("not cancelled: \(outcome)")
+                return
+            }
+            #expect(revokeDue)
+            #expect(try await store.pendingRevokes() == [PendingRevoke(messageID: message.id, dueAt: now + 100)])
+            #expect(try await store.pending(after: nil, limit: 10).isEmpty)
+
+            let again = try await store.cancel(bundleID: message.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now + 200)
+            #expect(again == .cancelled(try #require(try await store.message(id: message.id)), revokeDue: false))
+            try await store.completeRevoke(messageID: message.id)
+            #expect(try await store.pendingRevokes().isEmpty)
+        }
+    }
+
+    // MARK: Dispatch
+
+    @Test func claimIsCompareAndSet() async throws {
+        try await withStore { store, _ in
+            let message = makeMessage()
+            _ = try await store.schedule(message)
+            #expect(try await store.claim(id: message.id, from: .handedOff, now: now) == nil)
+            #expect(try await store.claim(id: message.id, from: .scheduled, now: now) != nil)
+            #expect(try await store.claim(id: message.id, from: .scheduled, now: now) == nil)
+            #expect(try await store.due(before: .max, limit: 10).isEmpty)
+            // A retry: back to waiting, later.
+            #expect(try await store.transition(id: message.id, from: .scheduled, to: .scheduled, dueAt: now + 90_000, apnsID: nil, lastError: "TooManyRequests", now: now))
+            let retried = try #require(try await store.due(before: .max, limit: 10).first)
+            #expect(retried.dueAt == now + 90_000 && retried.lastError == "TooManyRequests" && !retried.isSending)
+            #expect(try await !(store.transition(id: message.id, from: .handedOff, to: .sent, dueAt: nil, apnsID: nil, lastError: nil, now: now)))
+        }
+    }
+
+    @Test func dueIsOrderedAndBounded() async throws {
+        try await withStore { store, _ in
+            let late = makeMessage(key: "a", dueAt: now + 3), early = makeMessage(key: "b", dueAt: now + 1)
+            let future = makeMessage(key: "c", dueAt: now + 1_000)
+            for m in [late, early, future] { _ = try await store.schedule(m) }
+            #expect(try await store.due(before: now + 10, limit: 10).map(\.id) == [early.id, late.id])
+            #expect(try await store.due(before: now + 10, limit: 1).map(\.id) == [early.id])
+            #expect(try await store.oldestDue(now: now + 10) == now + 1)
+            #expect(try await store.oldestDue(now: now) == nil)
+        }
+    }
+
+    @Test func outcomesAreRecorded() async throws {
+        try await withStore { store, _ in
+            let message = makeMessage()
+            _ = try await store.schedule(message)
+            let a = DeviceOutcome(messageID: message.id, deviceToken: "aa", status: "sent", apnsID: "id-1", at: now)
+            let b = DeviceOutcome(messageID: message.id, deviceToken: "bb", status: "unregistered", reason: "Unregistered", at: now + 1)
+            try await store.recordOutcome(a)
+            try await store.recordOutcome(b)
+            #expect(try await store.outcomes(messageID: message.id) == [a, b])
+            // Foreign key: no outcome for an unknown message.
+            await #expect(throws: StoreError.self) {
+                try await store.recordOutcome(DeviceOutcome(messageID: "nope", deviceToken: "aa", status: "sent", at: now))
+            }
+        }
+    }
+
+    @Test func crashMidSendIsResolvedWithoutResending() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/crash.sqlite"
+            let store = try SQLiteStore(path: path)
+            let silent = makeMessage(key: "silent"), delivered = makeMessage(key: "delivered"), idle = makeMessage(key: "idle")
+            for m in [silent, delivered, idle] { _ = try await store.schedule(m) }
+            _ = try await store.claim(id: silent.id, from: .scheduled, now: now)
+            _ = try await store.claim(id: delivered.id, from: .scheduled, now: now)
+            try await store.recordOutcome(DeviceOutcome(messageID: delivered.id, deviceToken: "aa", status: "sent", apnsID: "x", at: now + 1))
+            await store.close()  // the process "dies" with two sends in flight
+
+            let restarted = try SQLiteStore(path: path)
+            let recovered = try await restarted.recoverInterrupted(now: now + 1_000)
+            #expect(Set(recovered) == [silent.id, delivered.id])
+            let s = try #require(try await restarted.message(id: silent.id))
+            #expect(s.state == .failed && s.lastError?.hasPrefix("interrupted") == true && !s.isSending)
+            #expect(try await restarted.message(id: delivered.id)?.state == .sent)
+            #expect(try await restarted.pending(after: nil, limit: 10).map(\.id) == [idle.id])
+            // Their keys stay spent.
+            guard case .alreadyExists = try await restarted.schedule(makeMessage(key: "silent")) else {
+                Issue.record("an interrupted message's key was reused")
+                await restarted.close()
+                return
+            }
+            #expect(try await restarted.recoverInterrupted(now: now + 2_000).isEmpty)
+            await restarted.close()
+        }
+    }
+}

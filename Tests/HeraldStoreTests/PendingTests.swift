@@ -1,0 +1,46 @@
+import Foundation
+import HeraldCore
+import Testing
+@testable import HeraldStore
+
+@Suite("Pending index rebuild")
+struct PendingTests {
+    @Test func iterates100kPendingInDueOrder() async throws {
+        try await withStore { store, _ in
+            let total = 100_000
+            var expected = 0
+            var batch: [StoredMessage] = []
+            for i in 0..<total {
+                // A spread of due times with collisions, and some finished messages.
+                let state: MessageState = i % 10 == 0 ? .sent : (i % 7 == 0 ? .handedOff : .scheduled)
+                if state != .sent { expected += 1 }
+                batch.append(makeMessage(id: String(format: "m-%06d", (i * 7_919) % total), key: "k\(i)",
+                                         dueAt: now + Int64((i * 104_729) % 5_000), state: state,
+                                         request: [UInt8](repeating: 1, count: 64)))
+                if batch.count == 10_000 {
+                    try await store.importMessages(batch)
+                    batch.removeAll(keepingCapacity: true)
+                }
+            }
+
+            var seen = 0
+            var previous: PendingEntry?
+            var ids = Set<String>()
+            try await store.forEachPendingBatch(batchSize: 8_192) { page in
+                for entry in page {
+                    if let previous {
+                        #expect(previous.dueAt < entry.dueAt || (previous.dueAt == entry.dueAt && previous.id < entry.id))
+                    }
+                    previous = entry
+                    ids.insert(entry.id)
+                }
+                seen += page.count
+            }
+            #expect(seen == expected)
+            #expect(ids.count == expected)
+            let counts = try await store.countsByState()
+            #expect(counts[.sent] == total / 10)
+            #expect((counts[.scheduled] ?? 0) + (counts[.handedOff] ?? 0) == expected)
+        }
+    }
+}

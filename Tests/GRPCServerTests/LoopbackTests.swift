@@ -251,6 +251,68 @@ struct LoopbackTests {
         #expect(server.server.stats().connectionsOpen == 0)
     }
 
+    @Test func rstStreamCancelsTheAsyncHandlerAndWritesNothing() async throws {
+        let server = try await TestServer()
+        let client = try RawHTTP2Client(port: server.port)
+        client.sendRequestHeaders(streamID: 1, path: "/test.Echo/Hang", extra: [("x-key", "rst")])
+        client.sendMessage(streamID: 1, [1, 2, 3])
+        var entered = server.entered.makeAsyncIterator()
+        await entered.next()
+        client.sendReset(streamID: 1)
+        var cancelled = server.cancelled.makeAsyncIterator()
+        #expect(await cancelled.next() == "rst")
+        // The connection still serves; stream 1 never got HEADERS or DATA.
+        client.sendRequestHeaders(streamID: 3, path: "/test.Echo/Sync")
+        client.sendMessage(streamID: 3, Array("after".utf8))
+        var sawStream3Trailers = false
+        while !sawStream3Trailers, let frame = client.readFrame() {
+            #expect(!(frame.streamID == 1 && (frame.type == 0 || frame.type == 1)))
+            if frame.streamID == 3, frame.type == 1, frame.flags & 0x1 != 0 { sawStream3Trailers = true }
+        }
+        #expect(sawStream3Trailers)
+        client.disconnect()
+        await server.stop()
+        #expect(server.server.stats().rpcsInFlight == 0)
+    }
+
+    @Test func streamsBeyondTheLimitAreRefused() async throws {
+        let server = try await TestServer { $0.maxConcurrentStreams = 2 }
+        let client = try RawHTTP2Client(port: server.port)
+        // Three calls that stay open (no END_STREAM), sent before reading the server's SETTINGS.
+        for id: UInt32 in [1, 3, 5] {
+            client.sendRequestHeaders(streamID: id, path: "/test.Echo/Sync")
+        }
+        var refused: [UInt32] = []
+        var advertised: UInt32?
+        while refused.isEmpty || advertised == nil, let frame = client.readFrame() {
+            if frame.type == 3 {
+                let code = frame.payload.reduce(0) { $0 << 8 | UInt32($1) }
+                if code == 7 { refused.append(frame.streamID) }  // REFUSED_STREAM
+            } else if frame.type == 4, frame.flags & 0x1 == 0 {
+                for offset in stride(from: 0, to: frame.payload.count, by: 6)
+                where frame.payload[offset] == 0 && frame.payload[offset + 1] == 3 {
+                    advertised = frame.payload[(offset + 2)...(offset + 5)].reduce(0) { $0 << 8 | UInt32($1) }
+                }
+            }
+        }
+        #expect(advertised == 2)
+        #expect(refused == [5])
+        client.disconnect()
+        await server.stop()
+    }
+
+    @Test func garbagePrefaceClosesTheConnection() async throws {
+        let server = try await TestServer()
+        let client = try RawHTTP2Client(port: server.port)  // sends a valid preface; now a broken frame:
+        client.send(Array(repeating: 0xFF, count: 64))
+        var frames = 0
+        while client.readFrame() != nil { frames += 1 }  // runs until EOF
+        #expect(frames < 10)
+        let output = try await nghttpCall(server, "/test.Echo/Sync", message: Array("still".utf8))
+        #expect(output.contains("grpc-status: 0"))
+        await server.stop()
+    }
+
     @Test func h2loadManyCallsAllSucceed() async throws {
         let server = try await TestServer()
         let file = try requestFile(Array("ping".utf8))

@@ -267,7 +267,8 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         }
         if bytesEqual(name, "content-type") {
             stream.contentType = isGRPCContentType(value) ? .grpc : .other
-        } else if bytesEqual(name, "te") || bytesEqual(name, "grpc-accept-encoding") || bytesEqual(name, "grpc-encoding") {
+        } else if bytesEqual(name, "te") || bytesEqual(name, "content-length")
+                    || bytesEqual(name, "grpc-accept-encoding") || bytesEqual(name, "grpc-encoding") {
             // Transport headers, not metadata. grpc-encoding is checked per message (flag byte).
         } else if bytesEqual(name, "grpc-timeout") {
             if let timeout = GRPCTimeout(bytes: value) {
@@ -276,8 +277,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
                 stream.timeoutInvalid = String(decoding: value.prefix(32), as: UTF8.self)
             }
         } else {
-            stream.metadata.append(
-                name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+            stream.metadata.append(name: name, value: value)
         }
     }
 

@@ -122,6 +122,25 @@ struct LoopbackTests {
         await server.stop()
     }
 
+    @Test("large messages span many DATA frames both ways", arguments: ["/test.Echo/Sync", "/test.Echo/Async"])
+    func largeMessageRoundTrip(path: String) async throws {
+        let server = try await TestServer()
+        let message = (0..<(3 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
+        let file = try requestFile(message)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let outputPath = file + ".out"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        // -s prints stats only; the body goes to stdout (redirected through a shell to a file).
+        let output = try await runTool("/bin/sh", [
+            "-c", "/usr/bin/nghttp -t 20s -d '\(file)' -H 'content-type: application/grpc' '\(server.base)\(path)' > '\(outputPath)'",
+        ])
+        #expect(output.isEmpty, "\(output)")
+        let body = try [UInt8](Data(contentsOf: URL(fileURLWithPath: outputPath)))
+        let expected = path.hasSuffix("Sync") ? message : Array(message.reversed())
+        #expect(body == GRPCMessageFramer.frame(expected))
+        await server.stop()
+    }
+
     @Test func advertisesSettings() async throws {
         let server = try await TestServer { $0.maxConcurrentStreams = 77 }
         let output = try await nghttpCall(server, "/test.Echo/Sync")

@@ -247,7 +247,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         guard let first = name.first else { return }
         if first == UInt8(ascii: ":") {
             if bytesEqual(name, ":path") {
-                if value.count == cachedPathBytes.count,
+                if value.count == cachedPathBytes.count, value.count > 0,
                    cachedPathBytes.withUnsafeBytes({ memcmp($0.baseAddress!, value.baseAddress!, value.count) == 0 }) {
                     stream.path = cachedPath
                     stream.handler = cachedHandler

@@ -349,3 +349,45 @@ def test_graceful_shutdown_sends_goaway_and_exits_zero(herald):
     assert client.terminated is not None and client.terminated.error_code == 0
     assert herald.proc.wait(timeout=TIMEOUT) == 0
     client.sock.close()
+
+
+@pytest.mark.parametrize("method,path", [("GET", HEALTH_CHECK), ("PUT", HEALTH_CHECK)])
+def test_non_post_method_is_405(herald, method, path):
+    client = Client(herald.host, herald.port)
+    stream_id = client.conn.get_next_available_stream_id()
+    client.conn.send_headers(stream_id, [(":method", method), (":scheme", "http"), (":path", path),
+                                         (":authority", "localhost"), ("content-type", "application/grpc")],
+                             end_stream=True)
+    client.streams[stream_id] = Stream()
+    client.flush()
+    response = client.wait(stream_id)
+    assert response.headers[":status"] == "405"
+    client.close()
+    assert_serving(herald)
+
+
+def test_deadline_already_expired_is_deadline_exceeded(herald):
+    client = Client(herald.host, herald.port)
+    response = client.call(HEALTH_CHECK, EMPTY_FRAME, extra=[("grpc-timeout", "0n")])
+    assert response.grpc_status == 4
+    client.close()
+    assert_serving(herald)
+
+
+def test_invalid_message_flags_is_internal(herald):
+    client = Client(herald.host, herald.port)
+    response = client.call(HEALTH_CHECK, b"\x02\x00\x00\x00\x00")
+    assert response.grpc_status == 13
+    client.close()
+    assert_serving(herald)
+
+
+def test_grpc_message_is_percent_encoded(herald):
+    client = Client(herald.host, herald.port)
+    # (nghttp2 itself refuses spaces and non-ASCII in :path with RST_STREAM.)
+    response = client.call("/no.Such/100%Method", EMPTY_FRAME)
+    assert response.grpc_status == 12
+    message = response.headers["grpc-message"]
+    assert all(0x20 <= ord(c) <= 0x7E for c in message)
+    assert message.endswith("/no.Such/100%25Method")
+    client.close()

@@ -25,6 +25,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
     private var bufferedRequestBytes = 0
     private var pendingRead = false
     private var spareOutput: ByteBuffer?
+    private var flushScheduled = false
     private var isClosing = false
     private var shutdownPingOutstanding = false
     private(set) var remoteAddress: String?
@@ -413,7 +414,18 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         case .success(let response): respondOK(stream, response)
         case .failure(let error): respondError(stream, status(for: error, path: stream.path ?? ""))
         }
-        flushOutput()
+        scheduleFlush()
+    }
+
+    /// Coalesces the writes of async completions that land in the same loop tick
+    /// (e.g. a group commit releasing many calls) into one write.
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        eventLoop.execute { [self] in
+            flushScheduled = false
+            flushOutput()
+        }
     }
 
     private func deadlineExpired(_ stream: GRPCStream) {

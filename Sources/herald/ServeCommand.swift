@@ -18,43 +18,54 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Serve the Herald gRPC API (h2c) until SIGTERM/SIGINT."
     )
 
+    @Option(help: "A config file of `key = value` lines named like these flags (env HERALD_CONFIG). Precedence: flag, environment (HERALD_<FLAG>), config file, default.")
+    var config: String = ""
+
     @Option(help: "Address to listen on (env HERALD_HOST).")
-    var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
+    var host: String = Settings.string("host") ?? "127.0.0.1"
 
     @Option(help: "Port to listen on; 0 picks a free one (env HERALD_PORT).")
-    var port: Int = Environment.int("HERALD_PORT") ?? 50051
+    var port: Int = Settings.int("port") ?? 50051
 
     @Option(name: .customLong("data-dir"), help: "Directory of the embedded store (env HERALD_DATA_DIR).")
-    var dataDirectory: String = Environment.string("HERALD_DATA_DIR") ?? "./data"
+    var dataDirectory: String = Settings.string("data-dir") ?? "./data"
 
     @Option(name: .customLong("tokens-file"), help: "Access tokens: lines of \"<label> <token> <bundle ids|*>\" (env HERALD_TOKENS_FILE). Without it Herald serves loopback only, unauthenticated.")
-    var tokensFile: String = Environment.string("HERALD_TOKENS_FILE") ?? ""
+    var tokensFile: String = Settings.string("tokens-file") ?? ""
 
     @Option(name: .customLong("grace-seconds"), help: "How long after Schedule a traditional message waits (cancellable) before it is sent (env HERALD_GRACE_SECONDS).")
-    var graceSeconds: Int = Environment.int("HERALD_GRACE_SECONDS") ?? 30
+    var graceSeconds: Int = Settings.int("grace-seconds") ?? 30
 
     @Option(name: .customLong("context-aware-share"), help: "Share of users the A/B split puts in the context-aware cohort, 0...1 (env HERALD_CONTEXT_AWARE_SHARE).")
-    var contextAwareShare: Double = Environment.string("HERALD_CONTEXT_AWARE_SHARE").flatMap(Double.init) ?? 0.5
+    var contextAwareShare: Double = Settings.double("context-aware-share") ?? 0.5
 
     @Option(name: .customLong("sim-record"), help: "With the bundled APNs simulator: append each delivery it accepts to this file as JSON lines.")
-    var simulatorRecord: String = Environment.string("HERALD_SIM_RECORD") ?? ""
+    var simulatorRecord: String = Settings.string("sim-record") ?? ""
+
+    @Option(name: .customLong("apns-route"), help: ArgumentHelp(
+        "An APNs route (repeatable): \"team=T key-id=K key=AuthKey.p8 bundles=com.a,com.b env=production|sandbox|both [endpoint=host:port] [ca=file]\" or with cert=… cert-key=… instead of team/key-id/key. Without routes Herald delivers to the bundled simulator."))
+    var apnsRoutes: [String] = Settings.list("apns-route")
+
+    @Option(name: .customLong("apns-routes-file"), help: "A file of APNs routes, one per line (env HERALD_APNS_ROUTES_FILE).")
+    var apnsRoutesFile: String = Settings.string("apns-routes-file") ?? ""
 
     @Option(name: .customLong("sim-unregistered"), help: "Bundled simulator: answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable).")
-    var simulatorUnregistered: [String] = []
+    var simulatorUnregistered: [String] = Settings.list("sim-unregistered")
 
     @Option(name: .customLong("sim-bad-token"), help: "Bundled simulator: answer 400 BadDeviceToken for TOKEN (repeatable).")
-    var simulatorBadTokens: [String] = []
+    var simulatorBadTokens: [String] = Settings.list("sim-bad-token")
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
-    var logLevel: String = Environment.string("HERALD_LOG_LEVEL") ?? "info"
+    var logLevel: String = Settings.string("log-level") ?? "info"
 
     @Option(name: .customLong("max-concurrent-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS advertised per connection.")
-    var maxConcurrentStreams: Int = Environment.int("HERALD_MAX_CONCURRENT_STREAMS") ?? 100
+    var maxConcurrentStreams: Int = Settings.int("max-concurrent-streams") ?? 100
 
     @Option(name: .customLong("drain-seconds"), help: "Bound on waiting for in-flight RPCs at shutdown.")
-    var drainSeconds: Int = Environment.int("HERALD_DRAIN_SECONDS") ?? 10
+    var drainSeconds: Int = Settings.int("drain-seconds") ?? 10
 
     func validate() throws {
+        if let problem = Settings.problem { throw ValidationError(problem) }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
@@ -86,6 +97,12 @@ struct ServeCommand: AsyncParsableCommand {
             let timestamp = parts.count == 2 ? Int64(parts[1]) : nil
             // Without a timestamp: "unregistered as of start", as `apns-sim` does.
             configuration.simulatorFaults.unregistered[String(parts[0]).lowercased()] = timestamp ?? Int64(Date().timeIntervalSince1970 * 1000)
+        }
+        var routeSpecs = try apnsRoutes.enumerated().map { try APNsRouteSpec.parse($1, source: "--apns-route #\($0 + 1)") }
+        if !apnsRoutesFile.isEmpty { routeSpecs += try APNsRouteSpec.parseFile(path: apnsRoutesFile) }
+        if !routeSpecs.isEmpty {
+            configuration.apnsRoutes = try APNsRouteSpec.makeRoutes(routeSpecs)
+            logger.info("APNs routes configured", metadata: ["routes": "\(routeSpecs.count)"])
         }
         for token in simulatorBadTokens { configuration.simulatorFaults.badTokens.insert(token.lowercased()) }
         if !tokensFile.isEmpty {
@@ -126,16 +143,5 @@ final class ShutdownSignals: Sendable {
     func next() async -> Int32 {
         for await number in stream { return number }
         return 0
-    }
-}
-
-/// Environment-variable defaults for flags.
-enum Environment {
-    static func string(_ name: String) -> String? {
-        getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-    }
-
-    static func int(_ name: String) -> Int? {
-        string(name).flatMap(Int.init)
     }
 }

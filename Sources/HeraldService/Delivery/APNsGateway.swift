@@ -50,14 +50,20 @@ public final class APNsGateway: Sendable {
         return (matching.first { $0.bundleIDs.contains(bundleID) } ?? matching.first)?.client
     }
 
+    /// Each client once: routes of one team and endpoint share a pool.
+    private var clients: [APNsClient] {
+        var seen: Set<ObjectIdentifier> = []
+        return routes.map(\.client).filter { seen.insert(ObjectIdentifier($0)).inserted }
+    }
+
     public func poolStatuses() async -> [APNsPoolStatus] {
         var statuses: [APNsPoolStatus] = []
-        for route in routes { statuses.append(await route.client.status()) }
+        for client in clients { statuses.append(await client.status()) }
         return statuses
     }
 
     public func shutdown() async {
-        for route in routes { await route.client.shutdown() }
+        for client in clients { await client.shutdown() }
         try? await simulator?.stop()
     }
 

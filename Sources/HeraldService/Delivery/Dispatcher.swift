@@ -110,7 +110,13 @@ public final class Dispatcher: Sendable {
                 try await finish(claimed, from: from, to: .sent, apnsID: apnsID, error: nil)
             case .handoff:
                 try await finish(claimed, from: from, to: .handedOff, dueAt: claimed.windowEnd, apnsID: apnsID, error: nil)
-                await scheduler.schedule(id: claimed.id, dueAt: claimed.windowEnd)
+                // The app may have reported it displayed while this was recorded.
+                let shown = try await store.outcomes(messageID: claimed.id).contains { $0.status == "displayed" }
+                if shown {
+                    try await finish(claimed, from: .handedOff, to: .displayed, error: nil)
+                } else {
+                    await scheduler.schedule(id: claimed.id, dueAt: claimed.windowEnd)
+                }
             }
             logger.info("delivered", metadata: [
                 "message_id": "\(claimed.id)", "push": "\(push.rawValue)", "devices": "\(delivered.count)/\(devices.count)",
@@ -169,14 +175,9 @@ public final class Dispatcher: Sendable {
     }
 
     private func record(_ result: DeviceResult, of message: StoredMessage, push: Push, device: Device) async throws {
-        let (status, apnsID, reason): (String, String?, String?) = switch result {
-        case .delivered(let id): (push == .alert ? "sent" : "handed_off", id, nil)
-        case .rejected(let why): (why == "Unregistered" ? "unregistered" : "rejected", nil, why)
-        case .expired: ("expired", nil, nil)
-        case .failed(let why): ("failed", nil, why)
-        }
-        try await store.recordOutcome(DeviceOutcome(
-            messageID: message.id, deviceToken: device.deviceToken, status: status, apnsID: apnsID, reason: reason, at: clock.now()))
+        try await store.recordOutcome(result.outcome(
+            messageID: message.id, deviceToken: device.deviceToken,
+            delivered: push == .alert ? "sent" : "handed_off", at: clock.now()))
     }
 
     private func finish(
@@ -187,7 +188,7 @@ public final class Dispatcher: Sendable {
             id: message.id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: error, now: clock.now())
         if !applied {
             logger.warning("state changed during send", metadata: ["message_id": "\(message.id)", "wanted": "\(to.rawValue)"])
-        } else if to != .sent && to != .handedOff {
+        } else if ![.sent, .handedOff, .displayed].contains(to) {
             logger.info("message ended", metadata: [
                 "message_id": "\(message.id)", "state": "\(to.rawValue)", "reason": "\(error ?? "")",
             ])
@@ -207,14 +208,9 @@ public final class Dispatcher: Sendable {
                     bundleID: message.bundleID, idempotencyKey: key, deviceToken: device.deviceToken,
                     apnsID: UUIDv4.make(), expiresAt: Timestamp(milliseconds: message.windowEnd))
                 let result = await send(rendering, to: device, with: client, deadline: deadline)
-                let (status, apnsID, reason): (String, String?, String?) = switch result {
-                case .delivered(let id): ("revoked", id, nil)
-                case .rejected(let why): ("revoke_rejected", nil, why)
-                case .expired: ("revoke_expired", nil, nil)
-                case .failed(let why): ("revoke_failed", nil, why)
-                }
-                try await store.recordOutcome(DeviceOutcome(
-                    messageID: message.id, deviceToken: device.deviceToken, status: status, apnsID: apnsID, reason: reason, at: clock.now()))
+                try await store.recordOutcome(result.outcome(
+                    messageID: message.id, deviceToken: device.deviceToken, delivered: "revoked", otherwisePrefix: "revoke_",
+                    at: clock.now()))
             }
             try await store.completeRevoke(messageID: message.id)
         } catch {
@@ -251,5 +247,20 @@ public final class Dispatcher: Sendable {
         case .expired: "expired"
         case .failed(let why): why
         }
+    }
+}
+
+extension Dispatcher.DeviceResult {
+    /// The per-device record: `delivered` names a success; failures are
+    /// `unregistered`, `rejected`, `expired` or `failed`, after
+    /// `otherwisePrefix` (e.g. `revoke_failed`).
+    func outcome(messageID: String, deviceToken: String, delivered: String, otherwisePrefix: String = "", at: Int64) -> DeviceOutcome {
+        let (status, apnsID, reason): (String, String?, String?) = switch self {
+        case .delivered(let id): (delivered, id, nil)
+        case .rejected(let why): (otherwisePrefix + (why == "Unregistered" ? "unregistered" : "rejected"), nil, why)
+        case .expired: (otherwisePrefix + "expired", nil, nil)
+        case .failed(let why): (otherwisePrefix + "failed", nil, why)
+        }
+        return DeviceOutcome(messageID: messageID, deviceToken: deviceToken, status: status, apnsID: apnsID, reason: reason, at: at)
     }
 }

@@ -48,7 +48,7 @@ public actor Scheduler {
 
     /// Runs until the task is cancelled, calling `dispatch` for every due id.
     /// On cancellation it stops taking new work and waits for the
-    /// dispatches in flight.
+    /// dispatches in flight, which are not cancelled.
     public func run(dispatch: @escaping @Sendable (String) async -> Void) async {
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
@@ -66,7 +66,10 @@ public actor Scheduler {
                         continue
                     }
                     group.addTask {
-                        await dispatch(id)
+                        // Unstructured: stopping the scheduler must not cancel
+                        // a push in flight (that would withdraw it from APNs
+                        // and fail the message); it finishes on its own.
+                        await Task { await dispatch(id) }.value
                         await self.releaseSlot()
                     }
                 }

@@ -44,7 +44,12 @@ struct ReportEventService: Sendable {
             throw GRPCStatus(.notFound, "no message of this user has idempotency_key \"\(key)\" in \(bundleID)")
         }
         let now = clock.now()
-        var state = message.state
+        // Recorded first: if the handoff push is still being recorded as
+        // HANDED_OFF (the device can be faster), the dispatcher finds this
+        // record right after its transition and applies DISPLAYED itself.
+        try await store.recordOutcome(DeviceOutcome(
+            messageID: message.id, deviceToken: token, status: displayed ? "displayed" : "opened", at: now))
+        var state = try await store.message(id: message.id)?.state ?? message.state
         if displayed && (state == .handedOff || state == .sent) {
             if try await store.transition(id: message.id, from: state, to: .displayed, dueAt: nil, apnsID: nil, lastError: nil, now: now) {
                 if state == .handedOff { await scheduler.unschedule(id: message.id) }
@@ -53,8 +58,6 @@ struct ReportEventService: Sendable {
                 state = try await store.message(id: message.id)?.state ?? state
             }
         }
-        try await store.recordOutcome(DeviceOutcome(
-            messageID: message.id, deviceToken: token, status: displayed ? "displayed" : "opened", at: now))
         var response = Herald__V1__ReportEventResponse.initialized()
         response.state = state.wire
         return ProtobufC.pack(&response)

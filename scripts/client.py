@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""A small Herald client for humans (stock grpcio, stubs generated from Protos/).
+
+    .venv/bin/python scripts/client.py status
+    .venv/bin/python scripts/client.py register --user alice --token <64 hex> --locale de-CH
+    .venv/bin/python scripts/client.py schedule --user alice --key hello-1 --title Hallo --body Welt [--after 60]
+    .venv/bin/python scripts/client.py cancel --user alice --key hello-1
+    .venv/bin/python scripts/client.py render --title Hi --body There [--locale de] [--platform android]
+
+Options common to all: --address 127.0.0.1:50051, --bundle com.example.app,
+--auth-token TOKEN (or env HERALD_TOKEN)."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import os
+import pathlib
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def load_stubs():
+    from grpc_tools import protoc
+
+    out = pathlib.Path(tempfile.gettempdir()) / "herald-client-stubs"
+    protos = sorted(str(p.relative_to(ROOT / "Protos")) for p in (ROOT / "Protos" / "herald").rglob("*.proto"))
+    include = pathlib.Path(protoc.__file__).parent / "_proto"
+    out.mkdir(exist_ok=True)
+    if protoc.main(["protoc", f"-I{ROOT / 'Protos'}", f"-I{include}", f"--python_out={out}",
+                    f"--grpc_python_out={out}", *protos]) != 0:
+        sys.exit("generating stubs from Protos/ failed")
+    sys.path.insert(0, str(out))
+    names = ["types_pb2", "push_service_pb2", "push_service_pb2_grpc", "device_service_pb2", "device_service_pb2_grpc"]
+    return {name: importlib.import_module(f"herald.v1.{name}") for name in names}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="A small Herald client.")
+    parser.add_argument("--address", default=os.environ.get("HERALD_ADDRESS", "127.0.0.1:50051"))
+    parser.add_argument("--bundle", default="com.example.app")
+    parser.add_argument("--platform", choices=["ios", "android"], default="ios")
+    parser.add_argument("--auth-token", default=os.environ.get("HERALD_TOKEN"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("status")
+    reg = sub.add_parser("register")
+    reg.add_argument("--user", required=True)
+    reg.add_argument("--token", required=True, help="APNs device token (hex)")
+    reg.add_argument("--locale", default="en")
+    reg.add_argument("--timezone", default="UTC")
+    sch = sub.add_parser("schedule")
+    sch.add_argument("--user", required=True)
+    sch.add_argument("--key", default="", help="idempotency key (generated when empty)")
+    sch.add_argument("--campaign", default="manual")
+    sch.add_argument("--title", required=True)
+    sch.add_argument("--body", required=True)
+    sch.add_argument("--after", type=float, default=0, help="seconds until the window starts")
+    sch.add_argument("--hours", type=int, default=1, help="window length")
+    sch.add_argument("--method", choices=["traditional", "context_aware", "ab"], default="traditional")
+    can = sub.add_parser("cancel")
+    can.add_argument("--user", required=True)
+    can.add_argument("--key", required=True)
+    can.add_argument("--campaign", default="manual")
+    ren = sub.add_parser("render")
+    ren.add_argument("--title", required=True)
+    ren.add_argument("--body", required=True)
+    ren.add_argument("--locale", default="")
+    args = parser.parse_args()
+
+    import grpc
+
+    s = load_stubs()
+    t, p, d = s["types_pb2"], s["push_service_pb2"], s["device_service_pb2"]
+    platform = t.PLATFORM_IOS if args.platform == "ios" else t.PLATFORM_ANDROID
+    metadata = [("authorization", f"Token {args.auth_token}")] if args.auth_token else None
+    channel = grpc.insecure_channel(args.address)
+    push = s["push_service_pb2_grpc"].PushServiceStub(channel)
+    devices = s["device_service_pb2_grpc"].DeviceServiceStub(channel)
+    try:
+        if args.command == "status":
+            reply = push.Status(p.StatusRequest(), timeout=10)
+        elif args.command == "register":
+            reply = devices.RegisterDevice(d.RegisterDeviceRequest(
+                bundle_id=args.bundle, platform=platform, user_id=args.user, device_token=args.token,
+                locale=args.locale, timezone=args.timezone, environment=t.APNS_ENVIRONMENT_SANDBOX),
+                metadata=metadata, timeout=10)
+        elif args.command == "schedule":
+            method = {"traditional": t.DELIVERY_METHOD_TRADITIONAL, "context_aware": t.DELIVERY_METHOD_CONTEXT_AWARE,
+                      "ab": t.DELIVERY_METHOD_UNSPECIFIED}[args.method]
+            request = p.ScheduleRequest(
+                bundle_id=args.bundle, platform=platform, user_id=args.user, campaign_id=args.campaign,
+                idempotency_key=args.key, delivery_method=method, deliver_within_hours=args.hours,
+                content=t.Content(title=t.LocalizedText(text=args.title), body=t.LocalizedText(text=args.body)))
+            if args.after:
+                start = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=args.after)
+                request.deliver_after = start.isoformat()
+            reply = push.Schedule(request, metadata=metadata, timeout=10)
+        elif args.command == "cancel":
+            reply = push.Cancel(p.CancelRequest(
+                bundle_id=args.bundle, platform=platform, user_id=args.user, campaign_id=args.campaign,
+                idempotency_key=args.key), metadata=metadata, timeout=10)
+        else:
+            reply = push.Render(p.RenderRequest(
+                bundle_id=args.bundle, platform=platform, locale=args.locale, device_token="ab" * 32 if platform == t.PLATFORM_IOS else "",
+                content=t.Content(title=t.LocalizedText(text=args.title), body=t.LocalizedText(text=args.body))),
+                metadata=metadata, timeout=10)
+    except grpc.RpcError as error:
+        print(f"{error.code().name}: {error.details()}", file=sys.stderr)
+        return 1
+    print(reply, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,7 @@
 import CInterop
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOCore
 
@@ -13,6 +16,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
     let shared: GRPCServerShared
     let channel: Channel
     let eventLoop: EventLoop
+    let counters = GRPCConnectionCounters()
     var logger: Logger
 
     private var session: OpaquePointer?
@@ -20,6 +24,8 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
     private var streams: [Int32: GRPCStream] = [:]
     private var bufferedRequestBytes = 0
     private var pendingRead = false
+    private var spareOutput: ByteBuffer?
+    private var flushScheduled = false
     private var isClosing = false
     private var shutdownPingOutstanding = false
     private(set) var remoteAddress: String?
@@ -147,7 +153,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
     /// Drains nghttp2's pending frames into one buffer and writes it with one flush.
     func flushOutput() {
         guard let session, let context else { return }
-        var output: ByteBuffer?
+        var output: ByteBuffer? = nil
         while true {
             var pointer: UnsafePointer<UInt8>?
             let count = nghttp2_session_mem_send(session, &pointer)
@@ -158,7 +164,14 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             }
             guard count > 0, let pointer else { break }
             if output == nil {
-                output = context.channel.allocator.buffer(capacity: max(count, 1024))
+                // Reuse last flush's storage: the previous write has normally completed and
+                // released it, so clearing does not copy.
+                if var spare = spareOutput.take(), spare.capacity <= 64 * 1024 {
+                    spare.clear()
+                    output = spare
+                } else {
+                    output = context.channel.allocator.buffer(capacity: max(count, 4096))
+                }
             }
             output!.writeBytes(UnsafeRawBufferPointer(start: pointer, count: count))
         }
@@ -170,6 +183,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
                 return
             }
             context.writeAndFlush(wrapOutboundOut(output), promise: nil)
+            spareOutput = output
         } else if finished || isClosing {
             context.close(promise: nil)
         }
@@ -234,7 +248,8 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         guard let first = name.first else { return }
         if first == UInt8(ascii: ":") {
             if bytesEqual(name, ":path") {
-                if value.elementsEqual(cachedPathBytes) {
+                if value.count == cachedPathBytes.count, value.count > 0,
+                   cachedPathBytes.withUnsafeBytes({ memcmp($0.baseAddress!, value.baseAddress!, value.count) == 0 }) {
                     stream.path = cachedPath
                     stream.handler = cachedHandler
                 } else {
@@ -253,7 +268,8 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         }
         if bytesEqual(name, "content-type") {
             stream.contentType = isGRPCContentType(value) ? .grpc : .other
-        } else if bytesEqual(name, "te") || bytesEqual(name, "grpc-accept-encoding") || bytesEqual(name, "grpc-encoding") {
+        } else if bytesEqual(name, "te") || bytesEqual(name, "content-length")
+                    || bytesEqual(name, "grpc-accept-encoding") || bytesEqual(name, "grpc-encoding") {
             // Transport headers, not metadata. grpc-encoding is checked per message (flag byte).
         } else if bytesEqual(name, "grpc-timeout") {
             if let timeout = GRPCTimeout(bytes: value) {
@@ -262,8 +278,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
                 stream.timeoutInvalid = String(decoding: value.prefix(32), as: UTF8.self)
             }
         } else {
-            stream.metadata.append(
-                name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+            stream.metadata.append(name: name, value: value)
         }
     }
 
@@ -283,7 +298,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             respondHTTP(stream, StaticHeaders.status415, count: 2)
             return
         }
-        shared.rpcStarted()
+        counters.rpcStarted()
         stream.counted = true
         if let invalid = stream.timeoutInvalid {
             respondError(stream, GRPCStatus(.invalidArgument, "invalid grpc-timeout header \"\(invalid)\""))
@@ -399,7 +414,18 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         case .success(let response): respondOK(stream, response)
         case .failure(let error): respondError(stream, status(for: error, path: stream.path ?? ""))
         }
-        flushOutput()
+        scheduleFlush()
+    }
+
+    /// Coalesces the writes of async completions that land in the same loop tick
+    /// (e.g. a group commit releasing many calls) into one write.
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        eventLoop.execute { [self] in
+            flushScheduled = false
+            flushOutput()
+        }
     }
 
     private func deadlineExpired(_ stream: GRPCStream) {
@@ -426,7 +452,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         stream.deadlineTimer = nil
         if stream.counted {
             stream.counted = false
-            shared.rpcFinished()
+            counters.rpcFinished()
         }
     }
 
@@ -533,7 +559,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             guard let frame, let userData else { return 0 }
             if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
                frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                connection(userData).beginRequest(streamID: frame.pointee.hd.stream_id)
+                withConnection(userData) { $0.beginRequest(streamID: frame.pointee.hd.stream_id) }
             }
             return 0
         }
@@ -544,10 +570,13 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
                   frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST,
                   let raw = nghttp2_session_get_stream_user_data(session, frame.pointee.hd.stream_id)
             else { return 0 }
-            let stream = Unmanaged<GRPCStream>.fromOpaque(raw).takeUnretainedValue()
-            connection(userData).header(
-                stream, name: UnsafeRawBufferPointer(start: name, count: nameLength),
-                value: UnsafeRawBufferPointer(start: value, count: valueLength))
+            withStream(raw) { stream in
+                withConnection(userData) { connection in
+                    connection.header(
+                        stream, name: UnsafeRawBufferPointer(start: name, count: nameLength),
+                        value: UnsafeRawBufferPointer(start: value, count: valueLength))
+                }
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { session, frame, userData in
@@ -555,18 +584,21 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             let type = frame.pointee.hd.type
             let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             if type == UInt8(NGHTTP2_PING.rawValue) {
-                if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { connection(userData).pingAcked() }
+                if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+                    withConnection(userData) { $0.pingAcked() }
+                }
                 return 0
             }
             guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue),
                   let raw = nghttp2_session_get_stream_user_data(session, frame.pointee.hd.stream_id)
             else { return 0 }
-            let stream = Unmanaged<GRPCStream>.fromOpaque(raw).takeUnretainedValue()
-            let connection = connection(userData)
-            if type == UInt8(NGHTTP2_HEADERS.rawValue), frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                connection.requestHeadersComplete(stream)
+            let isRequestHeaders = type == UInt8(NGHTTP2_HEADERS.rawValue) && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
+            withStream(raw) { stream in
+                withConnection(userData) { connection in
+                    if isRequestHeaders { connection.requestHeadersComplete(stream) }
+                    if endStream { connection.requestEnded(stream) }
+                }
             }
-            if endStream { connection.requestEnded(stream) }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
@@ -574,17 +606,19 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             guard let session, let userData,
                   let raw = nghttp2_session_get_stream_user_data(session, streamID)
             else { return 0 }
-            let stream = Unmanaged<GRPCStream>.fromOpaque(raw).takeUnretainedValue()
-            connection(userData).data(stream, UnsafeRawBufferPointer(start: data, count: length))
+            withStream(raw) { stream in
+                withConnection(userData) { $0.data(stream, UnsafeRawBufferPointer(start: data, count: length)) }
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { session, streamID, _, userData in
             guard let session, let userData,
                   let raw = nghttp2_session_get_stream_user_data(session, streamID)
             else { return 0 }
+            // +1 here: streamClosed drops the connection's reference.
             let stream = Unmanaged<GRPCStream>.fromOpaque(raw).takeUnretainedValue()
             nghttp2_session_set_stream_user_data(session, streamID, nil)
-            connection(userData).streamClosed(stream)
+            withConnection(userData) { $0.streamClosed(stream) }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
@@ -592,7 +626,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             let type = frame.pointee.hd.type
             if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
                type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue) {
-                connection(userData).streamEndSent(streamID: frame.pointee.hd.stream_id)
+                withConnection(userData) { $0.streamEndSent(streamID: frame.pointee.hd.stream_id) }
             }
             return 0
         }
@@ -639,9 +673,17 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         return written
     }
 
+    /// The connection behind nghttp2's user_data, without retain/release traffic
+    /// (it owns the session, so it outlives every callback).
     @inline(__always)
-    private static func connection(_ userData: UnsafeMutableRawPointer) -> GRPCConnection {
-        Unmanaged<GRPCConnection>.fromOpaque(userData).takeUnretainedValue()
+    private static func withConnection<R>(_ userData: UnsafeMutableRawPointer, _ body: (GRPCConnection) -> R) -> R {
+        Unmanaged<GRPCConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef(body)
+    }
+
+    /// The stream behind nghttp2's stream user data (kept alive by `streams` until on_stream_close).
+    @inline(__always)
+    private static func withStream<R>(_ raw: UnsafeMutableRawPointer, _ body: (GRPCStream) -> R) -> R {
+        Unmanaged<GRPCStream>.fromOpaque(raw)._withUnsafeGuaranteedRef(body)
     }
 }
 

@@ -4,12 +4,26 @@ import NIOPosix
 import Synchronization
 
 /// A generic unary gRPC server: h2c (prior knowledge) on SwiftNIO event loops, every
-/// HTTP/2 frame parsed by libnghttp2.
+/// HTTP/2 frame parsed by libnghttp2 (one server session per connection, memory mode).
+///
+/// Answers, per gRPC PROTOCOL-HTTP2 and statuscodes.md:
+/// - method other than POST → HTTP 405; content-type not `application/grpc[+…|;…]` → HTTP 415;
+/// - unknown path → UNIMPLEMENTED; malformed `grpc-timeout` → INVALID_ARGUMENT;
+///   header list over `maxHeaderListBytes` → RESOURCE_EXHAUSTED (all Trailers-Only);
+/// - declared message length over `maxReceiveMessageBytes` → RESOURCE_EXHAUSTED as soon as
+///   the 5-byte prefix arrives; compressed flag → UNIMPLEMENTED (only `identity` is
+///   supported and advertised in `grpc-accept-encoding`); flags other than 0/1 or a stream
+///   ending inside a message → INTERNAL;
+/// - zero or several request messages on a unary method → UNIMPLEMENTED (cardinality violation);
+/// - deadline passed → DEADLINE_EXCEEDED, the async handler's Task is cancelled;
+/// - handler throws `GRPCStatus` → that status; any other error → INTERNAL "internal error"
+///   (the detail is logged); a handler's `CancellationError` → CANCELLED.
+/// Async handlers' responses are submitted when they return (not HEADERS first and DATA
+/// deferred), so an async error is still a Trailers-Only response.
 public final class GRPCServer: Sendable {
     public let configuration: GRPCServerConfiguration
     let logger: Logger
     private let state: Mutex<State>
-    let counters = GRPCServerCounters()
 
     private struct State {
         var routes: [String: GRPCUnaryHandler] = [:]
@@ -42,7 +56,7 @@ public final class GRPCServer: Sendable {
         let (shared, group) = state.withLock { state -> (GRPCServerShared, MultiThreadedEventLoopGroup) in
             precondition(state.shared == nil, "start() called twice")
             let shared = GRPCServerShared(
-                configuration: configuration, routes: state.routes, logger: logger, counters: counters)
+                configuration: configuration, routes: state.routes, logger: logger)
             let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
             state.shared = shared
             state.group = group
@@ -76,10 +90,8 @@ public final class GRPCServer: Sendable {
 
     /// A snapshot of the counters.
     public func stats() -> GRPCServerStats {
-        GRPCServerStats(
-            connectionsOpen: counters.connectionsOpen.load(ordering: .relaxed),
-            rpcsInFlight: counters.rpcsInFlight.load(ordering: .relaxed),
-            rpcsTotal: counters.rpcsTotal.load(ordering: .relaxed))
+        let shared = state.withLock { $0.shared }
+        return shared?.stats() ?? GRPCServerStats(connectionsOpen: 0, rpcsInFlight: 0, rpcsTotal: 0)
     }
 
     /// GOAWAY to every connection, stop accepting, let in-flight RPCs finish (bounded by
@@ -122,20 +134,28 @@ public final class GRPCServer: Sendable {
     }
 }
 
-/// Process-wide counters (atomics shared by all event loops).
-final class GRPCServerCounters: Sendable {
-    let connectionsOpen = Atomic<Int>(0)
+/// One connection's counters: written only by its event loop (no cache-line
+/// ping-pong between loops), summed by `stats()`.
+final class GRPCConnectionCounters: Sendable {
     let rpcsInFlight = Atomic<Int>(0)
     let rpcsTotal = Atomic<Int>(0)
+
+    @inline(__always) func rpcStarted() {
+        rpcsTotal.add(1, ordering: .relaxed)
+        rpcsInFlight.add(1, ordering: .relaxed)
+    }
+
+    @inline(__always) func rpcFinished() {
+        rpcsInFlight.subtract(1, ordering: .relaxed)
+    }
 }
 
 /// What every connection of a started server shares: immutable routes and settings,
-/// the counters and the registry of open connections (for graceful shutdown).
+/// and the registry of open connections (for stats and graceful shutdown).
 final class GRPCServerShared: Sendable {
     let configuration: GRPCServerConfiguration
     let routes: [String: GRPCUnaryHandler]
     let logger: Logger
-    let counters: GRPCServerCounters
     /// Bound on request bytes buffered across the streams of one connection.
     let connectionBufferLimit: Int
     private let registry = Mutex<Registry>(Registry())
@@ -143,19 +163,18 @@ final class GRPCServerShared: Sendable {
     private struct Registry {
         var connections: [ObjectIdentifier: GRPCConnection] = [:]
         var draining = false
+        /// RPCs of connections already closed.
+        var closedRPCs = 0
     }
 
-    init(configuration: GRPCServerConfiguration, routes: [String: GRPCUnaryHandler], logger: Logger,
-         counters: GRPCServerCounters) {
+    init(configuration: GRPCServerConfiguration, routes: [String: GRPCUnaryHandler], logger: Logger) {
         self.configuration = configuration
         self.routes = routes
         self.logger = logger
-        self.counters = counters
         self.connectionBufferLimit = max(2 * configuration.maxReceiveMessageBytes + 1024, 16 * 1024 * 1024)
     }
 
     func connectionOpened(_ connection: GRPCConnection) {
-        counters.connectionsOpen.add(1, ordering: .relaxed)
         let draining = registry.withLock { registry in
             registry.connections[ObjectIdentifier(connection)] = connection
             return registry.draining
@@ -164,8 +183,23 @@ final class GRPCServerShared: Sendable {
     }
 
     func connectionClosed(_ connection: GRPCConnection) {
-        counters.connectionsOpen.subtract(1, ordering: .relaxed)
-        _ = registry.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
+        registry.withLock { registry in
+            if registry.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
+                registry.closedRPCs += connection.counters.rpcsTotal.load(ordering: .relaxed)
+            }
+        }
+    }
+
+    func stats() -> GRPCServerStats {
+        registry.withLock { registry in
+            var stats = GRPCServerStats(
+                connectionsOpen: registry.connections.count, rpcsInFlight: 0, rpcsTotal: registry.closedRPCs)
+            for connection in registry.connections.values {
+                stats.rpcsInFlight += connection.counters.rpcsInFlight.load(ordering: .relaxed)
+                stats.rpcsTotal += connection.counters.rpcsTotal.load(ordering: .relaxed)
+            }
+            return stats
+        }
     }
 
     func beginDraining() -> [GRPCConnection] {
@@ -173,14 +207,5 @@ final class GRPCServerShared: Sendable {
             registry.draining = true
             return Array(registry.connections.values)
         }
-    }
-
-    @inline(__always) func rpcStarted() {
-        counters.rpcsTotal.add(1, ordering: .relaxed)
-        counters.rpcsInFlight.add(1, ordering: .relaxed)
-    }
-
-    @inline(__always) func rpcFinished() {
-        counters.rpcsInFlight.subtract(1, ordering: .relaxed)
     }
 }

@@ -8,6 +8,10 @@ final class TestServer: Sendable {
     let server: GRPCServer
     let port: Int
     let cancelled: AsyncStream<String>
+    /// Yields when a `/test.Echo/Gated` call has entered its handler.
+    let entered: AsyncStream<Void>
+    /// Each `yield()` lets one `/test.Echo/Gated` call finish.
+    let gate: AsyncStream<Void>.Continuation
     private let cancelledContinuation: AsyncStream<String>.Continuation
 
     init(configure: (inout GRPCServerConfiguration) -> Void = { _ in }) async throws {
@@ -21,6 +25,10 @@ final class TestServer: Sendable {
         let (stream, continuation) = AsyncStream<String>.makeStream()
         cancelled = stream
         cancelledContinuation = continuation
+        let (gateStream, gateContinuation) = AsyncStream<Void>.makeStream()
+        let (enteredStream, enteredContinuation) = AsyncStream<Void>.makeStream()
+        entered = enteredStream
+        gate = gateContinuation
         server.register("/test.Echo/Sync", .sync { $0.message })
         server.register("/test.Echo/Async", .async { request in
             await Task.yield()
@@ -35,6 +43,7 @@ final class TestServer: Sendable {
         server.register("/test.Echo/Crash", .async { _ in throw CocoaError(.fileNoSuchFile) })
         server.register("/test.Echo/Hang", .async { request in
             let key = request.metadata["x-key"] ?? ""
+            enteredContinuation.yield()
             // Suspends until cancelled (deadline, RST_STREAM or connection loss).
             await withTaskCancellationHandler {
                 let (never, _) = AsyncStream<Int>.makeStream()
@@ -43,6 +52,11 @@ final class TestServer: Sendable {
                 continuation.yield(key)
             }
             throw CancellationError()
+        })
+        server.register("/test.Echo/Gated", .async { request in
+            enteredContinuation.yield()
+            for await _ in gateStream { break }  // one Gated call per server
+            return request.message
         })
         server.register("/test.Echo/Deadline", .sync { request in
             Array((request.deadline == nil ? "none" : "set").utf8)
@@ -88,7 +102,7 @@ func nghttpCall(_ server: TestServer, _ path: String, message: [UInt8] = Array("
     return try await runTool("/usr/bin/nghttp", arguments)
 }
 
-@Suite("Loopback (real sockets, nghttp/h2load)", .serialized)
+@Suite("Loopback (real sockets, nghttp/h2load)", .serialized, .timeLimit(.minutes(1)))
 struct LoopbackTests {
     @Test func syncEchoSucceeds() async throws {
         let server = try await TestServer()
@@ -105,6 +119,25 @@ struct LoopbackTests {
         let output = try await nghttpCall(server, "/test.Echo/Async", message: Array("abc".utf8))
         #expect(output.contains("cba"))
         #expect(output.contains("grpc-status: 0"))
+        await server.stop()
+    }
+
+    @Test("large messages span many DATA frames both ways", arguments: ["/test.Echo/Sync", "/test.Echo/Async"])
+    func largeMessageRoundTrip(path: String) async throws {
+        let server = try await TestServer()
+        let message = (0..<(3 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
+        let file = try requestFile(message)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let outputPath = file + ".out"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        // -s prints stats only; the body goes to stdout (redirected through a shell to a file).
+        let output = try await runTool("/bin/sh", [
+            "-c", "/usr/bin/nghttp -t 20s -d '\(file)' -H 'content-type: application/grpc' '\(server.base)\(path)' > '\(outputPath)'",
+        ])
+        #expect(output.isEmpty, "\(output)")
+        let body = try [UInt8](Data(contentsOf: URL(fileURLWithPath: outputPath)))
+        let expected = path.hasSuffix("Sync") ? message : Array(message.reversed())
+        #expect(body == GRPCMessageFramer.frame(expected))
         await server.stop()
     }
 
@@ -186,17 +219,131 @@ struct LoopbackTests {
         await server.stop()
     }
 
-    @Test func h2loadManyCallsAllSucceed() async throws {
+    @Test func clientGoingAwayCancelsTheAsyncHandler() async throws {
+        let server = try await TestServer()
+        // nghttp gives up after 300 ms and drops the stream/connection; the handler's Task is cancelled.
+        let file = try requestFile([1])
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        _ = try await runTool("/usr/bin/nghttp", [
+            "-t", "300ms", "-d", file, "-H", "content-type: application/grpc", "-H", "x-key: gone",
+            server.base + "/test.Echo/Hang",
+        ])
+        var iterator = server.cancelled.makeAsyncIterator()
+        #expect(await iterator.next() == "gone")
+        await server.stop()
+        #expect(server.server.stats().rpcsInFlight == 0)
+    }
+
+    @Test func gracefulShutdownLetsInFlightCallsFinish() async throws {
+        let server = try await TestServer()
+        let call = Task { try await nghttpCall(server, "/test.Echo/Gated", message: Array("drained".utf8)) }
+        var entered = server.entered.makeAsyncIterator()
+        await entered.next()
+        let shutdown = Task { await server.server.shutdownGracefully(timeout: .seconds(10)) }
+        server.gate.yield()
+        let output = try await call.value
+        await shutdown.value
+        #expect(output.contains("drained"))
+        #expect(output.contains("grpc-status: 0"))
+        #expect(server.server.isDraining)
+        #expect(server.server.stats().connectionsOpen == 0)
+    }
+
+    @Test func shutdownTimeoutCancelsStuckCalls() async throws {
+        let server = try await TestServer()
+        let file = try requestFile([1])
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let call = Task {
+            try await runTool("/usr/bin/nghttp", [
+                "-v", "-t", "10", "-d", file, "-H", "content-type: application/grpc", "-H", "x-key: stuck",
+                server.base + "/test.Echo/Hang",
+            ])
+        }
+        // Wait until the call is in flight, then shut down with a short bound.
+        var entered = server.entered.makeAsyncIterator()
+        await entered.next()
+        await server.server.shutdownGracefully(timeout: .milliseconds(200))
+        var iterator = server.cancelled.makeAsyncIterator()
+        #expect(await iterator.next() == "stuck")
+        let output = try await call.value
+        #expect(output.contains("GOAWAY"))
+        #expect(server.server.stats().connectionsOpen == 0)
+    }
+
+    @Test func rstStreamCancelsTheAsyncHandlerAndWritesNothing() async throws {
+        let server = try await TestServer()
+        let client = try RawHTTP2Client(port: server.port)
+        client.sendRequestHeaders(streamID: 1, path: "/test.Echo/Hang", extra: [("x-key", "rst")])
+        client.sendMessage(streamID: 1, [1, 2, 3])
+        var entered = server.entered.makeAsyncIterator()
+        await entered.next()
+        client.sendReset(streamID: 1)
+        var cancelled = server.cancelled.makeAsyncIterator()
+        #expect(await cancelled.next() == "rst")
+        // The connection still serves; stream 1 never got HEADERS or DATA.
+        client.sendRequestHeaders(streamID: 3, path: "/test.Echo/Sync")
+        client.sendMessage(streamID: 3, Array("after".utf8))
+        var sawStream3Trailers = false
+        while !sawStream3Trailers, let frame = client.readFrame() {
+            #expect(!(frame.streamID == 1 && (frame.type == 0 || frame.type == 1)))
+            if frame.streamID == 3, frame.type == 1, frame.flags & 0x1 != 0 { sawStream3Trailers = true }
+        }
+        #expect(sawStream3Trailers)
+        client.disconnect()
+        await server.stop()
+        #expect(server.server.stats().rpcsInFlight == 0)
+    }
+
+    @Test func streamsBeyondTheLimitAreRefused() async throws {
+        let server = try await TestServer { $0.maxConcurrentStreams = 2 }
+        let client = try RawHTTP2Client(port: server.port)
+        // Three calls that stay open (no END_STREAM), sent before reading the server's SETTINGS.
+        for id: UInt32 in [1, 3, 5] {
+            client.sendRequestHeaders(streamID: id, path: "/test.Echo/Sync")
+        }
+        var refused: [UInt32] = []
+        var advertised: UInt32?
+        while refused.isEmpty || advertised == nil, let frame = client.readFrame() {
+            if frame.type == 3 {
+                let code = frame.payload.reduce(0) { $0 << 8 | UInt32($1) }
+                if code == 7 { refused.append(frame.streamID) }  // REFUSED_STREAM
+            } else if frame.type == 4, frame.flags & 0x1 == 0 {
+                for offset in stride(from: 0, to: frame.payload.count, by: 6)
+                where frame.payload[offset] == 0 && frame.payload[offset + 1] == 3 {
+                    advertised = frame.payload[(offset + 2)...(offset + 5)].reduce(0) { $0 << 8 | UInt32($1) }
+                }
+            }
+        }
+        #expect(advertised == 2)
+        #expect(refused == [5])
+        client.disconnect()
+        await server.stop()
+    }
+
+    @Test func garbagePrefaceClosesTheConnection() async throws {
+        let server = try await TestServer()
+        let client = try RawHTTP2Client(port: server.port)  // sends a valid preface; now a broken frame:
+        client.send(Array(repeating: 0xFF, count: 64))
+        var frames = 0
+        while client.readFrame() != nil { frames += 1 }  // runs until EOF
+        #expect(frames < 10)
+        let output = try await nghttpCall(server, "/test.Echo/Sync", message: Array("still".utf8))
+        #expect(output.contains("grpc-status: 0"))
+        await server.stop()
+    }
+
+    @Test("h2load: many concurrent calls all succeed", arguments: ["/test.Echo/Sync", "/test.Echo/Async"])
+    func h2loadManyCallsAllSucceed(path: String) async throws {
         let server = try await TestServer()
         let file = try requestFile(Array("ping".utf8))
         defer { try? FileManager.default.removeItem(atPath: file) }
         let output = try await runTool("/usr/bin/h2load", [
             "-n", "2000", "-c", "4", "-m", "16", "-d", file,
-            "-H", "content-type: application/grpc", "-H", "te: trailers", server.base + "/test.Echo/Sync",
+            "-H", "content-type: application/grpc", "-H", "te: trailers", server.base + path,
         ])
         #expect(output.contains("2000 succeeded"), "\(output)")
         #expect(server.server.stats().rpcsTotal == 2000)
         await server.stop()
-        #expect(server.server.stats().connectionsOpen == 0)
+        #expect(server.server.stats() == GRPCServerStats(connectionsOpen: 0, rpcsInFlight: 0, rpcsTotal: 2000))
     }
 }

@@ -349,3 +349,89 @@ def test_graceful_shutdown_sends_goaway_and_exits_zero(herald):
     assert client.terminated is not None and client.terminated.error_code == 0
     assert herald.proc.wait(timeout=TIMEOUT) == 0
     client.sock.close()
+
+
+@pytest.mark.parametrize("method,path", [("GET", HEALTH_CHECK), ("PUT", HEALTH_CHECK)])
+def test_non_post_method_is_405(herald, method, path):
+    client = Client(herald.host, herald.port)
+    stream_id = client.conn.get_next_available_stream_id()
+    client.conn.send_headers(stream_id, [(":method", method), (":scheme", "http"), (":path", path),
+                                         (":authority", "localhost"), ("content-type", "application/grpc")],
+                             end_stream=True)
+    client.streams[stream_id] = Stream()
+    client.flush()
+    response = client.wait(stream_id)
+    assert response.headers[":status"] == "405"
+    client.close()
+    assert_serving(herald)
+
+
+def test_deadline_already_expired_is_deadline_exceeded(herald):
+    client = Client(herald.host, herald.port)
+    response = client.call(HEALTH_CHECK, EMPTY_FRAME, extra=[("grpc-timeout", "0n")])
+    assert response.grpc_status == 4
+    client.close()
+    assert_serving(herald)
+
+
+def test_invalid_message_flags_is_internal(herald):
+    client = Client(herald.host, herald.port)
+    response = client.call(HEALTH_CHECK, b"\x02\x00\x00\x00\x00")
+    assert response.grpc_status == 13
+    client.close()
+    assert_serving(herald)
+
+
+def test_grpc_message_is_percent_encoded(herald):
+    client = Client(herald.host, herald.port)
+    # (nghttp2 itself refuses spaces and non-ASCII in :path with RST_STREAM.)
+    response = client.call("/no.Such/100%Method", EMPTY_FRAME)
+    assert response.grpc_status == 12
+    message = response.headers["grpc-message"]
+    assert all(0x20 <= ord(c) <= 0x7E for c in message)
+    assert message.endswith("/no.Such/100%25Method")
+    client.close()
+
+
+def test_rapid_reset_flood_is_contained(herald):
+    """CVE-2023-44487 pattern: HEADERS + RST_STREAM in a tight loop. nghttp2's
+    stream-reset rate limit answers with GOAWAY; the server keeps serving others."""
+    client = Client(herald.host, herald.port)
+    for _ in range(3000):
+        stream_id = client.start(HEALTH_CHECK)
+        client.conn.reset_stream(stream_id, error_code=8)
+    try:
+        client.flush()
+        deadline = time.monotonic() + TIMEOUT
+        while client.terminated is None and time.monotonic() < deadline:
+            if not client.pump():
+                break
+    except (ConnectionResetError, BrokenPipeError, h2.exceptions.ProtocolError):
+        pass
+    assert client.terminated is not None or client.eof
+    client.sock.close()
+    assert_serving(herald)
+
+
+def test_ping_flood_without_reading_is_contained(herald):
+    """Thousands of PINGs whose ACKs are never read: nghttp2's outbound-ACK limit
+    ends the connection instead of queueing without bound."""
+    sock = socket.create_connection((herald.host, herald.port), timeout=TIMEOUT)
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+    ping = b"\x00\x00\x08\x06\x00\x00\x00\x00\x00" + b"\x00" * 8
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    closed = False
+    try:
+        sock.sendall(preface)
+        for _ in range(200):
+            sock.sendall(ping * 100)
+    except (ConnectionResetError, BrokenPipeError):
+        closed = True
+    if not closed:
+        try:
+            while sock.recv(65536):
+                pass
+        except (ConnectionResetError, socket.timeout):
+            pass
+    sock.close()
+    assert_serving(herald)

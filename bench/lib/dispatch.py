@@ -8,7 +8,7 @@ import argparse
 import os
 import time
 
-from herald_bench import (Herald, bench_tmp, loadavg, register_users, rmtree, schedule_bulk, wait_for)
+from herald_bench import (Herald, Perf, bench_tmp, loadavg, register_users, rmtree, schedule_bulk, wait_for)
 
 
 def main():
@@ -18,6 +18,7 @@ def main():
     ap.add_argument("--record", action="store_true", help="count simulator record lines instead of Status SENT")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--perf", default="", help="perf record the server during dispatch into this file")
     a = ap.parse_args()
 
     tmp = bench_tmp("herald-bench-dispatch-")
@@ -55,12 +56,14 @@ def main():
 
         samples = []
         deadline = time.monotonic() + a.timeout
+        perf = Perf(h.proc.pid, a.perf or None).__enter__()
         while time.monotonic() < deadline:
             v = sent_now()
             samples.append((time.time(), v))
             if v >= ok:
                 break
             time.sleep(0.2)
+        perf.__exit__(None, None, None)
         cpu1 = h.cpu_seconds()
         la1 = loadavg()
         final = samples[-1][1]

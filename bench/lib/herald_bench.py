@@ -263,3 +263,27 @@ def schedule_bulk(h: Herald, tmp: str, user: str, n: int, after: float, c=16, m=
     r = h2load(h.address, body, n - 1, c=min(c, max(1, (n - 1) // m or 1)), m=m) if n > 1 else {"succeeded": 0}
     r["succeeded"] = r.get("succeeded", 0) + 1
     return r
+
+
+class Perf:
+    """`perf record -g` on one PID for the duration of a `with` block (optional)."""
+
+    def __init__(self, pid: int, out: str | None, freq=499):
+        self.pid, self.out, self.freq, self.proc = pid, out, freq, None
+
+    def __enter__(self):
+        if self.out:
+            self.proc = subprocess.Popen(["perf", "record", "-F", str(self.freq), "--call-graph", "dwarf,16384",
+                                          "-o", self.out, "-p", str(self.pid)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

@@ -8,7 +8,7 @@ import argparse
 import os
 import time
 
-from herald_bench import (Herald, bench_tmp, framed, h2load, loadavg, pct, rmtree, schedule_request, wait_for)
+from herald_bench import (Herald, Perf, bench_tmp, framed, h2load, loadavg, pct, rmtree, schedule_request, wait_for)
 
 
 def settled_total(h: Herald, expect: int, timeout=30.0) -> int:
@@ -25,6 +25,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--perf", default="", help="perf record the server during the measured runs into this file")
     a = ap.parse_args()
 
     tmp = bench_tmp("herald-bench-schedule-")
@@ -47,7 +48,8 @@ def main():
         for run in range(a.runs):
             la0 = loadavg()
             cpu0 = h.cpu_seconds()
-            r = h2load(h.address, body, a.n, a.c, a.m, log_file=os.path.join(tmp, f"h2load-{run}.log"))
+            with Perf(h.proc.pid, a.perf or None):
+                r = h2load(h.address, body, a.n, a.c, a.m, log_file=os.path.join(tmp, f"h2load-{run}.log"))
             cpu1 = h.cpu_seconds()
             la1 = loadavg()
             lat = r["lat_ms"]

@@ -8,7 +8,7 @@ import argparse
 import os
 import time
 
-from herald_bench import (Herald, Perf, bench_tmp, loadavg, register_users, rmtree, schedule_bulk, wait_for)
+from herald_bench import (thread_cpu, thread_cpu_delta, Herald, Perf, bench_tmp, loadavg, register_users, rmtree, schedule_bulk, wait_for)
 
 
 def main():
@@ -33,7 +33,7 @@ def main():
         per = a.n // a.users
         n = per * a.users
         # Estimate the scheduling time, then put T0 a margin after it.
-        t0 = time.time() + n / 8_000 + 5
+        t0 = time.time() + n / 4_000 + 5
         t_sched = time.monotonic()
         ok = 0
         for u in users:
@@ -45,6 +45,8 @@ def main():
         wait_for(lambda: time.time() >= t0 - 0.5, 120, 0.05)
         la0 = loadavg()
         cpu0 = h.cpu_seconds()
+        tc0 = thread_cpu(h.proc.pid)
+        rss0 = h.proc_status().get('VmRSS')
 
         def sent_now():
             if a.record:
@@ -65,6 +67,8 @@ def main():
             time.sleep(0.2)
         perf.__exit__(None, None, None)
         cpu1 = h.cpu_seconds()
+        tc1 = thread_cpu(h.proc.pid)
+        print(f"server threads CPU: {thread_cpu_delta(tc0, tc1)}; VmRSS before {rss0}")
         la1 = loadavg()
         final = samples[-1][1]
         # First sample showing progress, last sample (all sent): Status

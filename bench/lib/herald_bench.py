@@ -287,3 +287,27 @@ class Perf:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """tid → (comm, user+sys seconds) for every thread of pid."""
+    hz = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                s = f.read()
+        except OSError:
+            continue
+        comm = s[s.index("(") + 1:s.rindex(")")]
+        fields = s.rsplit(")", 1)[1].split()
+        out[int(tid)] = (comm, (int(fields[11]) + int(fields[12])) / hz)
+    return out
+
+
+def thread_cpu_delta(before, after, top=6) -> str:
+    rows = []
+    for tid, (comm, cpu) in after.items():
+        rows.append((cpu - before.get(tid, (comm, 0.0))[1], tid, comm))
+    rows.sort(reverse=True)
+    return ", ".join(f"{comm}[{tid}] {d:.2f}s" for d, tid, comm in rows[:top] if d > 0.005)

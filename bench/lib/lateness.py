@@ -13,7 +13,7 @@ import os
 import threading
 import time
 
-from herald_bench import (Herald, bench_tmp, loadavg, pct, register_users, rmtree, schedule_bulk, token_for)
+from herald_bench import (thread_cpu, thread_cpu_delta, Herald, bench_tmp, loadavg, pct, register_users, rmtree, schedule_bulk, token_for)
 
 
 def main():
@@ -69,6 +69,8 @@ def main():
 
         la0 = loadavg()
         cpu0 = h.cpu_seconds()
+        tc0 = thread_cpu(h.proc.pid)
+        rss0 = h.proc_status().get('VmRSS')
         th = threading.Thread(target=tail, daemon=True)
         th.start()
         deadline = time.monotonic() + a.timeout + (t0 - time.time())
@@ -77,6 +79,8 @@ def main():
         stop.set()
         th.join(5)
         cpu1 = h.cpu_seconds()
+        tc1 = thread_cpu(h.proc.pid)
+        print(f"server threads CPU: {thread_cpu_delta(tc0, tc1)}; VmRSS before {rss0}")
         la1 = loadavg()
         got = sorted(late)
         print(f"delivered {len(got)}/{ok}; lateness s: min {got[0]:.3f} p50 {pct(got, 50):.3f} p90 {pct(got, 90):.3f} "

@@ -8,7 +8,7 @@ import argparse
 import os
 import time
 
-from herald_bench import (Herald, Perf, bench_tmp, framed, h2load, loadavg, pct, rmtree, schedule_request, wait_for)
+from herald_bench import (thread_cpu, thread_cpu_delta, Herald, Perf, bench_tmp, framed, h2load, loadavg, pct, rmtree, schedule_request, wait_for)
 
 
 def settled_total(h: Herald, expect: int, timeout=30.0) -> int:
@@ -48,9 +48,13 @@ def main():
         for run in range(a.runs):
             la0 = loadavg()
             cpu0 = h.cpu_seconds()
+            tc0 = thread_cpu(h.proc.pid)
+            rss0 = h.proc_status().get('VmRSS')
             with Perf(h.proc.pid, a.perf or None):
                 r = h2load(h.address, body, a.n, a.c, a.m, log_file=os.path.join(tmp, f"h2load-{run}.log"))
             cpu1 = h.cpu_seconds()
+            tc1 = thread_cpu(h.proc.pid)
+            print(f"server threads CPU: {thread_cpu_delta(tc0, tc1)}; VmRSS before {rss0}")
             la1 = loadavg()
             lat = r["lat_ms"]
             total = settled_total(h, base + r["succeeded"])

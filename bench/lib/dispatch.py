@@ -18,12 +18,13 @@ def main():
     ap.add_argument("--record", action="store_true", help="count simulator record lines instead of Status SENT")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--log-level", default="warning", help="server log level (info logs a line per delivery)")
     ap.add_argument("--perf", default="", help="perf record the server during dispatch into this file")
     a = ap.parse_args()
 
     tmp = bench_tmp("herald-bench-dispatch-")
     rec = os.path.join(tmp, "sim.jsonl")
-    args = ["--grace-seconds", "0", "--log-level", "warning"]
+    args = ["--grace-seconds", "0", "--log-level", a.log_level]
     if a.record:
         args += ["--sim-record", rec]
     h = Herald(os.path.join(tmp, "data"), *args)

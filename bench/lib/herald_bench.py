@@ -163,6 +163,11 @@ class Herald:
         hz = os.sysconf("SC_CLK_TCK")
         return int(fields[11]) / hz, int(fields[12]) / hz
 
+    def io(self) -> dict[str, int]:
+        """/proc/PID/io: wchar = bytes passed to write/pwrite (WAL, checkpoint, sockets)."""
+        with open(f"/proc/{self.proc.pid}/io") as f:
+            return {k: int(v) for k, v in (line.split(": ") for line in f)}
+
     def stop(self, timeout=60) -> int:
         if self._channel is not None:
             self._channel.close()
@@ -289,8 +294,8 @@ class Perf:
                 self.proc.wait()
 
 
-def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
-    """tid → (comm, user+sys seconds) for every thread of pid."""
+def thread_cpu(pid: int) -> dict[int, tuple[str, float, float]]:
+    """tid → (comm, user+sys seconds, seconds runnable but not running) per thread of pid."""
     hz = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
@@ -301,13 +306,19 @@ def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
             continue
         comm = s[s.index("(") + 1:s.rindex(")")]
         fields = s.rsplit(")", 1)[1].split()
-        out[int(tid)] = (comm, (int(fields[11]) + int(fields[12])) / hz)
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                runq = int(f.read().split()[1]) / 1e9  # time runnable but waiting for a CPU
+        except (OSError, IndexError, ValueError):
+            runq = 0.0
+        out[int(tid)] = (comm, (int(fields[11]) + int(fields[12])) / hz, runq)
     return out
 
 
 def thread_cpu_delta(before, after, top=6) -> str:
     rows = []
-    for tid, (comm, cpu) in after.items():
-        rows.append((cpu - before.get(tid, (comm, 0.0))[1], tid, comm))
+    for tid, (comm, cpu, runq) in after.items():
+        b = before.get(tid, (comm, 0.0, 0.0))
+        rows.append((cpu - b[1], runq - b[2], tid, comm))
     rows.sort(reverse=True)
-    return ", ".join(f"{comm}[{tid}] {d:.2f}s" for d, tid, comm in rows[:top] if d > 0.005)
+    return ", ".join(f"{comm}[{tid}] cpu {d:.2f}s runq-wait {w:.2f}s" for d, w, tid, comm in rows[:top] if d > 0.005)

@@ -49,11 +49,15 @@ def main():
             la0 = loadavg()
             cpu0 = h.cpu_seconds()
             tc0 = thread_cpu(h.proc.pid)
+            io0 = h.io()
             rss0 = h.proc_status().get('VmRSS')
             with Perf(h.proc.pid, a.perf or None):
                 r = h2load(h.address, body, a.n, a.c, a.m, log_file=os.path.join(tmp, f"h2load-{run}.log"))
             cpu1 = h.cpu_seconds()
             tc1 = thread_cpu(h.proc.pid)
+            io1 = h.io()
+            print(f"server I/O per request: write() {(io1['wchar'] - io0['wchar']) / a.n / 1024:.1f} KiB, "
+                  f"to disk {(io1['write_bytes'] - io0['write_bytes']) / a.n / 1024:.1f} KiB")
             print(f"server threads CPU: {thread_cpu_delta(tc0, tc1)}; VmRSS before {rss0}")
             la1 = loadavg()
             lat = r["lat_ms"]

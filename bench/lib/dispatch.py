@@ -47,6 +47,7 @@ def main():
         la0 = loadavg()
         cpu0 = h.cpu_seconds()
         tc0 = thread_cpu(h.proc.pid)
+        io0 = h.io()
         rss0 = h.proc_status().get('VmRSS')
 
         def sent_now():
@@ -69,6 +70,9 @@ def main():
         perf.__exit__(None, None, None)
         cpu1 = h.cpu_seconds()
         tc1 = thread_cpu(h.proc.pid)
+        io1 = h.io()
+        print(f"server I/O per message: write() {(io1['wchar'] - io0['wchar']) / ok / 1024:.1f} KiB "
+              f"(includes TLS to the in-process simulator), to disk {(io1['write_bytes'] - io0['write_bytes']) / ok / 1024:.1f} KiB")
         print(f"server threads CPU: {thread_cpu_delta(tc0, tc1)}; VmRSS before {rss0}")
         la1 = loadavg()
         final = samples[-1][1]

@@ -40,7 +40,9 @@ def stubs():
         return _stubs
     from grpc_tools import protoc
 
+    import atexit
     out = tempfile.mkdtemp(prefix="herald-bench-stubs-")
+    atexit.register(shutil.rmtree, out, True)
     protos = sorted(str(p.relative_to(PROTOS)) for p in PROTOS.rglob("*.proto")
                     if not str(p).startswith(str(PROTOS / "google")) and "grpc/health" not in str(p))
     include = pathlib.Path(protoc.__file__).parent / "_proto"

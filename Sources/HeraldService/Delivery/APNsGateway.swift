@@ -76,6 +76,9 @@ public final class APNsGateway: Sendable {
         simulatorConfiguration.keyID = "HERALDSIM1"
         simulatorConfiguration.teamID = "HERALDTEAM"
         simulatorConfiguration.publicKeyPEM = try key.publicKeyPEM()
+        // Deliveries reach `--sim-record` through the delivery stream; an
+        // in-memory record of every one would grow without bound.
+        simulatorConfiguration.recordDeliveries = false
         let simulator = try await APNsSimulator.start(simulatorConfiguration)
         simulator.updateFaults { $0 = faults }
         var clientConfiguration = APNsClientConfiguration(

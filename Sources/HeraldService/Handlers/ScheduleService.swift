@@ -28,7 +28,9 @@ struct ScheduleService: Sendable {
         let now = clock.now()
         let validated = try Validator.validate(
             input, now: Timestamp(milliseconds: now), split: split, graceSeconds: graceSeconds,
-            generateIdempotencyKey: UUIDv4.make)
+            // Time-ordered (UUIDv7), like message ids: inserts append to the
+            // key index instead of dirtying a random page per Schedule.
+            generateIdempotencyKey: { MessageID.make(now: now) })
         let message = validated.message
         guard message.isEnabled(on: message.platform) else {
             let override = message.platform == .ios ? "ios" : "android"

@@ -1,5 +1,5 @@
-/// Random (version 4) UUIDs, lowercase, as APNs' `apns-id` and Herald's
-/// message ids and generated idempotency keys use them.
+/// Random (version 4) UUIDs, lowercase: the `apns-id` the simulator assigns
+/// when a request has none (as `UUID().uuidString.lowercased()` was).
 enum SimulatorUUID {
     static func make() -> String {
         var generator = SystemRandomNumberGenerator()

@@ -107,7 +107,7 @@ extension POSIXFile {
     /// Replaces `path` with `bytes` atomically: writes `path.tmp-PID`, fsyncs, renames.
     public static func writeAtomically(_ path: String, bytes: [UInt8]) throws(POSIXFileError) {
         let temporary = "\(path).tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
         guard fd >= 0 else { throw POSIXFileError("open", path: temporary) }
         var offset = 0
         while offset < bytes.count {

@@ -14,7 +14,7 @@ import Logging
 enum SimulatorRecorder {
     static func record(_ simulator: APNsSimulator, to path: String, logger: Logger) async {
         // Appends: a restart on the same file keeps one record of everything.
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o666)
         guard fd >= 0 else {
             logger.error("cannot write the simulator record", metadata: ["path": "\(path)"])
             return

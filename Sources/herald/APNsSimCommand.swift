@@ -1,4 +1,5 @@
 import APNsSimulator
+import ArgumentParser
 import Dispatch
 import HeraldStore
 
@@ -13,98 +14,45 @@ import Darwin
 /// JWTs are verified against `--public-key` when given; without it any
 /// signature is accepted (the token's form, `kid`/`iss` when configured, and
 /// age are still checked).
-struct APNsSimCommand {
-    static func spec() -> CommandSpec {
-        CommandSpec(
-            name: "apns-sim", abstract: "Run the local APNs simulator (HTTP/2 over TLS).",
-            discussion: """
-                Prints `listening on HOST:PORT` once ready. Without --cert/--key a self-signed
-                certificate is generated; --ca-out writes it (the CA clients must trust).
-                Without --public-key, JWT signatures are not checked.
-                With --bench-connect it instead runs a load client against a simulator.
-                """,
-            options: [
-                .option("host", "Address to listen on.", default: defaultText("127.0.0.1")),
-                .option("port", "Port (0 picks a free one).", default: defaultText(0)),
-                .option("cert", "Server certificate PEM file."),
-                .option("key", "Server private key PEM file."),
-                .option("ca-out", "Write the certificate clients must trust to this file."),
-                .option("key-id", "Expected JWT kid."),
-                .option("team-id", "Expected JWT iss."),
-                .option("public-key", "ES256 public key PEM file verifying JWT signatures."),
-                .option("topics", "Allowed apns-topic values, comma-separated (default: any)."),
-                .flag("allow-missing-token", "Accept requests without a provider token."),
-                .option("max-streams", "SETTINGS_MAX_CONCURRENT_STREAMS.", default: defaultText(1000)),
-                .repeatable("unregistered", "Answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable)."),
-                .repeatable("bad-token", "Answer 400 BadDeviceToken for this token (repeatable)."),
-                .repeatable("too-many-requests", "Answer 429 TooManyRequests for this token (repeatable)."),
-                .option("error-rate", "Fraction of requests answered with --error-status.", default: defaultText(0.0)),
-                .option("error-status", "500 or 503.", default: defaultText(500)),
-                .option("goaway-after", "Send GOAWAY after this many streams per connection."),
-                .option("delay-ms", "Delay every response by this many milliseconds.", default: defaultText(0)),
-                .flag("quiet", "Do not log accepted notifications (one stderr line each by default)."),
-                .option("bench-connect", "Bench client: simulator HOST:PORT to load."),
-                .option("bench-ca", "Bench client: CA file to trust."),
-                .option("bench-p8", "Bench client: .p8 key file."),
-                .option("bench-count", "Bench client: notifications to send.", default: defaultText(100_000)),
-                .option("bench-connections", "Bench client: pool connections.", default: defaultText(1)),
-                .option("bench-concurrency", "Bench client: requests in flight.", default: defaultText(1000)),
-            ])
-    }
+struct APNsSimCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apns-sim",
+        abstract: "Run the local APNs simulator (HTTP/2 over TLS).",
+        discussion: """
+            Prints `listening on HOST:PORT` once ready. Without --cert/--key a self-signed
+            certificate is generated; --ca-out writes it (the CA clients must trust).
+            Without --public-key, JWT signatures are not checked.
+            With --bench-connect it instead runs a load client against a simulator.
+            """
+    )
 
-    var host: String
-    var port: Int
-    var cert: String?
-    var key: String?
-    var caOut: String?
-    var keyID: String?
-    var teamID: String?
-    var publicKey: String?
-    var topics: String?
-    var allowMissingToken: Bool
-    var maxStreams: Int
-    var unregistered: [String]
-    var badTokens: [String]
-    var tooManyRequests: [String]
-    var errorRate: Double
-    var errorStatus: Int
-    var goAwayAfter: Int?
-    var delayMilliseconds: Int
-    var quiet: Bool
-    var benchConnect: String?
-    var benchCA: String?
-    var benchKey: String?
-    var benchCount: Int
-    var benchConnections: Int
-    var benchConcurrency: Int
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port (0 picks a free one).") var port = 0
+    @Option(help: "Server certificate PEM file.") var cert: String?
+    @Option(help: "Server private key PEM file.") var key: String?
+    @Option(name: .customLong("ca-out"), help: "Write the certificate clients must trust to this file.") var caOut: String?
+    @Option(name: .customLong("key-id"), help: "Expected JWT kid.") var keyID: String?
+    @Option(name: .customLong("team-id"), help: "Expected JWT iss.") var teamID: String?
+    @Option(name: .customLong("public-key"), help: "ES256 public key PEM file verifying JWT signatures.") var publicKey: String?
+    @Option(help: "Allowed apns-topic values, comma-separated (default: any).") var topics: String?
+    @Flag(name: .customLong("allow-missing-token"), help: "Accept requests without a provider token.") var allowMissingToken = false
+    @Option(name: .customLong("max-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS.") var maxStreams = 1000
+    @Option(help: "Answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable).") var unregistered: [String] = []
+    @Option(name: .customLong("bad-token"), help: "Answer 400 BadDeviceToken for this token (repeatable).") var badTokens: [String] = []
+    @Option(name: .customLong("too-many-requests"), help: "Answer 429 TooManyRequests for this token (repeatable).") var tooManyRequests: [String] = []
+    @Option(name: .customLong("error-rate"), help: "Fraction of requests answered with --error-status.") var errorRate = 0.0
+    @Option(name: .customLong("error-status"), help: "500 or 503.") var errorStatus = 500
+    @Option(name: .customLong("goaway-after"), help: "Send GOAWAY after this many streams per connection.") var goAwayAfter: Int?
+    @Option(name: .customLong("delay-ms"), help: "Delay every response by this many milliseconds.") var delayMilliseconds = 0
+    @Flag(help: "Do not log accepted notifications (one stderr line each by default).") var quiet = false
 
-    init(_ parsed: ParsedOptions) throws(ValidationError) {
-        host = parsed.string("host") ?? "127.0.0.1"
-        port = try parsed.int("port") ?? 0
-        cert = parsed.string("cert")
-        key = parsed.string("key")
-        caOut = parsed.string("ca-out")
-        keyID = parsed.string("key-id")
-        teamID = parsed.string("team-id")
-        publicKey = parsed.string("public-key")
-        topics = parsed.string("topics")
-        allowMissingToken = parsed.flag("allow-missing-token")
-        maxStreams = try parsed.int("max-streams") ?? 1000
-        unregistered = parsed.strings("unregistered") ?? []
-        badTokens = parsed.strings("bad-token") ?? []
-        tooManyRequests = parsed.strings("too-many-requests") ?? []
-        errorRate = try parsed.double("error-rate") ?? 0.0
-        errorStatus = try parsed.int("error-status") ?? 500
-        goAwayAfter = try parsed.int("goaway-after")
-        delayMilliseconds = try parsed.int("delay-ms") ?? 0
-        quiet = parsed.flag("quiet")
-        benchConnect = parsed.string("bench-connect")
-        benchCA = parsed.string("bench-ca")
-        benchKey = parsed.string("bench-p8")
-        benchCount = try parsed.int("bench-count") ?? 100_000
-        benchConnections = try parsed.int("bench-connections") ?? 1
-        benchConcurrency = try parsed.int("bench-concurrency") ?? 1000
-    }
+    // Bench client mode.
+    @Option(name: .customLong("bench-connect"), help: "Bench client: simulator HOST:PORT to load.") var benchConnect: String?
+    @Option(name: .customLong("bench-ca"), help: "Bench client: CA file to trust.") var benchCA: String?
+    @Option(name: .customLong("bench-p8"), help: "Bench client: .p8 key file.") var benchKey: String?
+    @Option(name: .customLong("bench-count"), help: "Bench client: notifications to send.") var benchCount = 100_000
+    @Option(name: .customLong("bench-connections"), help: "Bench client: pool connections.") var benchConnections = 1
+    @Option(name: .customLong("bench-concurrency"), help: "Bench client: requests in flight.") var benchConcurrency = 1000
 
     func run() async throws {
         if let target = benchConnect {

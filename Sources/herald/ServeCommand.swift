@@ -1,3 +1,4 @@
+import ArgumentParser
 import Dispatch
 import HeraldService
 import HeraldStore
@@ -11,65 +12,62 @@ import Glibc
 ///
 /// Every flag falls back to an environment variable (`HERALD_HOST`, …) and
 /// then to the embedded default.
-struct ServeCommand {
-    static func spec() -> CommandSpec {
-        CommandSpec(name: "serve", abstract: "Serve the Herald gRPC API (h2c) until SIGTERM/SIGINT.", discussion: nil, options: [
-            .option("config", "A config file of `key = value` lines named like these flags (env HERALD_CONFIG). Precedence: flag, environment (HERALD_<FLAG>), config file, default.", default: defaultText("")),
-            .option("host", "Address to listen on (env HERALD_HOST).", default: defaultText(Settings.string("host") ?? "127.0.0.1")),
-            .option("port", "Port to listen on; 0 picks a free one (env HERALD_PORT).", default: defaultText(Settings.int("port") ?? 50051)),
-            .option("data-dir", "Directory of the embedded store (env HERALD_DATA_DIR).", default: defaultText(Settings.string("data-dir") ?? "./data")),
-            .option("durability", "full: fsync each group commit before answering (survives power loss); process: the write is in the OS (survives kill -9, may lose the last commits on power loss) (env HERALD_DURABILITY).", default: defaultText(Settings.string("durability") ?? "full")),
-            .option("tokens-file", "Access tokens: lines of \"<label> <token> <bundle ids|*>\" (env HERALD_TOKENS_FILE). Without it Herald serves loopback only, unauthenticated.", default: defaultText(Settings.string("tokens-file") ?? "")),
-            .option("grace-seconds", "How long after Schedule a traditional message waits (cancellable) before it is sent (env HERALD_GRACE_SECONDS).", default: defaultText(Settings.int("grace-seconds") ?? 30)),
-            .option("context-aware-share", "Share of users the A/B split puts in the context-aware cohort, 0...1 (env HERALD_CONTEXT_AWARE_SHARE).", default: defaultText(Settings.double("context-aware-share") ?? 0.5)),
-            .option("sim-record", "With the bundled APNs simulator: append each delivery it accepts to this file as JSON lines.", default: defaultText(Settings.string("sim-record") ?? "")),
-            .repeatable("apns-route", "An APNs route (repeatable): \"team=T key-id=K key=AuthKey.p8 bundles=com.a,com.b env=production|sandbox|both [endpoint=host:port] [ca=file]\" or with cert=… cert-key=… instead of team/key-id/key. Without routes Herald delivers to the bundled simulator."),
-            .option("apns-routes-file", "A file of APNs routes, one per line (env HERALD_APNS_ROUTES_FILE).", default: defaultText(Settings.string("apns-routes-file") ?? "")),
-            .repeatable("sim-unregistered", "Bundled simulator: answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable)."),
-            .repeatable("sim-bad-token", "Bundled simulator: answer 400 BadDeviceToken for TOKEN (repeatable)."),
-            .option("log-level", "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).", default: defaultText(Settings.string("log-level") ?? "info")),
-            .option("max-concurrent-streams", "SETTINGS_MAX_CONCURRENT_STREAMS advertised per connection.", default: defaultText(Settings.int("max-concurrent-streams") ?? 100)),
-            .option("drain-seconds", "Bound on waiting for in-flight RPCs at shutdown.", default: defaultText(Settings.int("drain-seconds") ?? 10)),
-        ])
-    }
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the Herald gRPC API (h2c) until SIGTERM/SIGINT."
+    )
 
-    var config: String
-    var host: String
-    var port: Int
-    var dataDirectory: String
-    var durability: String
-    var tokensFile: String
-    var graceSeconds: Int
-    var contextAwareShare: Double
-    var simulatorRecord: String
-    var apnsRoutes: [String]
-    var apnsRoutesFile: String
-    var simulatorUnregistered: [String]
-    var simulatorBadTokens: [String]
-    var logLevel: String
-    var maxConcurrentStreams: Int
-    var drainSeconds: Int
+    @Option(help: "A config file of `key = value` lines named like these flags (env HERALD_CONFIG). Precedence: flag, environment (HERALD_<FLAG>), config file, default.")
+    var config: String = ""
 
-    init(_ parsed: ParsedOptions) throws(ValidationError) {
-        config = parsed.string("config") ?? ""
-        host = parsed.string("host") ?? Settings.string("host") ?? "127.0.0.1"
-        port = try parsed.int("port") ?? Settings.int("port") ?? 50051
-        dataDirectory = parsed.string("data-dir") ?? Settings.string("data-dir") ?? "./data"
-        durability = parsed.string("durability") ?? Settings.string("durability") ?? "full"
-        tokensFile = parsed.string("tokens-file") ?? Settings.string("tokens-file") ?? ""
-        graceSeconds = try parsed.int("grace-seconds") ?? Settings.int("grace-seconds") ?? 30
-        contextAwareShare = try parsed.double("context-aware-share") ?? Settings.double("context-aware-share") ?? 0.5
-        simulatorRecord = parsed.string("sim-record") ?? Settings.string("sim-record") ?? ""
-        apnsRoutes = parsed.strings("apns-route") ?? Settings.list("apns-route")
-        apnsRoutesFile = parsed.string("apns-routes-file") ?? Settings.string("apns-routes-file") ?? ""
-        simulatorUnregistered = parsed.strings("sim-unregistered") ?? Settings.list("sim-unregistered")
-        simulatorBadTokens = parsed.strings("sim-bad-token") ?? Settings.list("sim-bad-token")
-        logLevel = parsed.string("log-level") ?? Settings.string("log-level") ?? "info"
-        maxConcurrentStreams = try parsed.int("max-concurrent-streams") ?? Settings.int("max-concurrent-streams") ?? 100
-        drainSeconds = try parsed.int("drain-seconds") ?? Settings.int("drain-seconds") ?? 10
-    }
+    @Option(help: "Address to listen on (env HERALD_HOST).")
+    var host: String = Settings.string("host") ?? "127.0.0.1"
 
-    func validate() throws(ValidationError) {
+    @Option(help: "Port to listen on; 0 picks a free one (env HERALD_PORT).")
+    var port: Int = Settings.int("port") ?? 50051
+
+    @Option(name: .customLong("data-dir"), help: "Directory of the embedded store (env HERALD_DATA_DIR).")
+    var dataDirectory: String = Settings.string("data-dir") ?? "./data"
+
+    @Option(help: "full: fsync each group commit before answering (survives power loss); process: the write is in the OS (survives kill -9, may lose the last commits on power loss) (env HERALD_DURABILITY).")
+    var durability: String = Settings.string("durability") ?? "full"
+
+    @Option(name: .customLong("tokens-file"), help: "Access tokens: lines of \"<label> <token> <bundle ids|*>\" (env HERALD_TOKENS_FILE). Without it Herald serves loopback only, unauthenticated.")
+    var tokensFile: String = Settings.string("tokens-file") ?? ""
+
+    @Option(name: .customLong("grace-seconds"), help: "How long after Schedule a traditional message waits (cancellable) before it is sent (env HERALD_GRACE_SECONDS).")
+    var graceSeconds: Int = Settings.int("grace-seconds") ?? 30
+
+    @Option(name: .customLong("context-aware-share"), help: "Share of users the A/B split puts in the context-aware cohort, 0...1 (env HERALD_CONTEXT_AWARE_SHARE).")
+    var contextAwareShare: Double = Settings.double("context-aware-share") ?? 0.5
+
+    @Option(name: .customLong("sim-record"), help: "With the bundled APNs simulator: append each delivery it accepts to this file as JSON lines.")
+    var simulatorRecord: String = Settings.string("sim-record") ?? ""
+
+    @Option(name: .customLong("apns-route"), help: ArgumentHelp(
+        "An APNs route (repeatable): \"team=T key-id=K key=AuthKey.p8 bundles=com.a,com.b env=production|sandbox|both [endpoint=host:port] [ca=file]\" or with cert=… cert-key=… instead of team/key-id/key. Without routes Herald delivers to the bundled simulator."))
+    var apnsRoutes: [String] = Settings.list("apns-route")
+
+    @Option(name: .customLong("apns-routes-file"), help: "A file of APNs routes, one per line (env HERALD_APNS_ROUTES_FILE).")
+    var apnsRoutesFile: String = Settings.string("apns-routes-file") ?? ""
+
+    @Option(name: .customLong("sim-unregistered"), help: "Bundled simulator: answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable).")
+    var simulatorUnregistered: [String] = Settings.list("sim-unregistered")
+
+    @Option(name: .customLong("sim-bad-token"), help: "Bundled simulator: answer 400 BadDeviceToken for TOKEN (repeatable).")
+    var simulatorBadTokens: [String] = Settings.list("sim-bad-token")
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
+    var logLevel: String = Settings.string("log-level") ?? "info"
+
+    @Option(name: .customLong("max-concurrent-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS advertised per connection.")
+    var maxConcurrentStreams: Int = Settings.int("max-concurrent-streams") ?? 100
+
+    @Option(name: .customLong("drain-seconds"), help: "Bound on waiting for in-flight RPCs at shutdown.")
+    var drainSeconds: Int = Settings.int("drain-seconds") ?? 10
+
+    func validate() throws {
         if let problem = Settings.problem { throw ValidationError(problem) }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }

@@ -66,6 +66,7 @@ let package = Package(
             name: "APNs",
             dependencies: [
                 "CInterop",
+                "HeraldCore",
                 "TLSTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -77,6 +78,7 @@ let package = Package(
             name: "APNsSimulator",
             dependencies: [
                 "CInterop",
+                "HeraldCore",
                 "TLSTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,4 +1,3 @@
-import Foundation
 import Logging
 import NIOCore
 import NIOPosix
@@ -31,7 +30,7 @@ public final class APNsClient: Sendable {
     public let configuration: APNsClientConfiguration
     private let shared: APNsPoolShared
     private let slots: [APNsConnectionSlot]
-    private let deviceBackoff = Mutex<[String: (until: Date, failures: Int)]>([:])
+    private let deviceBackoff = Mutex<[String: (until: EpochTime, failures: Int)]>([:])
     private let logger: Logger
 
     public init(configuration: APNsClientConfiguration, logger: Logger = Logger(label: "herald.apns")) throws {
@@ -194,7 +193,7 @@ public final class APNsClient: Sendable {
 
     // MARK: 429 per device token
 
-    private func recordDeviceBackoff(_ token: String) -> Date {
+    private func recordDeviceBackoff(_ token: String) -> EpochTime {
         let now = configuration.clock.now()
         return deviceBackoff.withLock { table in
             let failures = (table[token]?.failures ?? 0) + 1
@@ -224,7 +223,7 @@ public final class APNsClient: Sendable {
     }
 
     /// When a device token may be sent to again after 429, if it is backing off.
-    public func backoff(forDeviceToken token: String) -> Date? {
+    public func backoff(forDeviceToken token: String) -> EpochTime? {
         deviceBackoff.withLock { $0[token]?.until }
     }
 

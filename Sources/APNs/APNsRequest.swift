@@ -1,4 +1,5 @@
-import Foundation
+import HeraldCore
+import TLSTransport
 
 /// One notification for one device, with headers already rendered by the domain core.
 public struct APNsRequest: Sendable {
@@ -10,9 +11,9 @@ public struct APNsRequest: Sendable {
     /// The JSON payload (compact UTF-8, at most 4096 bytes).
     public var payload: [UInt8]
     /// Give up (``APNsError/deadlineExceeded``) when this moment passes, retries included.
-    public var deadline: Date?
+    public var deadline: EpochTime?
 
-    public init(deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: Date? = nil) {
+    public init(deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: EpochTime? = nil) {
         self.deviceToken = deviceToken
         self.headers = headers
         self.payload = payload
@@ -49,12 +50,11 @@ public struct APNsResponse: Sendable, Equatable {
     /// Parses APNs' error body `{"reason":"…","timestamp":…}`; tolerant of garbage.
     static func parse(status: Int, apnsID: String?, body: [UInt8]) -> APNsResponse {
         guard status != 200, !body.isEmpty,
-              let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+              let object = (try? JSONParser.parse(body))?.objectValue else {
             return APNsResponse(status: status, apnsID: apnsID)
         }
-        let reason = (object["reason"] as? String).map(APNsReason.init(rawValue:))
-        var timestamp: Int64?
-        if let number = object["timestamp"] as? NSNumber { timestamp = number.int64Value }
+        let reason = object["reason"]?.stringValue.map(APNsReason.init(rawValue:))
+        let timestamp = object["timestamp"]?.numberValue.flatMap(jsonInteger)
         return APNsResponse(status: status, apnsID: apnsID, reason: reason, timestampMilliseconds: timestamp)
     }
 }
@@ -89,4 +89,11 @@ public struct APNsPushType: RawRepresentable, Hashable, Sendable {
     public static let all: Set<APNsPushType> = [
         .alert, .background, .location, .voip, .complication, .fileprovider, .mdm, .liveactivity, .pushtotalk, .widgets,
     ]
+}
+
+/// A JSON number as Int64 the way `NSNumber.int64Value` read it (truncated
+/// toward zero); nil when out of range.
+func jsonInteger(_ number: Double) -> Int64? {
+    guard number.isFinite, number > -9.3e18, number < 9.3e18 else { return nil }
+    return Int64(number.rounded(.towardZero))
 }

@@ -1,4 +1,3 @@
-import Foundation
 import Synchronization
 import TLSTransport
 
@@ -21,7 +20,7 @@ public struct APNsTokenSigner: Sendable {
     }
 
     /// A signed token issued at `issuedAt` (whole seconds).
-    public func token(issuedAt: Date) throws -> String {
+    public func token(issuedAt: EpochTime) throws -> String {
         let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
         let header = #"{"alg":"ES256","kid":"\#(jsonEscaped(keyID))"}"#
         let claims = #"{"iss":"\#(jsonEscaped(teamID))","iat":\#(iat)}"#
@@ -31,7 +30,13 @@ public struct APNsTokenSigner: Sendable {
     }
 
     private func jsonEscaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count)
+        for character in text.unicodeScalars {
+            if character == "\\" || character == "\"" { escaped.unicodeScalars.append("\\") }
+            escaped.unicodeScalars.append(character)
+        }
+        return escaped
     }
 }
 
@@ -41,7 +46,7 @@ public struct APNsTokenSigner: Sendable {
 final class ProviderTokenCache: Sendable {
     struct Token: Sendable {
         let value: String
-        let issuedAt: Date
+        let issuedAt: EpochTime
     }
 
     private let signer: APNsTokenSigner
@@ -60,7 +65,7 @@ final class ProviderTokenCache: Sendable {
     var minted: Int { mintCount.withLock { $0 } }
 
     /// The token to use now.
-    func current(now: Date) throws -> Token {
+    func current(now: EpochTime) throws -> Token {
         try state.withLock { token in
             if let existing = token {
                 let age = now.timeIntervalSince(existing.issuedAt)
@@ -86,15 +91,10 @@ final class ProviderTokenCache: Sendable {
 /// base64url without padding (RFC 7515 §2).
 public enum Base64URL {
     public static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Base64.encode(bytes, url: true)
     }
 
     public static func decode(_ text: Substring) -> [UInt8]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64).map { Array($0) }
+        Base64.decodeURL(text)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import HeraldCore
 import TLSTransport
 
 /// The provider token a connection uses, as APNs tracks it.
@@ -38,7 +38,7 @@ enum RequestValidator {
         }
         var apnsID = values["apns-id"] ?? ""
         let generatedID = apnsID.isEmpty
-        if generatedID { apnsID = UUID().uuidString.lowercased() }
+        if generatedID { apnsID = SimulatorUUID.make() }
         func reject(_ status: Int, _ reason: String) -> Outcome { .reject(status: status, reason: reason, apnsID: apnsID) }
 
         guard method == "POST" else { return reject(405, "MethodNotAllowed") }
@@ -101,8 +101,7 @@ enum RequestValidator {
     }
 
     static func isJSONObject(_ body: [UInt8]) -> Bool {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) else { return false }
-        return object is [String: Any]
+        (try? JSONParser.parse(body))?.objectValue != nil
     }
 
     /// nil when the token is acceptable; else (status, reason).
@@ -139,11 +138,11 @@ enum RequestValidator {
         guard parts.count == 3, parts[0].utf8.count < 1024, parts[1].utf8.count < 1024, parts[2].utf8.count < 256,
               let headerBytes = base64URLDecode(parts[0]), let claimsBytes = base64URLDecode(parts[1]),
               let signature = base64URLDecode(parts[2]),
-              let header = (try? JSONSerialization.jsonObject(with: Data(headerBytes))) as? [String: Any],
-              let claims = (try? JSONSerialization.jsonObject(with: Data(claimsBytes))) as? [String: Any],
-              header["alg"] as? String == "ES256",
-              let kid = header["kid"] as? String, let iss = claims["iss"] as? String,
-              let iat = (claims["iat"] as? NSNumber)?.int64Value
+              let header = (try? JSONParser.parse(headerBytes))?.objectValue,
+              let claims = (try? JSONParser.parse(claimsBytes))?.objectValue,
+              header["alg"]?.stringValue == "ES256",
+              let kid = header["kid"]?.stringValue, let iss = claims["iss"]?.stringValue,
+              let iat = claims["iat"]?.numberValue.flatMap(jsonInteger)
         else { return nil }
         let configuration = state.configuration
         if let keyID = configuration.keyID, keyID != kid { return nil }
@@ -156,9 +155,14 @@ enum RequestValidator {
     }
 
     static func base64URLDecode(_ text: Substring) -> [UInt8]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64).map { Array($0) }
+        Base64.decodeURL(text)
+    }
+
+    /// A JSON number as Int64 the way `NSNumber.int64Value` read it
+    /// (truncated toward zero); nil when out of range.
+    static func jsonInteger(_ number: Double) -> Int64? {
+        guard number.isFinite, number > -9.3e18, number < 9.3e18 else { return nil }
+        return Int64(number.rounded(.towardZero))
     }
 }
 

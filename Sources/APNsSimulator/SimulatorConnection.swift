@@ -1,5 +1,4 @@
 import CInterop
-import Foundation
 import NIOCore
 import TLSTransport
 

@@ -1,4 +1,4 @@
-import Foundation
+import TLSTransport
 
 /// One notification the simulator accepted (answered 200).
 public struct APNsDelivery: Sendable {
@@ -78,7 +78,7 @@ public struct APNsSimulatorConfiguration: Sendable {
     /// Initial faults.
     public var faults = APNsSimulatorFaults()
     /// The simulator's idea of now (JWT age checks). Inject to test expiry.
-    public var now: @Sendable () -> Date = { Date() }
+    public var now: @Sendable () -> EpochTime = { .now }
 
     public init() {}
 }

@@ -1,6 +1,5 @@
 import APNs
 import APNsSimulator
-import Foundation
 import GRPCServer
 import HeraldCore
 import HeraldStore
@@ -117,7 +116,7 @@ public final class HeraldServer: Sendable {
                 + "refusing to listen on \(configuration.host) (give --tokens-file, or use 127.0.0.1)")
         }
         let clock = configuration.clock
-        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        try POSIXFile.createDirectories(configuration.dataDirectory)
         var storeOptions = SQLiteStore.Options()
         storeOptions.durability = configuration.durability
         let store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)

@@ -1,7 +1,7 @@
 /// Random (version 4) UUIDs, lowercase, as APNs' `apns-id` and Herald's
 /// message ids and generated idempotency keys use them.
-enum UUIDv4 {
-    static func make() -> String {
+public enum UUIDv4 {
+    public static func make() -> String {
         var generator = SystemRandomNumberGenerator()
         var high = generator.next() as UInt64
         var low = generator.next() as UInt64

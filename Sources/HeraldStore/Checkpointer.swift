@@ -1,5 +1,4 @@
 import CInterop
-import Foundation
 
 /// Copies the WAL back into the database file on its own thread and its own
 /// connection (`PASSIVE` checkpoints), so commits never wait for it.
@@ -11,7 +10,7 @@ import Foundation
 /// passive checkpoint can finish, so the WAL cannot restart), the writer runs
 /// a `RESTART` checkpoint itself, which has little left to copy by then.
 final class Checkpointer: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = PThreadCondition()
     private var requested = false
     private var closing = false
     private var exited = false
@@ -21,9 +20,7 @@ final class Checkpointer: @unchecked Sendable {
 
     init(database: Database) {
         self.db = database
-        let thread = Thread { [self] in self.loop() }
-        thread.name = "herald-store-checkpointer"
-        thread.start()
+        startThread(name: "herald-store-checkpointer") { [self] in self.loop() }
     }
 
     /// Asks for a checkpoint soon; cheap, never blocks.

@@ -1,5 +1,4 @@
 import CInterop
-import Foundation
 
 /// Counters of the group-commit writer, for tests and metrics.
 public struct WriteStats: Sendable, Hashable {
@@ -64,7 +63,7 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
 /// Batching needs no timer: while one batch commits (fsync), new writes queue
 /// up and form the next batch. A lone write commits at once.
 final class GroupCommitWriter: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = PThreadCondition()
     private var queue: [any WriteJob] = []
     private var closing = false
     private var exited = false
@@ -92,9 +91,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         self.checkpointer = checkpointer
         self.checkpointPages = checkpointPages
         self.walLimitPages = walLimitPages
-        let thread = Thread { [self] in self.loop() }
-        thread.name = "herald-store-writer"
-        thread.start()
+        startThread(name: "herald-store-writer") { [self] in self.loop() }
     }
 
     /// Queues `body` and awaits its commit.

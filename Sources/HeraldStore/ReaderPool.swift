@@ -1,10 +1,8 @@
-import Foundation
-
 /// Read connections, checked out one per read. WAL lets them read committed
 /// data while the writer commits; a read started after a write's `await`
 /// returned sees that write.
 final class ReaderPool: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = PThreadLock()
     private var idle: [Database] = []
     private var closed = false
     private let path: String

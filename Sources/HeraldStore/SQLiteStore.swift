@@ -1,6 +1,11 @@
 import CInterop
-import Foundation
 import HeraldCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The embedded store: one SQLite file in WAL mode, written through a
 /// group-commit writer thread, read through a small pool of connections.
@@ -143,38 +148,35 @@ public final class SQLiteStore: HeraldStore {
 
     /// File-level checks before SQLite touches anything.
     private static func preflight(path: String, options: Options) throws {
-        let files = FileManager.default
-        var isDirectory: ObjCBool = false
-        if files.fileExists(atPath: path, isDirectory: &isDirectory) {
-            if isDirectory.boolValue {
+        var isDirectory = false
+        if POSIXFile.exists(path, isDirectory: &isDirectory) {
+            if isDirectory {
                 throw StoreError.cannotOpen(path: path, detail: "is a directory")
             }
-            guard let handle = FileHandle(forReadingAtPath: path) else {
+            guard let header = POSIXFile.readPrefix(path, count: 16) else {
                 throw StoreError.cannotOpen(path: path, detail: "cannot read the file")
             }
-            defer { try? handle.close() }
-            let header = (try? handle.read(upToCount: 16)) ?? Data()
             // An empty file is a valid empty database; anything else must
             // start with SQLite's magic string.
-            if !header.isEmpty && header != Data("SQLite format 3\0".utf8) {
+            if !header.isEmpty && header != Array("SQLite format 3\0".utf8) {
                 throw StoreError.notADatabase(path: path)
             }
             if access(path, W_OK) != 0 {
                 throw StoreError.readOnly(path: path, detail: String(cString: strerror(errno)))
             }
         }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = POSIXFile.deletingLastPathComponent(path)
         let dir = directory.isEmpty ? "." : directory
-        if !files.fileExists(atPath: dir, isDirectory: &isDirectory) {
+        if !POSIXFile.exists(dir, isDirectory: &isDirectory) {
             guard options.createDirectory else {
                 throw StoreError.cannotOpen(path: path, detail: "directory \(dir) does not exist")
             }
             do {
-                try files.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                try POSIXFile.createDirectories(dir)
             } catch {
-                throw StoreError.cannotOpen(path: path, detail: "cannot create directory \(dir): \(error.localizedDescription)")
+                throw StoreError.cannotOpen(path: path, detail: "cannot create directory \(dir): \(error)")
             }
-        } else if !isDirectory.boolValue {
+        } else if !isDirectory {
             throw StoreError.cannotOpen(path: path, detail: "\(dir) is not a directory")
         }
         // WAL needs to create `-wal` and `-shm` next to the database.

@@ -1,4 +1,3 @@
-import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -19,25 +18,24 @@ import Darwin
 /// rewritten from the start after a checkpoint copied every frame into the
 /// database file and synced it (SQLite's NORMAL still syncs at checkpoints).
 final class WALSyncer: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = PThreadCondition()
     private var pending: [any WriteJob] = []
     private var closing = false
     private var exited = false
     private var exitWaiters: [CheckedContinuation<Void, Never>] = []
     private var syncs = 0
     private var lastFailure: String?
-    private let file: FileHandle
+    private let fd: Int32
     private let walPath: String
 
     init(walPath: String) throws {
-        guard let file = FileHandle(forReadingAtPath: walPath) else {
+        let fd = open(walPath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
             throw StoreError.cannotOpen(path: walPath, detail: "cannot open the WAL to sync it")
         }
-        self.file = file
+        self.fd = fd
         self.walPath = walPath
-        let thread = Thread { [self] in self.loop() }
-        thread.name = "herald-store-wal-sync"
-        thread.start()
+        startThread(name: "herald-store-wal-sync") { [self] in self.loop() }
     }
 
     /// Resumes `jobs` after the next WAL sync.
@@ -83,7 +81,7 @@ final class WALSyncer: @unchecked Sendable {
             condition.lock()
             while pending.isEmpty && !closing { condition.wait() }
             if pending.isEmpty {
-                try? file.close()
+                closeDescriptor(fd)
                 exited = true
                 let waiters = exitWaiters
                 exitWaiters = []
@@ -96,7 +94,7 @@ final class WALSyncer: @unchecked Sendable {
             condition.unlock()
 
             var failure: StoreError?
-            if Self.syncData(file.fileDescriptor) != 0 {
+            if Self.syncData(fd) != 0 {
                 // After a failed fsync the state of the written pages is
                 // unknown: these writes are not acknowledged.
                 failure = .sqlite(SQLiteError(
@@ -110,4 +108,8 @@ final class WALSyncer: @unchecked Sendable {
             for job in jobs { job.finish(commitError: failure) }
         }
     }
+}
+
+private func closeDescriptor(_ fd: Int32) {
+    _ = close(fd)
 }

@@ -1,5 +1,12 @@
 import APNs
-import Foundation
+import HeraldService
+import HeraldStore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The load client behind `herald apns-sim --bench-connect HOST:PORT`: sends
 /// notifications through ``APNsClient`` with a fixed number in flight and
@@ -18,7 +25,7 @@ struct APNsBench {
         let parts = target.split(separator: ":")
         guard parts.count == 2, let port = Int(parts[1]) else { throw APNsError.configuration("--bench-connect HOST:PORT") }
         guard let keyFile else { throw APNsError.configuration("--bench-p8 is required") }
-        let keyPEM = try String(contentsOfFile: keyFile, encoding: .utf8)
+        let keyPEM = try POSIXFile.readText(keyFile)
         var configuration = APNsClientConfiguration(
             endpoint: APNsEndpoint(host: String(parts[0]), port: port),
             credentials: .token(keyID: keyID, teamID: teamID, privateKeyPEM: keyPEM))
@@ -26,7 +33,7 @@ struct APNsBench {
         configuration.maxConnections = connections
         let client = try APNsClient(configuration: configuration)
         let payload = Array(#"{"aps":{"alert":{"title":"Bench","body":"Hello from herald"},"sound":"default"},"ctx_idempotency_key":"bench"}"#.utf8)
-        let tokens = (0..<64).map { index in String(repeating: String(format: "%02x", index), count: 32) }
+        let tokens = (0..<64).map { index in String(repeating: cFormat("%02x", Int32(index)), count: 32) }
 
         // Warm up: open the connections.
         _ = try await client.send(request(tokens[0], payload))
@@ -56,8 +63,8 @@ struct APNsBench {
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-        print(String(
-            format: "connections=%d concurrency=%d sent=%d failed=%d seconds=%.3f rate=%.0f/s client_cpu_user=%.2fs client_cpu_sys=%.2fs client_peak_rss=%.1fMiB",
+        print(cFormat(
+            "connections=%ld concurrency=%ld sent=%ld failed=%ld seconds=%.3f rate=%.0f/s client_cpu_user=%.2fs client_cpu_sys=%.2fs client_peak_rss=%.1fMiB",
             connections, workers, count, failures, seconds, Double(count) / seconds, user, system,
             Double(usage.ru_maxrss) / 1024))
     }
@@ -67,7 +74,7 @@ struct APNsBench {
             deviceToken: token,
             headers: [
                 ("apns-push-type", "alert"), ("apns-topic", "com.example.bench"), ("apns-priority", "10"),
-                ("apns-expiration", "0"), ("apns-id", UUID().uuidString.lowercased()),
+                ("apns-expiration", "0"), ("apns-id", UUIDv4.make()),
             ],
             payload: payload)
     }

@@ -1,6 +1,13 @@
 import APNsSimulator
 import ArgumentParser
-import Foundation
+import Dispatch
+import HeraldStore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `herald apns-sim`: runs the local APNs simulator.
 ///
@@ -60,16 +67,16 @@ struct APNsSimCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         if let cert, let key {
-            configuration.certificatePEM = try String(contentsOfFile: cert, encoding: .utf8)
-            configuration.keyPEM = try String(contentsOfFile: key, encoding: .utf8)
+            configuration.certificatePEM = try POSIXFile.readText(cert)
+            configuration.keyPEM = try POSIXFile.readText(key)
         } else if cert != nil || key != nil {
             throw ValidationError("--cert and --key go together")
         }
         configuration.keyID = keyID
         configuration.teamID = teamID
-        if let publicKey { configuration.publicKeyPEM = try String(contentsOfFile: publicKey, encoding: .utf8) }
+        if let publicKey { configuration.publicKeyPEM = try POSIXFile.readText(publicKey) }
         if let topics {
-            configuration.allowedTopics = Set(topics.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            configuration.allowedTopics = Set(topics.split(separator: ",").map { $0.trimmingSpaces() })
         }
         configuration.allowMissingProviderToken = allowMissingToken
         configuration.maxConcurrentStreams = maxStreams
@@ -80,7 +87,7 @@ struct APNsSimCommand: AsyncParsableCommand {
         for entry in unregistered {
             let parts = entry.split(separator: ":", maxSplits: 1)
             let timestamp = parts.count > 1 ? Int64(parts[1]) : nil
-            faults.unregistered[String(parts[0])] = timestamp ?? Int64(Date().timeIntervalSince1970 * 1000)
+            faults.unregistered[String(parts[0])] = timestamp ?? epochMilliseconds()
         }
         faults.badTokens = Set(badTokens)
         for token in tooManyRequests { faults.tooManyRequests[token] = -1 }
@@ -92,7 +99,7 @@ struct APNsSimCommand: AsyncParsableCommand {
 
         let simulator = try await APNsSimulator.start(configuration)
         if let caOut {
-            try simulator.caCertificatePEM.write(toFile: caOut, atomically: true, encoding: .utf8)
+            try POSIXFile.writeAtomically(caOut, bytes: Array(simulator.caCertificatePEM.utf8))
         }
         if !quiet {
             let deliveries = simulator.deliveryStream()
@@ -101,12 +108,12 @@ struct APNsSimCommand: AsyncParsableCommand {
                     let line = "delivered apns-id=\(delivery.apnsID) token=\(delivery.deviceToken.prefix(8))… "
                         + "topic=\(delivery.header("apns-topic") ?? "-") type=\(delivery.header("apns-push-type") ?? "-") "
                         + "bytes=\(delivery.payload.count) connection=\(delivery.connectionID)\n"
-                    FileHandle.standardError.write(Data(line.utf8))
+                    writeUnbuffered(line, to: 2)
                 }
             }
         }
         // Unbuffered: scripts wait for this line on a pipe.
-        FileHandle.standardOutput.write(Data("listening on \(simulator.host):\(simulator.port)\n".utf8))
+        writeUnbuffered("listening on \(simulator.host):\(simulator.port)\n", to: 1)
         await Self.waitForTerminationSignal()
         try await simulator.stop()
     }

@@ -1,4 +1,4 @@
-import Foundation
+import HeraldStore
 
 /// Where a `serve` flag's default comes from when the flag is not given:
 /// the environment (`HERALD_` + the flag name in capitals, `-` as `_`), then
@@ -32,8 +32,8 @@ enum Settings {
     static var problem: String? { file.problem }
 
     private static func environment(_ key: String) -> String? {
-        let name = "HERALD_" + key.uppercased().replacingOccurrences(of: "-", with: "_")
-        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
+        let name = "HERALD_" + String(key.uppercased().map { $0 == "-" ? "_" : $0 })
+        guard let value = environmentValue(name), !value.isEmpty else { return nil }
         return value
     }
 
@@ -56,21 +56,21 @@ enum Settings {
 
     private static func load() -> File {
         guard let path else { return File() }
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+        guard let text = try? POSIXFile.readText(path) else {
             return File(problem: "cannot read config file \(path)")
         }
         var file = File()
         for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = (raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-                .trimmingCharacters(in: .whitespaces)
+                .trimmingSpaces()
             if line.isEmpty { continue }
             let parts = line.split(separator: "=", maxSplits: 1)
-            let key = parts.first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            let key = parts.first.map { $0.trimmingSpaces() } ?? ""
             guard parts.count == 2, knownKeys.contains(key) else {
                 file.problem = "\(path):\(number + 1): " + (parts.count == 2 ? "unknown key \"\(key)\"" : "expected key = value")
                 return file
             }
-            file.values[key, default: []].append(parts[1].trimmingCharacters(in: .whitespaces))
+            file.values[key, default: []].append(parts[1].trimmingSpaces())
         }
         return file
     }

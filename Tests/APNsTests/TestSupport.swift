@@ -8,9 +8,9 @@ import TLSTransport
 /// once (and records the duration); otherwise sleepers wait for `advance`.
 final class ManualClock: APNsClock, Sendable {
     private struct State {
-        var now: Date
+        var now: EpochTime
         var sleeps: [Duration] = []
-        var sleepers: [(wake: Date, duration: Duration, continuation: CheckedContinuation<Void, Never>)] = []
+        var sleepers: [(wake: EpochTime, duration: Duration, continuation: CheckedContinuation<Void, Never>)] = []
         var sleeperWaiters: [CheckedContinuation<Duration, Never>] = []
         var unclaimed: [Duration] = []
     }
@@ -18,12 +18,12 @@ final class ManualClock: APNsClock, Sendable {
     private let state: Mutex<State>
     let autoAdvance: Bool
 
-    init(start: Date = Date(), autoAdvance: Bool) {
+    init(start: EpochTime = .now, autoAdvance: Bool) {
         state = Mutex(State(now: start))
         self.autoAdvance = autoAdvance
     }
 
-    func now() -> Date { state.withLock { $0.now } }
+    func now() -> EpochTime { state.withLock { $0.now } }
 
     /// Every duration slept so far.
     var sleeps: [Duration] { state.withLock { $0.sleeps } }
@@ -134,7 +134,7 @@ func token(_ index: Int) -> String {
 func alertRequest(
     token: String = deviceToken, priority: String = "10", pushType: String = "alert", topic: String? = "com.example.app",
     expiration: String = "0", collapseID: String? = nil, apnsID: String? = UUID().uuidString.lowercased(),
-    payload: String = #"{"aps":{"alert":{"title":"Hi","body":"There"}}}"#, deadline: Date? = nil
+    payload: String = #"{"aps":{"alert":{"title":"Hi","body":"There"}}}"#, deadline: EpochTime? = nil
 ) -> APNsRequest {
     var headers: [(name: String, value: String)] = [("apns-push-type", pushType)]
     if let topic { headers.append(("apns-topic", topic)) }

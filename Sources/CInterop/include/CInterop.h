@@ -71,4 +71,20 @@ static inline int cinterop_sqlite_disable_memstatus(void) {
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+// --- Threads ------------------------------------------------------------------
+
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
+/// Names the calling thread (Linux keeps 15 bytes). `pthread_setname_np`
+/// needs _GNU_SOURCE and `prctl` is variadic; neither imports into Swift.
+static inline void cinterop_set_current_thread_name(const char *name) {
+#if defined(__linux__)
+    (void)prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+#else
+    (void)name;
+#endif
+}
+
 #endif

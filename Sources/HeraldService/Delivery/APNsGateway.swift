@@ -1,6 +1,5 @@
 import APNs
 import APNsSimulator
-import Foundation
 import HeraldCore
 import Logging
 import TLSTransport

@@ -1,6 +1,6 @@
 import APNs
-import Foundation
 import HeraldCore
+import HeraldStore
 
 /// One APNs route as an operator writes it: space-separated `key=value`
 /// pairs, e.g.
@@ -73,8 +73,8 @@ public struct APNsRouteSpec: Sendable, Equatable {
     /// Reads a routes file: one route per line, `#` comments.
     public static func parseFile(path: String) throws -> [APNsRouteSpec] {
         let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw ParseError(description: "cannot read APNs routes file \(path): \(error.localizedDescription)")
+        do { text = try POSIXFile.readText(path) } catch {
+            throw ParseError(description: "cannot read APNs routes file \(path): \(error)")
         }
         var routes: [APNsRouteSpec] = []
         for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -95,8 +95,8 @@ public struct APNsRouteSpec: Sendable, Equatable {
             for environment in environments {
                 let endpoint = spec.endpoint ?? (environment == .production ? .production : .sandbox)
                 let read = { (path: String) throws -> String in
-                    do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
-                        throw ParseError(description: "cannot read \(path): \(error.localizedDescription)")
+                    do { return try POSIXFile.readText(path) } catch {
+                        throw ParseError(description: "cannot read \(path): \(error)")
                     }
                 }
                 let key: APNsPoolKey

@@ -1,10 +1,10 @@
 import APNs
 import CInterop
-import Foundation
 import HeraldCore
 import HeraldProtos
 import HeraldStore
 import Logging
+import TLSTransport
 
 /// Carries out a due message's next action: the alert push (traditional, or
 /// the context-aware fallback at window end) or the context-aware handoff
@@ -89,7 +89,7 @@ public final class Dispatcher: Sendable {
             return
         }
         // APNs gets until the TTL runs out (ttl 0: one short attempt).
-        let deadline = Date(timeIntervalSince1970: Double(now + max(ttlMilliseconds, 10_000)) / 1000)
+        let deadline = EpochTime(timeIntervalSince1970: Double(now + max(ttlMilliseconds, 10_000)) / 1000)
         let results = await withTaskGroup(of: (Device, DeviceResult).self) { group in
             for device in devices {
                 group.addTask {
@@ -130,7 +130,7 @@ public final class Dispatcher: Sendable {
         }
     }
 
-    private func send(_ message: PushMessage, of stored: StoredMessage, push: Push, to device: Device, deadline: Date) async -> DeviceResult {
+    private func send(_ message: PushMessage, of stored: StoredMessage, push: Push, to device: Device, deadline: EpochTime) async -> DeviceResult {
         guard let client = gateway.client(bundleID: stored.bundleID, environment: device.environment) else {
             return .failed("no APNs route for \(stored.bundleID) (\(device.environment?.rawValue ?? "production"))")
         }
@@ -152,7 +152,7 @@ public final class Dispatcher: Sendable {
         return await send(rendering, to: device, with: client, deadline: deadline)
     }
 
-    private func send(_ rendering: APNsRendering, to device: Device, with client: APNsClient, deadline: Date) async -> DeviceResult {
+    private func send(_ rendering: APNsRendering, to device: Device, with client: APNsClient, deadline: EpochTime) async -> DeviceResult {
         let request = APNsRequest(
             deviceToken: device.deviceToken, headers: rendering.headers.map { ($0.name, $0.value) },
             payload: rendering.payload, deadline: deadline)
@@ -201,7 +201,7 @@ public final class Dispatcher: Sendable {
         guard let key = message.idempotencyKey else { return }
         do {
             let devices = try await store.devices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
-            let deadline = Date(timeIntervalSince1970: Double(max(message.windowEnd, clock.now() + 10_000)) / 1000)
+            let deadline = EpochTime(timeIntervalSince1970: Double(max(message.windowEnd, clock.now() + 10_000)) / 1000)
             for device in devices {
                 guard let client = gateway.client(bundleID: message.bundleID, environment: device.environment) else { continue }
                 let rendering = APNsRenderer.renderRevoke(

@@ -1,6 +1,11 @@
 import APNsSimulator
-import Foundation
 import HeraldCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 
 /// Appends every delivery the bundled simulator accepts to a file, one JSON
@@ -9,12 +14,12 @@ import Logging
 enum SimulatorRecorder {
     static func record(_ simulator: APNsSimulator, to path: String, logger: Logger) async {
         // Appends: a restart on the same file keeps one record of everything.
-        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        guard let file = FileHandle(forWritingAtPath: path), (try? file.seekToEnd()) != nil else {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o666)
+        guard fd >= 0 else {
             logger.error("cannot write the simulator record", metadata: ["path": "\(path)"])
             return
         }
-        defer { try? file.close() }
+        defer { close(fd) }
         for await delivery in simulator.deliveryStream() {
             var headers: [String: JSONValue] = [:]
             for header in delivery.headers where header.name != "authorization" {
@@ -30,7 +35,20 @@ enum SimulatorRecorder {
             var writer = JSONWriter()
             try? writer.write(line)
             writer.bytes.append(UInt8(ascii: "\n"))
-            try? file.write(contentsOf: writer.bytes)
+            writeAll(fd, writer.bytes)
+        }
+    }
+}
+
+/// Writes every byte (retrying short writes and EINTR); drops the rest on error.
+private func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
         }
     }
 }

@@ -1,0 +1,132 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A failed file-system call: which call, which path, `strerror(errno)`.
+public struct POSIXFileError: Error, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var path: String
+    public var code: Int32
+
+    public init(_ operation: String, path: String, code: Int32 = errno) {
+        self.operation = operation
+        self.path = path
+        self.code = code
+    }
+
+    public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
+}
+
+/// The few file operations Herald needs, on POSIX calls (no Foundation).
+public enum POSIXFile {
+    /// Whether `path` exists (following symlinks); sets `isDirectory`.
+    public static func exists(_ path: String, isDirectory: inout Bool) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
+        return true
+    }
+
+    /// Whether `path` exists (following symlinks).
+    public static func exists(_ path: String) -> Bool {
+        var isDirectory = false
+        return exists(path, isDirectory: &isDirectory)
+    }
+
+    /// Up to `count` bytes from the start of the file; nil when it cannot be opened or read.
+    public static func readPrefix(_ path: String, count: Int) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, count - filled) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { return nil }
+            if n == 0 { break }
+            filled += n
+        }
+        return Array(bytes[..<filled])
+    }
+
+    /// The whole file's bytes.
+    public static func readBytes(_ path: String) throws(POSIXFileError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw POSIXFileError("open", path: path) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw POSIXFileError("read", path: path) }
+            if n == 0 { return bytes }
+            bytes.append(contentsOf: chunk[..<n])
+        }
+    }
+
+    /// The whole file as UTF-8 text; throws when it is not valid UTF-8
+    /// (as `String(contentsOfFile:encoding: .utf8)` did).
+    public static func readText(_ path: String) throws(POSIXFileError) -> String {
+        let bytes = try readBytes(path)
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw POSIXFileError("decode UTF-8 of", path: path, code: EILSEQ)
+        }
+        return text
+    }
+
+    /// `mkdir -p`: creates `path` and missing parents (mode 0777 less umask).
+    public static func createDirectories(_ path: String) throws(POSIXFileError) {
+        var isDirectory = false
+        if exists(path, isDirectory: &isDirectory) {
+            guard isDirectory else { throw POSIXFileError("mkdir", path: path, code: EEXIST) }
+            return
+        }
+        let parent = deletingLastPathComponent(path)
+        if !parent.isEmpty && parent != path { try createDirectories(parent) }
+        if mkdir(path, 0o777) != 0 && errno != EEXIST { throw POSIXFileError("mkdir", path: path) }
+    }
+
+    /// `path` without its last component, as `NSString.deletingLastPathComponent`:
+    /// `/a/b/c` → `/a/b`, `/a` → `/`, `c` → ``, trailing slashes ignored.
+    public static func deletingLastPathComponent(_ path: String) -> String {
+        var bytes = Array(path.utf8)
+        while bytes.count > 1 && bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "" }
+        var end = slash
+        while end > 0 && bytes[end - 1] == UInt8(ascii: "/") { end -= 1 }
+        if end == 0 { return "/" }
+        return String(decoding: bytes[..<end], as: UTF8.self)
+    }
+}
+
+extension POSIXFile {
+    /// Replaces `path` with `bytes` atomically: writes `path.tmp-PID`, fsyncs, renames.
+    public static func writeAtomically(_ path: String, bytes: [UInt8]) throws(POSIXFileError) {
+        let temporary = "\(path).tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        guard fd >= 0 else { throw POSIXFileError("open", path: temporary) }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let error = POSIXFileError("write", path: temporary)
+                close(fd)
+                unlink(temporary)
+                throw error
+            }
+            offset += n
+        }
+        _ = fsync(fd)
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let error = POSIXFileError("rename to \(path)", path: temporary)
+            unlink(temporary)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Milliseconds since 1970 (`CLOCK_REALTIME`).
+func epochMilliseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+}
+
+/// Writes all of `text` to a file descriptor, unbuffered (1 stdout, 2 stderr).
+func writeUnbuffered(_ text: String, to fd: Int32) {
+    let bytes = Array(text.utf8)
+    bytes.withUnsafeBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
+}
+
+/// The process environment's value of `name`.
+func environmentValue(_ name: String) -> String? {
+    getenv(name).map { String(cString: $0) }
+}
+
+/// printf-style formatting through `vsnprintf` (what `String(format:)` did).
+func cFormat(_ format: String, _ arguments: CVarArg...) -> String {
+    withVaList(arguments) { list in
+        var buffer = [CChar](repeating: 0, count: 512)
+        let length = buffer.withUnsafeMutableBufferPointer { vsnprintf($0.baseAddress!, $0.count, format, list) }
+        guard length >= 0 else { return "" }
+        return String(decoding: buffer.prefix(min(Int(length), buffer.count - 1)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+extension StringProtocol {
+    /// Without leading and trailing spaces and tabs (Unicode horizontal
+    /// whitespace; line breaks stay), as `trimmingCharacters(in: .whitespaces)`.
+    func trimmingSpaces() -> String {
+        let isSpace = { (c: Character) in c.isWhitespace && !c.isNewline }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}

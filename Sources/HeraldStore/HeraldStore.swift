@@ -87,6 +87,14 @@ public protocol HeraldStore: Sendable {
         apnsID: String?, lastError: String?, now: Int64
     ) async throws -> Bool
 
+    /// The same, recording the devices' results in the same transaction (one
+    /// write for a whole send); the outcomes are recorded even when the state
+    /// changed meanwhile.
+    func transition(
+        id: String, from: MessageState, to: MessageState, dueAt: Int64?,
+        apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
+    ) async throws -> Bool
+
     /// Records one device's result for a message.
     func recordOutcome(_ outcome: DeviceOutcome) async throws
 

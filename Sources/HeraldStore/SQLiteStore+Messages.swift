@@ -144,7 +144,16 @@ extension SQLiteStore {
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
         apnsID: String?, lastError: String?, now: Int64
     ) async throws -> Bool {
+        try await transition(id: id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: lastError,
+                             now: now, recording: [])
+    }
+
+    public func transition(
+        id: String, from: MessageState, to: MessageState, dueAt: Int64?,
+        apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
+    ) async throws -> Bool {
         try await write { db in
+            for outcome in outcomes { try Self.insert(outcome, into: db) }
             try db.run("""
                 UPDATE messages
                 SET state = ?3, due_at = coalesce(?4, due_at), apns_id = coalesce(?5, apns_id),
@@ -164,18 +173,20 @@ extension SQLiteStore {
     }
 
     public func recordOutcome(_ outcome: DeviceOutcome) async throws {
-        try await write { db in
-            try db.run("""
-                INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                """) {
-                try $0.bind(outcome.messageID, at: 1)
-                try $0.bind(outcome.deviceToken, at: 2)
-                try $0.bind(outcome.status, at: 3)
-                try $0.bind(outcome.apnsID, at: 4)
-                try $0.bind(outcome.reason, at: 5)
-                try $0.bind(outcome.at, at: 6)
-            }
+        try await write { db in try Self.insert(outcome, into: db) }
+    }
+
+    private static func insert(_ outcome: DeviceOutcome, into db: Database) throws {
+        try db.run("""
+            INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            """) {
+            try $0.bind(outcome.messageID, at: 1)
+            try $0.bind(outcome.deviceToken, at: 2)
+            try $0.bind(outcome.status, at: 3)
+            try $0.bind(outcome.apnsID, at: 4)
+            try $0.bind(outcome.reason, at: 5)
+            try $0.bind(outcome.at, at: 6)
         }
     }
 

@@ -26,6 +26,8 @@ def main():
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--perf", default="", help="perf record the server during the measured runs into this file")
+    ap.add_argument("--durability", choices=["full", "process"], default="full",
+                    help="herald serve --durability (full: fsync per group commit; process: survives kill -9)")
     a = ap.parse_args()
 
     tmp = bench_tmp("herald-bench-schedule-")
@@ -35,7 +37,8 @@ def main():
     with open(body, "wb") as f:
         f.write(framed(req))
     print(f"body: {os.path.getsize(body)} bytes framed ScheduleRequest")
-    h = Herald(data)
+    print(f"durability: {a.durability}")
+    h = Herald(data, "--durability", a.durability)
     try:
         reply = h.push().Schedule(req, timeout=10)  # grpcio: raises unless grpc-status 0
         print(f"grpcio check: OK state={reply.state} key={reply.idempotency_key} send_at={reply.send_at}")

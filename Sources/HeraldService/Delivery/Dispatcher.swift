@@ -44,26 +44,28 @@ public final class Dispatcher: Sendable {
     }
 
     /// Runs the next action of message `id`, if it still has one.
+    ///
+    /// The claim is the read: it returns the message only if it was still
+    /// waiting (SCHEDULED, or HANDED_OFF for the fallback) and marks it in
+    /// flight, so a cancelled, superseded or displayed message is skipped.
     public func dispatch(_ id: String) async {
         do {
-            guard let message = try await store.message(id: id) else { return }
-            switch (message.state, message.deliveryMethod) {
-            case (.scheduled, .traditional): try await deliver(message, push: .alert)
-            case (.scheduled, .contextAware):
-                // The planner degrades to a plain alert when the handoff could
-                // not go out before the window ends (DeliveryPlanner.plan).
-                try await deliver(message, push: message.dueAt < message.windowEnd ? .handoff : .alert)
-            case (.handedOff, _): try await deliver(message, push: .alert)  // no DISPLAYED by window end
-            default: return  // cancelled, superseded, displayed … meanwhile
+            let now = clock.now()
+            if let claimed = try await store.claim(id: id, from: .scheduled, now: now) {
+                // The planner degrades context-aware to a plain alert when the
+                // handoff could not go out before the window ends
+                // (DeliveryPlanner.plan).
+                let handoff = claimed.deliveryMethod == .contextAware && claimed.dueAt < claimed.windowEnd
+                try await deliver(claimed, from: .scheduled, push: handoff ? .handoff : .alert)
+            } else if let claimed = try await store.claim(id: id, from: .handedOff, now: now) {
+                try await deliver(claimed, from: .handedOff, push: .alert)  // no DISPLAYED by window end
             }
         } catch {
             logger.error("dispatch failed", metadata: ["message_id": "\(id)", "error": "\(error)"])
         }
     }
 
-    private func deliver(_ message: StoredMessage, push: Push) async throws {
-        let from = message.state
-        guard let claimed = try await store.claim(id: message.id, from: from, now: clock.now()) else { return }
+    private func deliver(_ claimed: StoredMessage, from: MessageState, push: Push) async throws {
         let now = clock.now()
         let pushMessage: PushMessage
         do {
@@ -100,16 +102,18 @@ public final class Dispatcher: Sendable {
             for await result in group { results.append(result) }
             return results
         }
-        for (device, result) in results {
-            try await record(result, of: claimed, push: push, device: device)
+        let outcomes = results.map { device, result in
+            result.outcome(messageID: claimed.id, deviceToken: device.deviceToken,
+                           delivered: push == .alert ? "sent" : "handed_off", at: clock.now())
         }
         let delivered = results.compactMap { if case .delivered(let id) = $0.1 { id } else { nil } }
         if let apnsID = delivered.first {
             switch push {
             case .alert:
-                try await finish(claimed, from: from, to: .sent, apnsID: apnsID, error: nil)
+                try await finish(claimed, from: from, to: .sent, apnsID: apnsID, error: nil, recording: outcomes)
             case .handoff:
-                try await finish(claimed, from: from, to: .handedOff, dueAt: claimed.windowEnd, apnsID: apnsID, error: nil)
+                try await finish(claimed, from: from, to: .handedOff, dueAt: claimed.windowEnd, apnsID: apnsID, error: nil,
+                                 recording: outcomes)
                 // The app may have reported it displayed while this was recorded.
                 let shown = try await store.outcomes(messageID: claimed.id).contains { $0.status == "displayed" }
                 if shown {
@@ -123,10 +127,11 @@ public final class Dispatcher: Sendable {
                 "apns_id": "\(apnsID)",
             ])
         } else if results.allSatisfy({ if case .expired = $0.1 { true } else { false } }) {
-            try await finish(claimed, from: from, to: .expired, error: "TTL ran out before APNs accepted the push")
+            try await finish(claimed, from: from, to: .expired, error: "TTL ran out before APNs accepted the push",
+                             recording: outcomes)
         } else {
             let reasons = results.map { "\($0.0.deviceToken.prefix(8))…: \(Self.describe($0.1))" }.joined(separator: "; ")
-            try await finish(claimed, from: from, to: .failed, error: reasons)
+            try await finish(claimed, from: from, to: .failed, error: reasons, recording: outcomes)
         }
     }
 
@@ -174,18 +179,14 @@ public final class Dispatcher: Sendable {
         }
     }
 
-    private func record(_ result: DeviceResult, of message: StoredMessage, push: Push, device: Device) async throws {
-        try await store.recordOutcome(result.outcome(
-            messageID: message.id, deviceToken: device.deviceToken,
-            delivered: push == .alert ? "sent" : "handed_off", at: clock.now()))
-    }
-
+    /// Moves the message on and records the devices' results, in one write.
     private func finish(
         _ message: StoredMessage, from: MessageState, to: MessageState,
-        dueAt: Int64? = nil, apnsID: String? = nil, error: String?
+        dueAt: Int64? = nil, apnsID: String? = nil, error: String?, recording outcomes: [DeviceOutcome] = []
     ) async throws {
         let applied = try await store.transition(
-            id: message.id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: error, now: clock.now())
+            id: message.id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: error, now: clock.now(),
+            recording: outcomes)
         if !applied {
             logger.warning("state changed during send", metadata: ["message_id": "\(message.id)", "wanted": "\(to.rawValue)"])
         } else if ![.sent, .handedOff, .displayed].contains(to) {

@@ -47,3 +47,9 @@ extension Herald__V1__ApnsPoolStatus: GeneratedMessage {
 extension Herald__V1__ServerStatus: GeneratedMessage {
     static func initialized() -> Self { var m = Self(); herald__v1__server_status__init(&m); return m }
 }
+extension Herald__V1__Content: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__content__init(&m); return m }
+}
+extension Herald__V1__LocalizedText: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__localized_text__init(&m); return m }
+}

@@ -1,0 +1,153 @@
+import APNsSimulator
+import Foundation
+import HeraldCore
+import HeraldProtos
+import HeraldStore
+import Logging
+import Testing
+
+@testable import HeraldService
+
+
+/// The dispatcher against the real store (SQLite in a temp dir) and the real
+/// bundled simulator (TLS, JWT), with a manual clock for the scheduler's time.
+@Suite("Dispatcher", .timeLimit(.minutes(1)))
+struct DispatcherTests {
+    static let bundle = "com.example.dispatch"
+    static let token = String(repeating: "c7", count: 32)
+    static let due: Int64 = 1_800_000_000_000
+
+    struct Rig {
+        let store: SQLiteStore
+        let gateway: APNsGateway
+        let clock: ManualClock
+        let dispatcher: Dispatcher
+        let directory: String
+
+        func close() async {
+            await gateway.shutdown()
+            await store.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    static func rig(faults: APNsSimulatorFaults = APNsSimulatorFaults()) async throws -> Rig {
+        let directory = NSTemporaryDirectory() + "herald-dispatcher-\(UUIDv4.make())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: "\(directory)/herald.sqlite")
+        let logger = Logger(label: "test")
+        let gateway = try await APNsGateway.embedded(faults: faults, logger: logger)
+        let clock = ManualClock(now: due)
+        let scheduler = Scheduler(clock: clock, logger: logger)
+        let dispatcher = Dispatcher(store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger)
+        return Rig(store: store, gateway: gateway, clock: clock, dispatcher: dispatcher, directory: directory)
+    }
+
+    /// A stored traditional message due at `due`, from real ScheduleRequest bytes.
+    static func schedule(_ rig: Rig, key: String, ttl: UInt32?) async throws -> StoredMessage {
+        let arena = CArena()
+        var request = Herald__V1__ScheduleRequest.initialized()
+        request.bundle_id = arena.string(bundle)
+        request.platform = HERALD__V1__PLATFORM__PLATFORM_IOS
+        request.user_id = arena.string("u1")
+        request.campaign_id = arena.string("c1")
+        request.idempotency_key = arena.string(key)
+        if let ttl {
+            request.ttl_case = HERALD__V1__SCHEDULE_REQUEST__TTL_TTL_SECONDS
+            request.ttl_seconds = ttl
+        }
+        request.content = arena.message(Herald__V1__Content.self) { content in
+            content.title = arena.message(Herald__V1__LocalizedText.self) {
+                $0.single_case = HERALD__V1__LOCALIZED_TEXT__SINGLE_TEXT
+                $0.text = arena.string("Hello")
+            }
+            content.body = arena.message(Herald__V1__LocalizedText.self) {
+                $0.single_case = HERALD__V1__LOCALIZED_TEXT__SINGLE_TEXT
+                $0.text = arena.string("World")
+            }
+        }
+        let bytes = withExtendedLifetime(arena) { ProtobufC.pack(&request) }
+        let message = StoredMessage(
+            id: MessageID.make(now: due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
+            idempotencyKey: key, deliveryMethod: .traditional, abTest: false,
+            windowStart: due, windowEnd: due + 3_600_000, dueAt: due, request: bytes, createdAt: due - 1000)
+        guard case .scheduled(let stored, _) = try await rig.store.schedule(message) else {
+            throw GRPCStatusForTest.unexpected
+        }
+        return stored
+    }
+
+    enum GRPCStatusForTest: Error { case unexpected }
+
+    static func register(_ rig: Rig, token: String = token) async throws {
+        _ = try await rig.store.registerDevice(Device(
+            bundleID: bundle, platform: .ios, userID: "u1", deviceToken: token, locale: "en", timezone: "UTC",
+            environment: .production, registeredAt: due - 10_000))
+    }
+
+    @Test func sendsWithExpirationZeroForTTLZero() async throws {
+        let rig = try await Self.rig()
+        defer { Task { await rig.close() } }
+        try await Self.register(rig)
+        let message = try await Self.schedule(rig, key: "now-or-never", ttl: 0)
+        let deliveries = try #require(rig.gateway.simulator).deliveryStream()
+        await rig.dispatcher.dispatch(message.id)
+        var iterator = deliveries.makeAsyncIterator()
+        let delivery = try #require(await iterator.next())
+        #expect(delivery.header("apns-expiration") == "0")
+        #expect(delivery.header("apns-priority") == "5")
+        #expect(try await rig.store.message(id: message.id)?.state == .sent)
+        let outcomes = try await rig.store.outcomes(messageID: message.id)
+        #expect(outcomes.map(\.status) == ["sent"])
+        #expect(outcomes.first?.apnsID == delivery.apnsID)
+    }
+
+    @Test func aMessageTooLateForItsTTLExpiresUnsent() async throws {
+        let rig = try await Self.rig()
+        defer { Task { await rig.close() } }
+        try await Self.register(rig)
+        let message = try await Self.schedule(rig, key: "late", ttl: 0)
+        rig.clock.advance(to: Self.due + 120_000)  // two minutes late: "now or never" is never
+        await rig.dispatcher.dispatch(message.id)
+        let stored = try #require(try await rig.store.message(id: message.id))
+        #expect(stored.state == .expired)
+        #expect(stored.lastError?.contains("TTL") == true)
+        #expect(rig.gateway.simulator?.deliveredCount == 0)
+    }
+
+    @Test func noDevicesEndsTheMessage() async throws {
+        let rig = try await Self.rig()
+        defer { Task { await rig.close() } }
+        let message = try await Self.schedule(rig, key: "nobody", ttl: nil)
+        await rig.dispatcher.dispatch(message.id)
+        #expect(try await rig.store.message(id: message.id)?.state == .noDevices)
+    }
+
+    @Test func unregisteredTokenIsRemovedAndTheMessageFails() async throws {
+        var faults = APNsSimulatorFaults()
+        faults.unregistered[Self.token] = Self.due  // APNs saw it unregistered after it was registered
+        let rig = try await Self.rig(faults: faults)
+        defer { Task { await rig.close() } }
+        try await Self.register(rig)
+        let message = try await Self.schedule(rig, key: "gone", ttl: nil)
+        await rig.dispatcher.dispatch(message.id)
+        let stored = try #require(try await rig.store.message(id: message.id))
+        #expect(stored.state == .failed)
+        #expect(stored.lastError?.contains("Unregistered") == true)
+        #expect(try await rig.store.outcomes(messageID: message.id).map(\.status) == ["unregistered"])
+        #expect(try await rig.store.devices(bundleID: Self.bundle, platform: .ios, userID: "u1").isEmpty)
+    }
+
+    @Test func aCancelledMessageIsNotSent() async throws {
+        let rig = try await Self.rig()
+        defer { Task { await rig.close() } }
+        try await Self.register(rig)
+        let message = try await Self.schedule(rig, key: "cancel-me", ttl: nil)
+        _ = try await rig.store.cancel(
+            bundleID: Self.bundle, platform: .ios, userID: "u1", campaignID: "c1", idempotencyKey: "cancel-me",
+            now: Self.due - 500)
+        await rig.dispatcher.dispatch(message.id)
+        #expect(try await rig.store.message(id: message.id)?.state == .cancelled)
+        #expect(rig.gateway.simulator?.deliveredCount == 0)
+    }
+}

@@ -115,6 +115,75 @@ public struct JSONWriter: Sendable {
         return a
     }
 
+    /// The first eight bytes of a key, big-endian and zero-padded: keys whose
+    /// prefixes differ are ordered by them (``keyOrder``); equal prefixes
+    /// need the full comparison.
+    @inline(__always)
+    static func keyPrefix(_ p: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        let n = p.count
+        if n >= 8, let base = p.baseAddress {
+            return UInt64(bigEndian: UnsafeRawPointer(base).loadUnaligned(as: UInt64.self))
+        }
+        var x: UInt64 = 0
+        var i = 0
+        while i < n {
+            x |= UInt64(p[i]) &<< UInt64(56 &- 8 &* i)
+            i += 1
+        }
+        return x
+    }
+
+    @inline(__always)
+    static func keyPrefix(_ s: String) -> UInt64 {
+        withBytes(s) { keyPrefix($0) }
+    }
+
+    /// Calls `body` for every entry of `o` in writing order (``keyOrder``)
+    /// without copying the entries into an array: small objects are sorted
+    /// as (key prefix, index) pairs on the stack.
+    @inline(__always)
+    static func forEachSorted(
+        _ o: [String: JSONValue], _ body: (String, JSONValue) throws(JSONEncodingError) -> Void
+    ) throws(JSONEncodingError) {
+        let n = o.count
+        if n == 0 { return }
+        if n == 1 {
+            let (k, v) = o[o.startIndex]
+            try body(k, v)
+            return
+        }
+        if n > 16 {
+            var a = Array(o)
+            sortPairs(&a)
+            for (k, v) in a { try body(k, v) }
+            return
+        }
+        typealias Slot = (prefix: UInt64, index: Dictionary<String, JSONValue>.Index)
+        var slots: InlineArray<16, Slot> = .init(repeating: (0, o.startIndex))
+        var count = 0
+        var i = o.startIndex
+        while i != o.endIndex {
+            let p = keyPrefix(o.keys[i])
+            // Insertion into the sorted prefix of `slots`.
+            var j = count
+            while j > 0 {
+                let q = slots[j - 1].prefix
+                if q < p || (q == p && !keyOrder(o.keys[i], o.keys[slots[j - 1].index])) { break }
+                slots[j] = slots[j - 1]
+                j -= 1
+            }
+            slots[j] = (p, i)
+            count += 1
+            i = o.index(after: i)
+        }
+        var k = 0
+        while k < count {
+            let (key, value) = o[slots[k].index]
+            try body(key, value)
+            k += 1
+        }
+    }
+
     /// Sorts pairs by key in writing order, in place.
     public static func sortPairs(_ a: inout [(key: String, value: JSONValue)]) {
         if a.count <= 1 { return }
@@ -148,17 +217,22 @@ public struct JSONWriter: Sendable {
             }
             put(UInt8(ascii: "]"))
         case .object(let o):
-            put(UInt8(ascii: "{"))
-            var first = true
-            for (k, v) in Self.sortedPairs(o) {
-                if !first { put(UInt8(ascii: ",")) }
-                first = false
-                writeString(k)
-                put(UInt8(ascii: ":"))
-                try write(v)
-            }
-            put(UInt8(ascii: "}"))
+            try writeObject(o)
         }
+    }
+
+    /// Writes an object compactly, keys in ``keyOrder``.
+    public mutating func writeObject(_ o: [String: JSONValue]) throws(JSONEncodingError) {
+        put(UInt8(ascii: "{"))
+        var first = true
+        try Self.forEachSorted(o) { (k, v) throws(JSONEncodingError) in
+            if !first { put(UInt8(ascii: ",")) }
+            first = false
+            writeString(k)
+            put(UInt8(ascii: ":"))
+            try write(v)
+        }
+        put(UInt8(ascii: "}"))
     }
 
     /// Writes a value, spelling non-finite numbers as `null` (for diagnostics).
@@ -199,16 +273,21 @@ public struct JSONWriter: Sendable {
     public mutating func writeString(_ s: String) {
         withBytes(s) { buf in
             let n = buf.count
-            if Self.firstSpecial(buf, from: 0) == n {
-                // Nothing to escape: quote, bytes, quote in one store.
-                reserve(n + 2)
-                let i = count
-                storage.withUnsafeMutableBufferPointer { dst in
-                    let d = dst.baseAddress.unsafelyUnwrapped + i
-                    d[0] = UInt8(ascii: "\"")
-                    if let src = buf.baseAddress { (d + 1).update(from: src, count: n) }
-                    d[n + 1] = UInt8(ascii: "\"")
+            // Optimistic: quote, then copy and scan in one pass (eight bytes a
+            // step), closing quote. If a byte needs a look, the
+            // copied bytes are simply overwritten by the escaping path.
+            reserve(n + 2)
+            let i = count
+            let clean = storage.withUnsafeMutableBufferPointer { dst -> Bool in
+                let d = dst.baseAddress.unsafelyUnwrapped + i
+                d[0] = UInt8(ascii: "\"")
+                if n > 0, !Self.copyIfPlain(from: buf.baseAddress.unsafelyUnwrapped, to: d + 1, count: n) {
+                    return false
                 }
+                d[n + 1] = UInt8(ascii: "\"")
+                return true
+            }
+            if clean {
                 count = i + n + 2
             } else {
                 put(UInt8(ascii: "\""))
@@ -216,6 +295,35 @@ public struct JSONWriter: Sendable {
                 put(UInt8(ascii: "\""))
             }
         }
+    }
+
+    /// Copies `count` bytes and returns true when none needs escaping (see
+    /// ``firstSpecial(_:from:)``); false as soon as one might (the copy is
+    /// then incomplete).
+    @inline(__always)
+    static func copyIfPlain(from src: UnsafePointer<UInt8>, to dst: UnsafeMutablePointer<UInt8>, count n: Int) -> Bool {
+        let s = UnsafeRawPointer(src)
+        let d = UnsafeMutableRawPointer(dst)
+        var i = 0
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while i + 8 <= n {
+            let w = s.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let below20 = (w &- ones &* 0x20) & ~w
+            let q = w ^ (ones &* 0x22)
+            let bs = w ^ (ones &* 0x5C)
+            let e2 = w ^ (ones &* 0xE2)
+            if (below20 | ((q &- ones) & ~q) | ((bs &- ones) & ~bs) | ((e2 &- ones) & ~e2)) & highs != 0 { return false }
+            d.storeBytes(of: w, toByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        while i < n {
+            let c = src[i]
+            if c < 0x20 || c == 0x22 || c == 0x5C || c == 0xE2 { return false }
+            dst[i] = c
+            i += 1
+        }
+        return true
     }
 
     /// The index of the first byte at or after `from` that needs a look:

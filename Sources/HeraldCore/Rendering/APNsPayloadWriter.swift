@@ -69,7 +69,7 @@ struct APNsPayloadWriter {
         let c = message.content
         let patched = !rootPatch.isEmpty
         if !c.userInfo.isEmpty {
-            for (k, v) in JSONWriter.sortedPairs(c.userInfo) {
+            try JSONWriter.forEachSorted(c.userInfo) { (k, v) throws(JSONEncodingError) in
                 if patched, let p = rootPatch[k] {
                     try Self.writePatched(&w, key: k, base: v, patch: p)
                 } else {

@@ -218,5 +218,5 @@ run render /herald.v1.PushService/Render "$TMP/render.bin" 1 1 "$SMALL"
 
 awk -v r="${RATE[render-c16]}" -v h="${RATE[health-c16]}" 'BEGIN {
     ratio = r / h
-    printf "Render / Health at -c 16 -m 32: %.2f (budget >= 0.75: %s)\n", ratio, ratio >= 0.75 ? "met" : "NOT met" }'
+    printf "Render / Health at -c 16 -m 32: %.2f (budget >= 0.75: %s)\n", ratio, (ratio >= 0.75 ? "met" : "NOT met") }'
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

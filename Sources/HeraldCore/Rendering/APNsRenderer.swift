@@ -190,12 +190,12 @@ public enum APNsRenderer {
     /// `handoffWindowEnd` is given), size-checked.
     static func payload(_ message: PushMessage, locale: String?, handoffWindowEnd: Timestamp?) throws(RenderError) -> [UInt8] {
         var w = JSONWriter(capacity: 1024)
-        let writer = APNsPayloadWriter(message: message, locale: locale)
+        let writer = APNsPayloadWriter(ios: message.ios, locale: locale)
         do {
             if let end = handoffWindowEnd {
-                try writer.writeHandoffPayload(&w, windowEnd: end)
+                try writer.writeHandoffPayload(&w, message, windowEnd: end)
             } else {
-                try writer.writeAlertPayload(&w)
+                try writer.writeAlertPayload(&w, message)
             }
         } catch {
             throw .invalid(ValidationError([FieldViolation(field: "ios", reason: "NaN and infinity are not valid JSON numbers")]))

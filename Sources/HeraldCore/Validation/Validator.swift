@@ -88,9 +88,29 @@ public enum Validator {
         switch platform {
         case .ios:
             let allHex = withBytes(token) { p in
-                for c in p {
+                var i = 0
+                if let base = p.baseAddress {
+                    // Eight bytes a step: every byte in 0-9, A-F or a-f.
+                    let raw = UnsafeRawPointer(base)
+                    let ones: UInt64 = 0x0101_0101_0101_0101
+                    let highs: UInt64 = ones &* 0x80
+                    while i + 8 <= p.count {
+                        let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                        if w & highs != 0 { return false }
+                        // Per byte (all < 0x80, so no carries between bytes):
+                        // digit: w + (0x80 - 0x30) has the high bit, w + (0x80 - 0x3A) has not.
+                        let digit = (w &+ ones &* (0x80 - 0x30)) & ~(w &+ ones &* (0x80 - 0x3A))
+                        let l = w | (ones &* 0x20)
+                        let letter = (l &+ ones &* (0x80 - 0x61)) & ~(l &+ ones &* (0x80 - 0x67))
+                        if (digit | letter) & highs != highs { return false }
+                        i += 8
+                    }
+                }
+                while i < p.count {
+                    let c = p[i]
                     let isHex = (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66)
                     if !isHex { return false }
+                    i += 1
                 }
                 return true
             }
@@ -182,9 +202,9 @@ public enum Validator {
         guard let o, !o.isEmpty else { return }
         var nonFinite = false
         for (k, value) in o {
-            if k == "enabled", value.boolValue == nil {
+            if isLiteral(k, "enabled"), value.boolValue == nil {
                 v.append(.init(field: field + ".enabled", reason: "must be a boolean"))
-            } else if k == "aps", value.objectValue == nil {
+            } else if isLiteral(k, "aps"), value.objectValue == nil {
                 v.append(.init(field: field + ".aps", reason: "must be an object"))
             } else if field == "ios", isHeraldKey(k) {
                 v.append(.init(field: field + "." + k, reason: "reserved key: keys starting ctx_ belong to Herald"))
@@ -361,7 +381,7 @@ public enum Validator {
         if let url = nonEmpty(c.imageURL), imageURLProblem(url) != nil { return false }
         if !c.userInfo.isEmpty {
             for (k, value) in c.userInfo {
-                if k == "aps" || isHeraldKey(k) || value.containsNonFiniteNumber { return false }
+                if isLiteral(k, "aps") || isHeraldKey(k) || value.containsNonFiniteNumber { return false }
             }
         }
         return true

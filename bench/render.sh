@@ -203,8 +203,9 @@ run() {   # name path body clients streams requests
               printf "%.0f %.0f", p50, p99 }')"
     local hwm
     hwm="$(awk '/VmHWM/ {print $2}' "/proc/$SERVER_PID/status")"
-    printf '%-12s -c %-2s -m %-2s  %8s req/s  2xx %7s/%-7s  p50 %6s us  p99 %6s us  server CPU %5.2f s  server VmHWM %6.1f MiB\n' \
+    printf '%-7s -c %-2s -m %-2s %9s req/s  2xx %6s/%-6s  p50 %6s us  p99 %6s us  server CPU %5.2f s = %5.1f us/req  VmHWM %5.1f MiB\n' \
         "$name" "$c" "$m" "$rps" "$ok" "$n" ${lat} "$(awk -v t=$((after - before)) -v h="$TICKS" 'BEGIN {print t / h}')" \
+        "$(awk -v t=$((after - before)) -v h="$TICKS" -v n="$n" 'BEGIN {print t / h / n * 1e6}')" \
         "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')"
 }
 

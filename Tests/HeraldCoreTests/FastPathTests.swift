@@ -92,6 +92,28 @@ struct FastPathTests {
         }
     }
 
+    @Test("numbers are written as Swift's shortest round-tripping form")
+    func numbers() throws {
+        var generator = SystemRandomNumberGenerator()
+        var values: [Double] = [0.1, 0.5, 0.9, 1.5, 42.5, -42.5, -0.1, 0.05, 0.15, 0.3, 0.1 + 0.2, 19.99, 1e13 + 0.5, 1e14 - 0.5,
+                                1e14 + 0.5, 99_999_999_999_999.9, 2.5e-5, 123_456.789, 1e15 + 0.5]
+        for m in stride(from: -200_000, through: 200_000, by: 7) { values.append(Double(m) / 10) }
+        for _ in 0..<20_000 {
+            let m = Int64.random(in: -1_000_000_000_000_000...1_000_000_000_000_000, using: &generator)
+            values.append(Double(m) / 10)
+            values.append(Double(m) / 100)
+            values.append(Double.random(in: -1e6...1e6, using: &generator))
+            values.append(Double(bitPattern: UInt64.random(in: 0...UInt64.max, using: &generator)))
+        }
+        for v in values where v.isFinite {
+            var w = JSONWriter()
+            try w.writeNumber(v)
+            let i = v.magnitude < 1e16 ? Int64(v) : 0
+            let expected = v.magnitude < 1e16 && Double(i) == v ? String(i) : v.description
+            #expect(w.string == expected, "\(v)")
+        }
+    }
+
     @Test("isLiteral equals String ==")
     func literals() {
         let candidates = ["aps", "APS", "ap", "apss", "", "enabled", "enable", "enabled ", "alert", "\u{212A}", "a\u{301}ps", "aps\u{301}", "title", "tıtle"]

@@ -434,12 +434,31 @@ public struct JSONWriter: Sendable {
         let i = n.magnitude < 1e16 ? Int64(n) : 0
         if n.magnitude < 1e16 && Double(i) == n {
             writeInteger(i)
+        } else if n.magnitude >= 0.1 && n.magnitude < 1e14, let m = Self.tenths(n) {
+            // One decimal digit (42.5, -0.5): within this range the values
+            // that round to `n` span less than 0.1, so `m / 10` is the only
+            // one-digit decimal among them and no integer is: it is Swift's
+            // shortest round-tripping spelling, in plain notation.
+            if m < 0 { put(UInt8(ascii: "-")) }
+            writeUnsigned(m.magnitude / 10)
+            put(UInt8(ascii: "."))
+            put(UInt8(truncatingIfNeeded: m.magnitude % 10) &+ 0x30)
         } else {
             // Swift's description is the shortest round-tripping form, and its
             // spellings (`1e+21`, `5e-324`, `0.1`) are all valid JSON numbers.
             var d = n.description
             d.withUTF8 { put($0) }
         }
+    }
+
+    /// `n × 10` when that is an integer `m` and `m / 10` rounds to exactly
+    /// `n` (so `n`'s nearest one-decimal spelling reads back as `n`).
+    @inline(__always)
+    static func tenths(_ n: Double) -> Int64? {
+        let t = n * 10
+        let m = Int64(t)
+        guard Double(m) == t, Double(m) / 10 == n else { return nil }
+        return m
     }
 
     /// Writes a signed integer in decimal.

@@ -92,7 +92,10 @@ public struct NotificationContent: Sendable, Hashable {
 
     /// Whether any of title, subtitle and body is translated.
     public var isTranslated: Bool {
-        title?.translations != nil || subtitle?.translations != nil || body?.translations != nil
+        if case .translations? = title { return true }
+        if case .translations? = subtitle { return true }
+        if case .translations? = body { return true }
+        return false
     }
 
     /// The locale tags of the translated fields (those of the first

@@ -317,7 +317,11 @@ public enum Validator {
     /// well-formed and 1–7 bytes long, every text is non-empty and no two
     /// tags are equal; nil otherwise (then the full checks decide).
     @inline(__always)
-    static func plainTagSet(_ t: [String: String]) -> (tags: InlineArray<8, UInt64>, count: Int)? {
+    ///
+    /// `checkShape: false` is for a map that must equal a reference set
+    /// whose tags were checked: a tag that folds to a well-formed tag is
+    /// well-formed itself.
+    static func plainTagSet(_ t: [String: String], checkShape: Bool) -> (tags: InlineArray<8, UInt64>, count: Int)? {
         let n = t.count
         guard n >= 1 && n <= 8 else { return nil }
         var a = InlineArray<8, UInt64>(repeating: 0)
@@ -326,7 +330,7 @@ public enum Validator {
             if text.isEmpty { return nil }
             let f = withBytes(tag) { p -> UInt64 in
                 let f = foldedTag(p)
-                return f != 0 && LocaleResolver.isWellFormed(p) ? f : 0
+                return f != 0 && (!checkShape || LocaleResolver.isWellFormed(p)) ? f : 0
             }
             if f == 0 { return nil }
             var j = count
@@ -354,7 +358,7 @@ public enum Validator {
             case .text(let s)?:
                 return !required || !s.isEmpty
             case .translations(let t)?:
-                guard let set = plainTagSet(t) else { return false }
+                guard let set = plainTagSet(t, checkShape: reference == nil) else { return false }
                 if let ref = reference {
                     guard ref.count == set.count else { return false }
                     for i in 0..<set.count where ref.tags[i] != set.tags[i] { return false }

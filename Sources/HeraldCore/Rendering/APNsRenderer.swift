@@ -214,7 +214,17 @@ public enum APNsRenderer {
 
     static func path(_ token: String?) -> String {
         guard let token, !token.isEmpty else { return "/3/device/" + placeholderToken }
-        return "/3/device/" + (hasUppercase(token) ? token.lowercased() : token)
+        if hasUppercase(token) { return "/3/device/" + token.lowercased() }
+        // One allocation, filled in place.
+        return withBytes(token) { t in
+            let prefix: StaticString = "/3/device/"
+            let p = prefix.utf8CodeUnitCount
+            return String(unsafeUninitializedCapacity: p + t.count) { out in
+                out.baseAddress.unsafelyUnwrapped.update(from: prefix.utf8Start, count: p)
+                if let base = t.baseAddress { (out.baseAddress.unsafelyUnwrapped + p).update(from: base, count: t.count) }
+                return p + t.count
+            }
+        }
     }
 
     /// Whether `s` has an ASCII capital letter (SWAR: eight bytes a step).

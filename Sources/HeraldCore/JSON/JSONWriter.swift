@@ -139,8 +139,8 @@ public struct JSONWriter: Sendable {
     }
 
     /// Calls `body` for every entry of `o` in writing order (``keyOrder``)
-    /// without copying the entries into an array: small objects are sorted
-    /// as (key prefix, index) pairs on the stack.
+    /// without copying the entries into an array: objects of up to eight
+    /// members are sorted as (key prefix, index) pairs on the stack.
     @inline(__always)
     static func forEachSorted(
         _ o: [String: JSONValue], _ body: (String, JSONValue) throws(JSONEncodingError) -> Void
@@ -152,14 +152,30 @@ public struct JSONWriter: Sendable {
             try body(k, v)
             return
         }
-        if n > 16 {
+        if n == 2 {
+            let i0 = o.startIndex
+            let i1 = o.index(after: i0)
+            if keyOrder(o.keys[i1], o.keys[i0]) {
+                let (k, v) = o[i1]
+                try body(k, v)
+                let (k2, v2) = o[i0]
+                try body(k2, v2)
+            } else {
+                let (k, v) = o[i0]
+                try body(k, v)
+                let (k2, v2) = o[i1]
+                try body(k2, v2)
+            }
+            return
+        }
+        if n > 8 {
             var a = Array(o)
             sortPairs(&a)
             for (k, v) in a { try body(k, v) }
             return
         }
         typealias Slot = (prefix: UInt64, index: Dictionary<String, JSONValue>.Index)
-        var slots: InlineArray<16, Slot> = .init(repeating: (0, o.startIndex))
+        var slots: InlineArray<8, Slot> = .init(repeating: (0, o.startIndex))
         var count = 0
         var i = o.startIndex
         while i != o.endIndex {

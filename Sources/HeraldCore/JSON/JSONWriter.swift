@@ -242,10 +242,8 @@ public struct JSONWriter: Sendable {
         put(UInt8(ascii: "{"))
         var first = true
         try Self.forEachSorted(o) { (k, v) throws(JSONEncodingError) in
-            if !first { put(UInt8(ascii: ",")) }
+            writeKey(k, first: first)
             first = false
-            writeString(k)
-            put(UInt8(ascii: ":"))
             try write(v)
         }
         put(UInt8(ascii: "}"))
@@ -282,6 +280,21 @@ public struct JSONWriter: Sendable {
         s.withUTF8Buffer { put($0) }
     }
 
+    /// Appends `,` (when `comma`) and ASCII text verbatim, in one store.
+    @inline(__always)
+    public mutating func writeRaw(_ s: StaticString, comma: Bool) {
+        let n = s.utf8CodeUnitCount
+        let c = comma ? 1 : 0
+        reserve(n + c)
+        let i = count
+        storage.withUnsafeMutableBufferPointer { dst in
+            let d = dst.baseAddress.unsafelyUnwrapped + i
+            if comma { d[0] = UInt8(ascii: ",") }
+            (d + c).update(from: s.utf8Start, count: n)
+        }
+        count = i + n + c
+    }
+
     /// Appends one byte verbatim.
     public mutating func writeByte(_ b: UInt8) { put(b) }
 
@@ -310,6 +323,36 @@ public struct JSONWriter: Sendable {
                 appendEscaped(buf)
                 put(UInt8(ascii: "\""))
             }
+        }
+    }
+
+    /// Writes an object member's key: `,` (unless `first`), the quoted key
+    /// and `:`, in one store when the key needs no escaping.
+    @inline(__always)
+    public mutating func writeKey(_ k: String, first: Bool) {
+        let done = withBytes(k) { buf -> Bool in
+            let n = buf.count
+            let c = first ? 0 : 1
+            reserve(n + 3 + c)
+            let i = count
+            let ok = storage.withUnsafeMutableBufferPointer { dst -> Bool in
+                let d = dst.baseAddress.unsafelyUnwrapped + i
+                if c == 1 { d[0] = UInt8(ascii: ",") }
+                d[c] = UInt8(ascii: "\"")
+                if n > 0, !Self.copyIfPlain(from: buf.baseAddress.unsafelyUnwrapped, to: d + c + 1, count: n) {
+                    return false
+                }
+                d[c + n + 1] = UInt8(ascii: "\"")
+                d[c + n + 2] = UInt8(ascii: ":")
+                return true
+            }
+            if ok { count = i + c + n + 3 }
+            return ok
+        }
+        if !done {
+            if !first { put(UInt8(ascii: ",")) }
+            writeString(k)
+            put(UInt8(ascii: ":"))
         }
     }
 

@@ -76,9 +76,7 @@ struct APNsPayloadWriter {
                 if patched, let p = rootPatch[k] {
                     try Self.writePatched(&w, key: k, base: v, patch: p)
                 } else {
-                    w.writeByte(UInt8(ascii: ","))
-                    w.writeString(k)
-                    w.writeByte(UInt8(ascii: ":"))
+                    w.writeKey(k, first: false)
                     try w.write(v)
                 }
             }
@@ -137,10 +135,8 @@ struct APNsPayloadWriter {
         try JSONWriter.forEachSorted(patch) { (k, v) throws(JSONEncodingError) in
             if isSlot(k) { return }
             if case .null = v { return }
-            if !first { w.writeByte(UInt8(ascii: ",")) }
+            w.writeKey(k, first: first)
             first = false
-            w.writeString(k)
-            w.writeByte(UInt8(ascii: ":"))
             try w.write(v)
         }
     }
@@ -234,9 +230,8 @@ struct APNsPayloadWriter {
 
     @inline(__always)
     static func key(_ w: inout JSONWriter, _ first: inout Bool, _ key: StaticString) {
-        if !first { w.writeByte(UInt8(ascii: ",")) }
+        w.writeRaw(key, comma: !first)
         first = false
-        w.writeRaw(key)
     }
 
     /// Writes `"key":value` unless the value is `null` (a deleting patch).

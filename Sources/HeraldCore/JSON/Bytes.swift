@@ -13,3 +13,22 @@ func withBytes<R>(_ s: Substring, _ body: (UnsafeBufferPointer<UInt8>) throws ->
     var copy = s
     return try copy.withUTF8(body)
 }
+
+/// `s == literal` for an ASCII literal without `K`, `;` or `` ` `` (the only
+/// ASCII characters another Unicode scalar is canonically equivalent to):
+/// for such literals byte equality is exactly `String` equality, and much
+/// cheaper than the general comparison.
+@inline(__always)
+func isLiteral(_ s: String, _ literal: StaticString) -> Bool {
+    let n = literal.utf8CodeUnitCount
+    guard s.utf8.count == n else { return false }
+    return withBytes(s) { p in
+        let l = literal.utf8Start
+        var i = 0
+        while i < n {
+            if p[i] != l[i] { return false }
+            i += 1
+        }
+        return true
+    }
+}

@@ -51,8 +51,21 @@ public enum JSONValue: Sendable, Hashable {
     public var containsNonFiniteNumber: Bool {
         switch self {
         case .number(let n): return !n.isFinite
-        case .array(let a): return a.contains { $0.containsNonFiniteNumber }
-        case .object(let o): return o.values.contains { $0.containsNonFiniteNumber }
+        case .array(let a):
+            for v in a where v.mayContainNumber && v.containsNonFiniteNumber { return true }
+            return false
+        case .object(let o):
+            for v in o.values where v.mayContainNumber && v.containsNonFiniteNumber { return true }
+            return false
+        default: return false
+        }
+    }
+
+    /// False for strings, Booleans and null (no need to look inside).
+    @inline(__always)
+    var mayContainNumber: Bool {
+        switch self {
+        case .number, .array, .object: return true
         default: return false
         }
     }

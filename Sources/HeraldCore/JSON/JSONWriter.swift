@@ -115,6 +115,91 @@ public struct JSONWriter: Sendable {
         return a
     }
 
+    /// The first eight bytes of a key, big-endian and zero-padded: keys whose
+    /// prefixes differ are ordered by them (``keyOrder``); equal prefixes
+    /// need the full comparison.
+    @inline(__always)
+    static func keyPrefix(_ p: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        let n = p.count
+        if n >= 8, let base = p.baseAddress {
+            return UInt64(bigEndian: UnsafeRawPointer(base).loadUnaligned(as: UInt64.self))
+        }
+        var x: UInt64 = 0
+        var i = 0
+        while i < n {
+            x |= UInt64(p[i]) &<< UInt64(56 &- 8 &* i)
+            i += 1
+        }
+        return x
+    }
+
+    @inline(__always)
+    static func keyPrefix(_ s: String) -> UInt64 {
+        withBytes(s) { keyPrefix($0) }
+    }
+
+    /// Calls `body` for every entry of `o` in writing order (``keyOrder``)
+    /// without copying the entries into an array: objects of up to eight
+    /// members are sorted as (key prefix, index) pairs on the stack.
+    @inline(__always)
+    static func forEachSorted(
+        _ o: [String: JSONValue], _ body: (String, JSONValue) throws(JSONEncodingError) -> Void
+    ) throws(JSONEncodingError) {
+        let n = o.count
+        if n == 0 { return }
+        if n == 1 {
+            let (k, v) = o[o.startIndex]
+            try body(k, v)
+            return
+        }
+        if n == 2 {
+            let i0 = o.startIndex
+            let i1 = o.index(after: i0)
+            if keyOrder(o.keys[i1], o.keys[i0]) {
+                let (k, v) = o[i1]
+                try body(k, v)
+                let (k2, v2) = o[i0]
+                try body(k2, v2)
+            } else {
+                let (k, v) = o[i0]
+                try body(k, v)
+                let (k2, v2) = o[i1]
+                try body(k2, v2)
+            }
+            return
+        }
+        if n > 8 {
+            var a = Array(o)
+            sortPairs(&a)
+            for (k, v) in a { try body(k, v) }
+            return
+        }
+        typealias Slot = (prefix: UInt64, index: Dictionary<String, JSONValue>.Index)
+        var slots: InlineArray<8, Slot> = .init(repeating: (0, o.startIndex))
+        var count = 0
+        var i = o.startIndex
+        while i != o.endIndex {
+            let p = keyPrefix(o.keys[i])
+            // Insertion into the sorted prefix of `slots`.
+            var j = count
+            while j > 0 {
+                let q = slots[j - 1].prefix
+                if q < p || (q == p && !keyOrder(o.keys[i], o.keys[slots[j - 1].index])) { break }
+                slots[j] = slots[j - 1]
+                j -= 1
+            }
+            slots[j] = (p, i)
+            count += 1
+            i = o.index(after: i)
+        }
+        var k = 0
+        while k < count {
+            let (key, value) = o[slots[k].index]
+            try body(key, value)
+            k += 1
+        }
+    }
+
     /// Sorts pairs by key in writing order, in place.
     public static func sortPairs(_ a: inout [(key: String, value: JSONValue)]) {
         if a.count <= 1 { return }
@@ -148,17 +233,20 @@ public struct JSONWriter: Sendable {
             }
             put(UInt8(ascii: "]"))
         case .object(let o):
-            put(UInt8(ascii: "{"))
-            var first = true
-            for (k, v) in Self.sortedPairs(o) {
-                if !first { put(UInt8(ascii: ",")) }
-                first = false
-                writeString(k)
-                put(UInt8(ascii: ":"))
-                try write(v)
-            }
-            put(UInt8(ascii: "}"))
+            try writeObject(o)
         }
+    }
+
+    /// Writes an object compactly, keys in ``keyOrder``.
+    public mutating func writeObject(_ o: [String: JSONValue]) throws(JSONEncodingError) {
+        put(UInt8(ascii: "{"))
+        var first = true
+        try Self.forEachSorted(o) { (k, v) throws(JSONEncodingError) in
+            writeKey(k, first: first)
+            first = false
+            try write(v)
+        }
+        put(UInt8(ascii: "}"))
     }
 
     /// Writes a value, spelling non-finite numbers as `null` (for diagnostics).
@@ -192,6 +280,21 @@ public struct JSONWriter: Sendable {
         s.withUTF8Buffer { put($0) }
     }
 
+    /// Appends `,` (when `comma`) and ASCII text verbatim, in one store.
+    @inline(__always)
+    public mutating func writeRaw(_ s: StaticString, comma: Bool) {
+        let n = s.utf8CodeUnitCount
+        let c = comma ? 1 : 0
+        reserve(n + c)
+        let i = count
+        storage.withUnsafeMutableBufferPointer { dst in
+            let d = dst.baseAddress.unsafelyUnwrapped + i
+            if comma { d[0] = UInt8(ascii: ",") }
+            (d + c).update(from: s.utf8Start, count: n)
+        }
+        count = i + n + c
+    }
+
     /// Appends one byte verbatim.
     public mutating func writeByte(_ b: UInt8) { put(b) }
 
@@ -199,16 +302,21 @@ public struct JSONWriter: Sendable {
     public mutating func writeString(_ s: String) {
         withBytes(s) { buf in
             let n = buf.count
-            if Self.firstSpecial(buf, from: 0) == n {
-                // Nothing to escape: quote, bytes, quote in one store.
-                reserve(n + 2)
-                let i = count
-                storage.withUnsafeMutableBufferPointer { dst in
-                    let d = dst.baseAddress.unsafelyUnwrapped + i
-                    d[0] = UInt8(ascii: "\"")
-                    if let src = buf.baseAddress { (d + 1).update(from: src, count: n) }
-                    d[n + 1] = UInt8(ascii: "\"")
+            // Optimistic: quote, then copy and scan in one pass (eight bytes a
+            // step), closing quote. If a byte needs a look, the
+            // copied bytes are simply overwritten by the escaping path.
+            reserve(n + 2)
+            let i = count
+            let clean = storage.withUnsafeMutableBufferPointer { dst -> Bool in
+                let d = dst.baseAddress.unsafelyUnwrapped + i
+                d[0] = UInt8(ascii: "\"")
+                if n > 0, !Self.copyIfPlain(from: buf.baseAddress.unsafelyUnwrapped, to: d + 1, count: n) {
+                    return false
                 }
+                d[n + 1] = UInt8(ascii: "\"")
+                return true
+            }
+            if clean {
                 count = i + n + 2
             } else {
                 put(UInt8(ascii: "\""))
@@ -216,6 +324,91 @@ public struct JSONWriter: Sendable {
                 put(UInt8(ascii: "\""))
             }
         }
+    }
+
+    /// Writes an object member's key: `,` (unless `first`), the quoted key
+    /// and `:`, in one store when the key needs no escaping.
+    @inline(__always)
+    public mutating func writeKey(_ k: String, first: Bool) {
+        let done = withBytes(k) { buf -> Bool in
+            let n = buf.count
+            let c = first ? 0 : 1
+            reserve(n + 3 + c)
+            let i = count
+            let ok = storage.withUnsafeMutableBufferPointer { dst -> Bool in
+                let d = dst.baseAddress.unsafelyUnwrapped + i
+                if c == 1 { d[0] = UInt8(ascii: ",") }
+                d[c] = UInt8(ascii: "\"")
+                if n > 0, !Self.copyIfPlain(from: buf.baseAddress.unsafelyUnwrapped, to: d + c + 1, count: n) {
+                    return false
+                }
+                d[c + n + 1] = UInt8(ascii: "\"")
+                d[c + n + 2] = UInt8(ascii: ":")
+                return true
+            }
+            if ok { count = i + c + n + 3 }
+            return ok
+        }
+        if !done {
+            if !first { put(UInt8(ascii: ",")) }
+            writeString(k)
+            put(UInt8(ascii: ":"))
+        }
+    }
+
+    /// Copies `count` bytes and returns true when none needs escaping (see
+    /// ``firstSpecial(_:from:)``); false as soon as one might (the copy is
+    /// then incomplete). Eight bytes a step; the last partial word is done
+    /// with an overlapping load, and 4–7 byte strings with two overlapping
+    /// 4-byte loads, so only strings under four bytes go byte by byte.
+    @inline(__always)
+    static func copyIfPlain(from src: UnsafePointer<UInt8>, to dst: UnsafeMutablePointer<UInt8>, count n: Int) -> Bool {
+        let s = UnsafeRawPointer(src)
+        let d = UnsafeMutableRawPointer(dst)
+        if n >= 8 {
+            var i = 0
+            while i + 8 <= n {
+                let w = s.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if mayNeedEscape(w) { return false }
+                d.storeBytes(of: w, toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            if i < n {
+                let w = s.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+                if mayNeedEscape(w) { return false }
+                d.storeBytes(of: w, toByteOffset: n - 8, as: UInt64.self)
+            }
+            return true
+        }
+        if n >= 4 {
+            let lo = s.loadUnaligned(as: UInt32.self)
+            let hi = s.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+            if mayNeedEscape(UInt64(lo) | UInt64(hi) &<< 32) { return false }
+            d.storeBytes(of: lo, as: UInt32.self)
+            d.storeBytes(of: hi, toByteOffset: n - 4, as: UInt32.self)
+            return true
+        }
+        var i = 0
+        while i < n {
+            let c = src[i]
+            if c < 0x20 || c == 0x22 || c == 0x5C || c == 0xE2 { return false }
+            dst[i] = c
+            i += 1
+        }
+        return true
+    }
+
+    /// Whether any of the eight bytes of `w` may be below 0x20, `"`, `\\`
+    /// or 0xE2 (never false when one is; rarely true when none is).
+    @inline(__always)
+    static func mayNeedEscape(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let below20 = (w &- ones &* 0x20) & ~w
+        let q = w ^ (ones &* 0x22)
+        let bs = w ^ (ones &* 0x5C)
+        let e2 = w ^ (ones &* 0xE2)
+        return (below20 | ((q &- ones) & ~q) | ((bs &- ones) & ~bs) | ((e2 &- ones) & ~e2)) & highs != 0
     }
 
     /// The index of the first byte at or after `from` that needs a look:
@@ -300,12 +493,31 @@ public struct JSONWriter: Sendable {
         let i = n.magnitude < 1e16 ? Int64(n) : 0
         if n.magnitude < 1e16 && Double(i) == n {
             writeInteger(i)
+        } else if n.magnitude >= 0.1 && n.magnitude < 1e14, let m = Self.tenths(n) {
+            // One decimal digit (42.5, -0.5): within this range the values
+            // that round to `n` span less than 0.1, so `m / 10` is the only
+            // one-digit decimal among them and no integer is: it is Swift's
+            // shortest round-tripping spelling, in plain notation.
+            if m < 0 { put(UInt8(ascii: "-")) }
+            writeUnsigned(m.magnitude / 10)
+            put(UInt8(ascii: "."))
+            put(UInt8(truncatingIfNeeded: m.magnitude % 10) &+ 0x30)
         } else {
             // Swift's description is the shortest round-tripping form, and its
             // spellings (`1e+21`, `5e-324`, `0.1`) are all valid JSON numbers.
             var d = n.description
             d.withUTF8 { put($0) }
         }
+    }
+
+    /// `n × 10` when that is an integer `m` and `m / 10` rounds to exactly
+    /// `n` (so `n`'s nearest one-decimal spelling reads back as `n`).
+    @inline(__always)
+    static func tenths(_ n: Double) -> Int64? {
+        let t = n * 10
+        let m = Int64(t)
+        guard Double(m) == t, Double(m) / 10 == n else { return nil }
+        return m
     }
 
     /// Writes a signed integer in decimal.

@@ -73,6 +73,17 @@ public enum LocaleResolver {
     }
 
     @inline(__always)
+    static func equalBytes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        var i = 0
+        while i < a.count {
+            if a[i] != b[i] { return false }
+            i += 1
+        }
+        return true
+    }
+
+    @inline(__always)
     static func equalFolded(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         var i = 0
@@ -98,23 +109,27 @@ public enum LocaleResolver {
     /// Whether `tag` is shaped like a BCP 47 tag: 1–35 ASCII letters, digits,
     /// `-` or `_`, starting with a letter, no empty subtags.
     public static func isWellFormed(_ tag: String) -> Bool {
-        withBytes(tag) { u in
-            guard !u.isEmpty, u.count <= 35 else { return false }
-            guard (u[0] | 0x20) >= 0x61 && (u[0] | 0x20) <= 0x7A else { return false }
-            var prevSep = true
-            for c in u {
-                let isAlpha = (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A
-                let isDigit = c >= 0x30 && c <= 0x39
-                if c == UInt8(ascii: "-") || c == UInt8(ascii: "_") {
-                    if prevSep { return false }
-                    prevSep = true
-                } else if isAlpha || isDigit {
-                    prevSep = false
-                } else {
-                    return false
-                }
+        withBytes(tag) { isWellFormed($0) }
+    }
+
+    /// ``isWellFormed(_:)`` on UTF-8 bytes.
+    @inline(__always)
+    static func isWellFormed(_ u: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !u.isEmpty, u.count <= 35 else { return false }
+        guard (u[0] | 0x20) >= 0x61 && (u[0] | 0x20) <= 0x7A else { return false }
+        var prevSep = true
+        for c in u {
+            let isAlpha = (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A
+            let isDigit = c >= 0x30 && c <= 0x39
+            if c == UInt8(ascii: "-") || c == UInt8(ascii: "_") {
+                if prevSep { return false }
+                prevSep = true
+            } else if isAlpha || isDigit {
+                prevSep = false
+            } else {
+                return false
             }
-            return !prevSep
         }
+        return !prevSep
     }
 }

@@ -21,6 +21,16 @@ public enum LocalizedText: Sendable, Hashable {
             return s
         case .translations(let t):
             guard let locale else { return nil }
+            // `locale` is normally spelled exactly as one of the keys: a
+            // byte comparison over a few short keys is cheaper than hashing.
+            // (A byte-equal key is the one `t[locale]` finds.)
+            if t.count <= 8 {
+                let found = withBytes(locale) { l -> String? in
+                    for (k, v) in t where withBytes(k, { LocaleResolver.equalBytes($0, l) }) { return v }
+                    return nil
+                }
+                if let found { return found }
+            }
             if let s = t[locale] { return s }
             for (k, v) in t where LocaleResolver.tagsEqual(k, locale) { return v }
             return nil
@@ -82,7 +92,10 @@ public struct NotificationContent: Sendable, Hashable {
 
     /// Whether any of title, subtitle and body is translated.
     public var isTranslated: Bool {
-        title?.translations != nil || subtitle?.translations != nil || body?.translations != nil
+        if case .translations? = title { return true }
+        if case .translations? = subtitle { return true }
+        if case .translations? = body { return true }
+        return false
     }
 
     /// The locale tags of the translated fields (those of the first

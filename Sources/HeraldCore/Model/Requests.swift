@@ -148,8 +148,13 @@ public struct PushMessage: Sendable, Hashable {
 
     /// False when the platform's override says `"enabled": false`.
     public func isEnabled(on platform: Platform) -> Bool {
-        let overrides = platform == .ios ? ios : android
-        return overrides?["enabled"]?.boolValue != false
+        guard let overrides = platform == .ios ? ios : android else { return true }
+        if overrides.count <= 8 {
+            // A scan of a few keys is cheaper than hashing `enabled`.
+            for (k, v) in overrides where isLiteral(k, "enabled") { return v.boolValue != false }
+            return true
+        }
+        return overrides["enabled"]?.boolValue != false
     }
 }
 

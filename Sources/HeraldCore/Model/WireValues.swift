@@ -37,7 +37,14 @@ public struct APNsPriority: RawRepresentable, Sendable, Hashable, CustomStringCo
     /// 1: deliver only when power considerations allow; never wakes the device.
     public static let low = APNsPriority(rawValue: 1)
 
-    public var description: String { String(rawValue) }
+    public var description: String {
+        switch rawValue {
+        case 10: "10"
+        case 5: "5"
+        case 1: "1"
+        default: String(rawValue)
+        }
+    }
 }
 
 /// The `apns-push-type` header.
@@ -99,7 +106,21 @@ public struct APNsExpiration: RawRepresentable, Sendable, Hashable, CustomString
         ttl.rawValue == 0 ? .immediately : APNsExpiration(rawValue: sendTime.ceilingSeconds + Int64(ttl.rawValue))
     }
 
-    public var description: String { String(rawValue) }
+    /// Decimal, as `String(rawValue)` (digits written into a stack buffer:
+    /// cheaper than the generic integer formatting).
+    public var description: String {
+        guard rawValue >= 0 else { return String(rawValue) }
+        var v = UInt64(rawValue)
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buf in
+            var i = 20
+            repeat {
+                i -= 1
+                buf[i] = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
+                v /= 10
+            } while v > 0
+            return String(decoding: UnsafeBufferPointer(rebasing: buf[i..<20]), as: UTF8.self)
+        }
+    }
 }
 
 /// FCM HTTP v1 `AndroidConfig.priority`: `NORMAL` or `HIGH` (FCM: "high

@@ -6,31 +6,35 @@
 /// deep-merged with the Skygear-style top-level `aps` keys, which win);
 /// a patched key keeps its place, objects merge recursively, `null` deletes,
 /// and new keys follow the existing ones in byte order.
+///
+/// The message is passed to each method (borrowed) rather than stored, so
+/// rendering never copies it.
 struct APNsPayloadWriter {
-    let message: PushMessage
     let locale: String?
     let rootPatch: [String: JSONValue]
     let apsPatch: [String: JSONValue]
 
-    init(message: PushMessage, locale: String?) {
-        self.message = message
+    init(ios: [String: JSONValue]?, locale: String?) {
         self.locale = locale
-        (rootPatch, apsPatch) = Self.split(message.ios)
+        (rootPatch, apsPatch) = Self.split(ios)
     }
 
     /// Splits the `ios` override into root and `aps` patches; drops `enabled`.
     static func split(_ ios: [String: JSONValue]?) -> (root: [String: JSONValue], aps: [String: JSONValue]) {
         guard let ios, !ios.isEmpty else { return ([:], [:]) }
         var simple = true
-        for (k, _) in ios where k != "aps" {
+        for (k, _) in ios where !isLiteral(k, "aps") {
             simple = false
             break
         }
-        if simple { return ([:], ios["aps"]?.objectValue ?? [:]) }
+        if simple {
+            for (k, v) in ios where isLiteral(k, "aps") { return ([:], v.objectValue ?? [:]) }
+            return ([:], [:])
+        }
         var root: [String: JSONValue] = [:]
         var aps = ios["aps"]?.objectValue ?? [:]
         for (k, v) in ios {
-            if k == "aps" || k == "enabled" { continue }
+            if isLiteral(k, "aps") || isLiteral(k, "enabled") { continue }
             if APNsRenderer.isAPSKey(k) {
                 if case .object(let p) = v, case .object(let b)? = aps[k] {
                     aps[k] = .object(OrderedObject.mergeDictionaries(b, p))
@@ -47,47 +51,44 @@ struct APNsPayloadWriter {
     // MARK: Alert payload
 
     /// `{"aps":{…}, user_info…, "ctx_idempotency_key":…, "ctx_image_url":…, extras…}`
-    func writeAlertPayload(_ w: inout JSONWriter) throws(JSONEncodingError) {
+    func writeAlertPayload(_ w: inout JSONWriter, _ message: PushMessage) throws(JSONEncodingError) {
         w.writeRaw("{\"aps\":")
-        try writeAPS(&w)
-        try writeRootTail(&w)
+        try writeAPS(&w, message.content)
+        try writeRootTail(&w, message)
         w.writeByte(UInt8(ascii: "}"))
     }
 
     /// The handoff: `{"aps":{"content-available":1},"ctx_aps":{…}, …, "ctx_window_end":…}`
-    func writeHandoffPayload(_ w: inout JSONWriter, windowEnd: Timestamp) throws(JSONEncodingError) {
+    func writeHandoffPayload(_ w: inout JSONWriter, _ message: PushMessage, windowEnd: Timestamp) throws(JSONEncodingError) {
         w.writeRaw("{\"aps\":{\"content-available\":1},\"ctx_aps\":")
-        try writeAPS(&w)
-        try writeRootTail(&w)
+        try writeAPS(&w, message.content)
+        try writeRootTail(&w, message)
         w.writeRaw(",\"ctx_window_end\":")
         w.writeString(RFC3339.format(windowEnd))
         w.writeByte(UInt8(ascii: "}"))
     }
 
     /// The root members after `aps`, each preceded by a comma.
-    func writeRootTail(_ w: inout JSONWriter) throws(JSONEncodingError) {
-        let c = message.content
+    func writeRootTail(_ w: inout JSONWriter, _ message: PushMessage) throws(JSONEncodingError) {
         let patched = !rootPatch.isEmpty
-        if !c.userInfo.isEmpty {
-            for (k, v) in JSONWriter.sortedPairs(c.userInfo) {
+        if !message.content.userInfo.isEmpty {
+            try JSONWriter.forEachSorted(message.content.userInfo) { (k, v) throws(JSONEncodingError) in
                 if patched, let p = rootPatch[k] {
                     try Self.writePatched(&w, key: k, base: v, patch: p)
                 } else {
-                    w.writeByte(UInt8(ascii: ","))
-                    w.writeString(k)
-                    w.writeByte(UInt8(ascii: ":"))
+                    w.writeKey(k, first: false)
                     try w.write(v)
                 }
             }
         }
         w.writeRaw(",\"ctx_idempotency_key\":")
         w.writeString(message.idempotencyKey)
-        if let image = nonEmpty(c.imageURL) {
+        if let image = nonEmpty(message.content.imageURL) {
             w.writeRaw(",\"ctx_image_url\":")
             w.writeString(image)
         }
         if patched {
-            for (k, v) in JSONWriter.sortedPairs(rootPatch) where c.userInfo[k] == nil {
+            for (k, v) in JSONWriter.sortedPairs(rootPatch) where message.content.userInfo[k] == nil {
                 if case .null = v { continue }
                 w.writeByte(UInt8(ascii: ","))
                 w.writeString(k)
@@ -112,22 +113,52 @@ struct APNsPayloadWriter {
 
     // MARK: aps
 
+    /// The `aps` keys with a fixed place (the rest of a patch follows them).
+    @inline(__always)
+    static func isAPSSlot(_ k: String) -> Bool {
+        isLiteral(k, "alert") || isLiteral(k, "badge") || isLiteral(k, "sound") || isLiteral(k, "thread-id")
+            || isLiteral(k, "category") || isLiteral(k, "mutable-content")
+    }
+
+    /// The alert keys with a fixed place.
+    @inline(__always)
+    static func isAlertSlot(_ k: String) -> Bool {
+        isLiteral(k, "title") || isLiteral(k, "subtitle") || isLiteral(k, "body")
+    }
+
+    /// Writes the patch members that have no fixed place (not `null`), in
+    /// byte order, each preceded by a comma unless first.
+    @inline(__always)
+    static func writeExtras(
+        _ w: inout JSONWriter, _ first: inout Bool, _ patch: [String: JSONValue], isSlot: (String) -> Bool
+    ) throws(JSONEncodingError) {
+        try JSONWriter.forEachSorted(patch) { (k, v) throws(JSONEncodingError) in
+            if isSlot(k) { return }
+            if case .null = v { return }
+            w.writeKey(k, first: first)
+            first = false
+            try w.write(v)
+        }
+    }
+
     /// The `aps` dictionary: alert, badge, sound, thread-id, category,
     /// mutable-content, then new patch keys in byte order.
-    func writeAPS(_ w: inout JSONWriter) throws(JSONEncodingError) {
-        let c = message.content
+    func writeAPS(_ w: inout JSONWriter, _ c: borrowing NotificationContent) throws(JSONEncodingError) {
         var alertP: JSONValue?, badgeP: JSONValue?, soundP: JSONValue?
         var threadP: JSONValue?, categoryP: JSONValue?, mutableP: JSONValue?
-        var extras: [(key: String, value: JSONValue)] = []
         for (k, v) in apsPatch {
-            switch k {
-            case "alert": alertP = v
-            case "badge": badgeP = v
-            case "sound": soundP = v
-            case "thread-id": threadP = v
-            case "category": categoryP = v
-            case "mutable-content": mutableP = v
-            default: if case .null = v {} else { extras.append((k, v)) }
+            if isLiteral(k, "alert") {
+                alertP = v
+            } else if isLiteral(k, "badge") {
+                badgeP = v
+            } else if isLiteral(k, "sound") {
+                soundP = v
+            } else if isLiteral(k, "thread-id") {
+                threadP = v
+            } else if isLiteral(k, "category") {
+                categoryP = v
+            } else if isLiteral(k, "mutable-content") {
+                mutableP = v
             }
         }
         var first = true
@@ -137,92 +168,70 @@ struct APNsPayloadWriter {
         switch alertP {
         case nil:
             Self.key(&w, &first, "\"alert\":")
-            writeAlert(&w)
+            writeAlert(&w, c)
         case .null?:
             break
         case .object(let p)?:
             Self.key(&w, &first, "\"alert\":")
-            try writeAlert(&w, patch: p)
+            try writeAlert(&w, c, patch: p)
         case let v?:
             Self.key(&w, &first, "\"alert\":")
             try w.write(v)
         }
-        if let v = badgeP ?? c.badge.map({ .number(Double($0)) }) {
+        if let v = badgeP {
             try Self.member(&w, &first, "\"badge\":", v)
+        } else if let b = c.badge {
+            Self.key(&w, &first, "\"badge\":")
+            w.writeInteger(Int64(b))
         }
-        if let v = soundP ?? nonEmpty(c.sound).map(JSONValue.string) {
-            try Self.member(&w, &first, "\"sound\":", v)
-        }
-        if let v = threadP ?? nonEmpty(c.threadID).map(JSONValue.string) {
-            try Self.member(&w, &first, "\"thread-id\":", v)
-        }
-        if let v = categoryP ?? nonEmpty(c.category).map(JSONValue.string) {
-            try Self.member(&w, &first, "\"category\":", v)
-        }
-        if let v = mutableP ?? (nonEmpty(c.imageURL) == nil ? JSONValue?.none : JSONValue.number(1)) {
+        try Self.member(&w, &first, "\"sound\":", patch: soundP, c.sound)
+        try Self.member(&w, &first, "\"thread-id\":", patch: threadP, c.threadID)
+        try Self.member(&w, &first, "\"category\":", patch: categoryP, c.category)
+        if let v = mutableP {
             try Self.member(&w, &first, "\"mutable-content\":", v)
+        } else if nonEmpty(c.imageURL) != nil {
+            Self.key(&w, &first, "\"mutable-content\":")
+            w.writeByte(UInt8(ascii: "1"))
         }
-        if !extras.isEmpty {
-            JSONWriter.sortPairs(&extras)
-            for (k, v) in extras {
-                if !first { w.writeByte(UInt8(ascii: ",")) }
-                first = false
-                w.writeString(k)
-                w.writeByte(UInt8(ascii: ":"))
-                try w.write(v)
-            }
+        if !apsPatch.isEmpty {
+            try Self.writeExtras(&w, &first, apsPatch, isSlot: Self.isAPSSlot)
         }
         w.writeByte(UInt8(ascii: "}"))
     }
 
     /// The alert dictionary: title, subtitle, body in the resolved locale,
     /// then new patch keys in byte order.
-    func writeAlert(_ w: inout JSONWriter, patch: [String: JSONValue]) throws(JSONEncodingError) {
-        let c = message.content
+    func writeAlert(_ w: inout JSONWriter, _ c: borrowing NotificationContent, patch: [String: JSONValue]) throws(JSONEncodingError) {
         var titleP: JSONValue?, subtitleP: JSONValue?, bodyP: JSONValue?
-        var extras: [(key: String, value: JSONValue)] = []
         for (k, v) in patch {
-            switch k {
-            case "title": titleP = v
-            case "subtitle": subtitleP = v
-            case "body": bodyP = v
-            default: if case .null = v {} else { extras.append((k, v)) }
+            if isLiteral(k, "title") {
+                titleP = v
+            } else if isLiteral(k, "subtitle") {
+                subtitleP = v
+            } else if isLiteral(k, "body") {
+                bodyP = v
             }
         }
         var first = true
         w.writeByte(UInt8(ascii: "{"))
-        if let v = titleP ?? nonEmpty(c.title?.text(in: locale)).map(JSONValue.string) {
-            try Self.member(&w, &first, "\"title\":", v)
-        }
-        if let v = subtitleP ?? nonEmpty(c.subtitle?.text(in: locale)).map(JSONValue.string) {
-            try Self.member(&w, &first, "\"subtitle\":", v)
-        }
-        if let v = bodyP ?? nonEmpty(c.body?.text(in: locale)).map(JSONValue.string) {
-            try Self.member(&w, &first, "\"body\":", v)
-        }
-        if !extras.isEmpty {
-            JSONWriter.sortPairs(&extras)
-            for (k, v) in extras {
-                if !first { w.writeByte(UInt8(ascii: ",")) }
-                first = false
-                w.writeString(k)
-                w.writeByte(UInt8(ascii: ":"))
-                try w.write(v)
-            }
+        try Self.member(&w, &first, "\"title\":", patch: titleP, c.title?.text(in: locale))
+        try Self.member(&w, &first, "\"subtitle\":", patch: subtitleP, c.subtitle?.text(in: locale))
+        try Self.member(&w, &first, "\"body\":", patch: bodyP, c.body?.text(in: locale))
+        if !patch.isEmpty {
+            try Self.writeExtras(&w, &first, patch, isSlot: Self.isAlertSlot)
         }
         w.writeByte(UInt8(ascii: "}"))
     }
 
     /// Writes the alert without a patch (cannot fail: only strings).
-    func writeAlert(_ w: inout JSONWriter) {
-        try? writeAlert(&w, patch: [:])
+    func writeAlert(_ w: inout JSONWriter, _ c: borrowing NotificationContent) {
+        try? writeAlert(&w, c, patch: [:])
     }
 
     @inline(__always)
     static func key(_ w: inout JSONWriter, _ first: inout Bool, _ key: StaticString) {
-        if !first { w.writeByte(UInt8(ascii: ",")) }
+        w.writeRaw(key, comma: !first)
         first = false
-        w.writeRaw(key)
     }
 
     /// Writes `"key":value` unless the value is `null` (a deleting patch).
@@ -234,6 +243,20 @@ struct APNsPayloadWriter {
             w.writeString(s)
         } else {
             try w.write(v)
+        }
+    }
+
+    /// Writes the patch value when there is one (`null` deletes), else the
+    /// message's string when set and non-empty.
+    @inline(__always)
+    static func member(
+        _ w: inout JSONWriter, _ first: inout Bool, _ k: StaticString, patch: JSONValue?, _ value: String?
+    ) throws(JSONEncodingError) {
+        if let patch {
+            try member(&w, &first, k, patch)
+        } else if let s = value, !s.isEmpty {
+            key(&w, &first, k)
+            w.writeString(s)
         }
     }
 }

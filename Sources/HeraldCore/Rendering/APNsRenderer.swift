@@ -190,12 +190,12 @@ public enum APNsRenderer {
     /// `handoffWindowEnd` is given), size-checked.
     static func payload(_ message: PushMessage, locale: String?, handoffWindowEnd: Timestamp?) throws(RenderError) -> [UInt8] {
         var w = JSONWriter(capacity: 1024)
-        let writer = APNsPayloadWriter(message: message, locale: locale)
+        let writer = APNsPayloadWriter(ios: message.ios, locale: locale)
         do {
             if let end = handoffWindowEnd {
-                try writer.writeHandoffPayload(&w, windowEnd: end)
+                try writer.writeHandoffPayload(&w, message, windowEnd: end)
             } else {
-                try writer.writeAlertPayload(&w)
+                try writer.writeAlertPayload(&w, message)
             }
         } catch {
             throw .invalid(ValidationError([FieldViolation(field: "ios", reason: "NaN and infinity are not valid JSON numbers")]))
@@ -214,7 +214,17 @@ public enum APNsRenderer {
 
     static func path(_ token: String?) -> String {
         guard let token, !token.isEmpty else { return "/3/device/" + placeholderToken }
-        return "/3/device/" + (hasUppercase(token) ? token.lowercased() : token)
+        if hasUppercase(token) { return "/3/device/" + token.lowercased() }
+        // One allocation, filled in place.
+        return withBytes(token) { t in
+            let prefix: StaticString = "/3/device/"
+            let p = prefix.utf8CodeUnitCount
+            return String(unsafeUninitializedCapacity: p + t.count) { out in
+                out.baseAddress.unsafelyUnwrapped.update(from: prefix.utf8Start, count: p)
+                if let base = t.baseAddress { (out.baseAddress.unsafelyUnwrapped + p).update(from: base, count: t.count) }
+                return p + t.count
+            }
+        }
     }
 
     /// Whether `s` has an ASCII capital letter (SWAR: eight bytes a step).

@@ -88,9 +88,29 @@ public enum Validator {
         switch platform {
         case .ios:
             let allHex = withBytes(token) { p in
-                for c in p {
+                var i = 0
+                if let base = p.baseAddress {
+                    // Eight bytes a step: every byte in 0-9, A-F or a-f.
+                    let raw = UnsafeRawPointer(base)
+                    let ones: UInt64 = 0x0101_0101_0101_0101
+                    let highs: UInt64 = ones &* 0x80
+                    while i + 8 <= p.count {
+                        let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                        if w & highs != 0 { return false }
+                        // Per byte (all < 0x80, so no carries between bytes):
+                        // digit: w + (0x80 - 0x30) has the high bit, w + (0x80 - 0x3A) has not.
+                        let digit = (w &+ ones &* (0x80 - 0x30)) & ~(w &+ ones &* (0x80 - 0x3A))
+                        let l = w | (ones &* 0x20)
+                        let letter = (l &+ ones &* (0x80 - 0x61)) & ~(l &+ ones &* (0x80 - 0x67))
+                        if (digit | letter) & highs != highs { return false }
+                        i += 8
+                    }
+                }
+                while i < p.count {
+                    let c = p[i]
                     let isHex = (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66)
                     if !isHex { return false }
+                    i += 1
                 }
                 return true
             }
@@ -182,9 +202,9 @@ public enum Validator {
         guard let o, !o.isEmpty else { return }
         var nonFinite = false
         for (k, value) in o {
-            if k == "enabled", value.boolValue == nil {
+            if isLiteral(k, "enabled"), value.boolValue == nil {
                 v.append(.init(field: field + ".enabled", reason: "must be a boolean"))
-            } else if k == "aps", value.objectValue == nil {
+            } else if isLiteral(k, "aps"), value.objectValue == nil {
                 v.append(.init(field: field + ".aps", reason: "must be an object"))
             } else if field == "ios", isHeraldKey(k) {
                 v.append(.init(field: field + "." + k, reason: "reserved key: keys starting ctx_ belong to Herald"))
@@ -227,6 +247,10 @@ public enum Validator {
     }
 
     static func checkContent(_ c: NotificationContent, into v: inout [FieldViolation]) {
+        // The common valid message passes a cheap check that implies every
+        // rule below holds; anything else takes the full path, which
+        // collects the violations.
+        if contentIsPlainlyValid(c) { return }
         var reference: LocaleReference?
         checkLocalized(c.title, "content.title", required: true, reference: &reference, into: &v)
         checkLocalized(c.subtitle, "content.subtitle", required: false, reference: &reference, into: &v)
@@ -268,6 +292,103 @@ public enum Validator {
                 v.append(.init(field: p, reason: "NaN and infinity are not valid JSON numbers"))
             }
         }
+    }
+
+    // MARK: Fast path
+
+    /// A locale tag of 1–7 bytes folded (ASCII lower case, `_` → `-`) into
+    /// the high bytes of a word, its length in the low byte: two such tags
+    /// are equal under `LocaleResolver.tagsEqual` exactly when
+    /// their words are equal. 0 for longer or empty tags (no fast path).
+    @inline(__always)
+    static func foldedTag(_ p: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        let n = p.count
+        guard n >= 1 && n <= 7 else { return 0 }
+        var x = UInt64(n)
+        var i = 0
+        while i < n {
+            x |= UInt64(LocaleResolver.fold(p[i])) &<< UInt64(56 &- 8 &* i)
+            i += 1
+        }
+        return x
+    }
+
+    /// The folded tags of a translation map, sorted, when every tag is
+    /// well-formed and 1–7 bytes long, every text is non-empty and no two
+    /// tags are equal; nil otherwise (then the full checks decide).
+    @inline(__always)
+    ///
+    /// `checkShape: false` is for a map that must equal a reference set
+    /// whose tags were checked: a tag that folds to a well-formed tag is
+    /// well-formed itself.
+    static func plainTagSet(_ t: [String: String], checkShape: Bool) -> (tags: InlineArray<8, UInt64>, count: Int)? {
+        let n = t.count
+        guard n >= 1 && n <= 8 else { return nil }
+        var a = InlineArray<8, UInt64>(repeating: 0)
+        var count = 0
+        for (tag, text) in t {
+            if text.isEmpty { return nil }
+            let f = withBytes(tag) { p -> UInt64 in
+                let f = foldedTag(p)
+                return f != 0 && (!checkShape || LocaleResolver.isWellFormed(p)) ? f : 0
+            }
+            if f == 0 { return nil }
+            var j = count
+            while j > 0 && a[j - 1] > f {
+                a[j] = a[j - 1]
+                j -= 1
+            }
+            if j > 0 && a[j - 1] == f { return nil }  // duplicate tag
+            a[j] = f
+            count += 1
+        }
+        return (a, count)
+    }
+
+    /// True when `checkContent` would find nothing to report, established
+    /// cheaply for the common shape (short tags, the same locale set in
+    /// every translated field); false means "run the full checks", not
+    /// "invalid".
+    static func contentIsPlainlyValid(_ c: NotificationContent) -> Bool {
+        var reference: (tags: InlineArray<8, UInt64>, count: Int)?
+        func field(_ text: LocalizedText?, required: Bool) -> Bool {
+            switch text {
+            case nil:
+                return !required
+            case .text(let s)?:
+                return !required || !s.isEmpty
+            case .translations(let t)?:
+                guard let set = plainTagSet(t, checkShape: reference == nil) else { return false }
+                if let ref = reference {
+                    guard ref.count == set.count else { return false }
+                    for i in 0..<set.count where ref.tags[i] != set.tags[i] { return false }
+                } else {
+                    reference = set
+                }
+                return true
+            }
+        }
+        guard field(c.title, required: true), field(c.subtitle, required: false), field(c.body, required: true) else {
+            return false
+        }
+        if let ref = reference {
+            guard let d = c.defaultLocale else { return false }
+            let f = withBytes(d) { foldedTag($0) }
+            guard f != 0 else { return false }
+            var found = false
+            for i in 0..<ref.count where ref.tags[i] == f { found = true }
+            if !found { return false }
+        } else if let d = nonEmpty(c.defaultLocale), !LocaleResolver.isWellFormed(d) {
+            return false
+        }
+        if let b = c.badge, b < 0 { return false }
+        if let url = nonEmpty(c.imageURL), imageURLProblem(url) != nil { return false }
+        if !c.userInfo.isEmpty {
+            for (k, value) in c.userInfo {
+                if isLiteral(k, "aps") || isHeraldKey(k) || value.containsNonFiniteNumber { return false }
+            }
+        }
+        return true
     }
 
     /// Keys starting `ctx_` belong to Herald.

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/random.h>
 
 #include <nghttp2/nghttp2.h>
 #include <protobuf-c/protobuf-c.h>

@@ -11,13 +11,23 @@ enum NestingLimit {
     /// protobuf's own default recursion limit.
     static let defaultLimit = 100
 
-    /// True when no message inside `bytes` nests deeper than `limit`.
+    /// Messages smaller than this are not walked: every nesting level costs
+    /// at least 2 bytes (a key and a length), so they nest at most ~500
+    /// levels, which no stack in the process notices (the danger is a
+    /// megabyte message nesting hundreds of thousands deep). The walk is a
+    /// second pass over every large message, so it is skipped where it cannot
+    /// matter.
+    static let minimumBytesToWalk = 1024
+
+    /// True when no message inside `bytes` nests deeper than `limit` (always
+    /// true below `minimumBytesToWalk`).
     /// Malformed bytes pass: the parser rejects them with its own error.
     static func check(
         _ bytes: UnsafeRawBufferPointer,
         descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
         limit: Int = defaultLimit
     ) -> Bool {
+        if bytes.count < minimumBytesToWalk { return true }
         var reader = WireReader(bytes: bytes)
         return walk(&reader, end: bytes.count, descriptor: descriptor, depthLeft: limit)
     }

@@ -15,18 +15,21 @@ struct RequestDecoder {
         if !violations.isEmpty { throw ValidationError(violations) }
     }
 
-    mutating func string(_ pointer: UnsafeMutablePointer<CChar>?, _ field: String) -> String {
+    // Field paths are autoclosures: built only when a violation names them
+    // (eagerly, every map entry and struct member would cost a heap string).
+
+    mutating func string(_ pointer: UnsafeMutablePointer<CChar>?, _ field: @autoclosure () -> String) -> String {
         guard let pointer else { return "" }
         guard let value = String(validatingCString: pointer) else {
-            violations.append(FieldViolation(field: field, reason: "is not valid UTF-8"))
+            violations.append(FieldViolation(field: field(), reason: "is not valid UTF-8"))
             return ""
         }
         return value
     }
 
     /// nil for the empty string (proto3's "not set").
-    mutating func optionalString(_ pointer: UnsafeMutablePointer<CChar>?, _ field: String) -> String? {
-        let value = string(pointer, field)
+    mutating func optionalString(_ pointer: UnsafeMutablePointer<CChar>?, _ field: @autoclosure () -> String) -> String? {
+        let value = string(pointer, field())
         return value.isEmpty ? nil : value
     }
 
@@ -53,7 +56,7 @@ struct RequestDecoder {
         }
     }
 
-    mutating func localizedText(_ pointer: UnsafeMutablePointer<Herald__V1__LocalizedText>?, _ field: String) -> LocalizedText? {
+    mutating func localizedText(_ pointer: UnsafeMutablePointer<Herald__V1__LocalizedText>?, _ field: @autoclosure () -> String) -> LocalizedText? {
         guard let text = pointer?.pointee else { return nil }
         let hasText = text.single_case == HERALD__V1__LOCALIZED_TEXT__SINGLE_TEXT
         let hasTranslations = text.n_translations > 0
@@ -61,16 +64,17 @@ struct RequestDecoder {
         case (false, false):
             return nil
         case (true, true):
-            violations.append(FieldViolation(field: field, reason: "set exactly one of text or translations, not both"))
+            violations.append(FieldViolation(field: field(), reason: "set exactly one of text or translations, not both"))
             return nil
         case (true, false):
-            return .text(string(text.text, "\(field).text"))
+            return .text(string(text.text, "\(field()).text"))
         case (false, true):
             var translations: [String: String] = [:]
+            translations.reserveCapacity(text.n_translations)
             for index in 0..<text.n_translations {
                 guard let entry = text.translations[index]?.pointee else { continue }
-                let locale = string(entry.key, "\(field).translations")
-                translations[locale] = string(entry.value, "\(field).translations[\(locale)]")
+                let locale = string(entry.key, "\(field()).translations")
+                translations[locale] = string(entry.value, "\(field()).translations[\(locale)]")
             }
             return .translations(translations)
         }
@@ -93,33 +97,36 @@ struct RequestDecoder {
     }
 
     /// A `google.protobuf.Struct` as a JSON object; nil when absent.
-    mutating func structObject(_ pointer: UnsafeMutablePointer<Google__Protobuf__Struct>?, _ field: String) -> [String: JSONValue]? {
+    mutating func structObject(_ pointer: UnsafeMutablePointer<Google__Protobuf__Struct>?, _ field: @autoclosure () -> String) -> [String: JSONValue]? {
         guard let object = pointer?.pointee else { return nil }
         var result: [String: JSONValue] = [:]
         result.reserveCapacity(object.n_fields)
         for index in 0..<object.n_fields {
             guard let entry = object.fields[index]?.pointee else { continue }
-            let key = string(entry.key, field)
-            result[key] = value(entry.value, "\(field).\(key)")
+            let key = string(entry.key, field())
+            result[key] = value(entry.value, "\(field()).\(key)")
         }
         return result
     }
 
-    private mutating func value(_ pointer: UnsafeMutablePointer<Google__Protobuf__Value>?, _ field: String) -> JSONValue {
+    private mutating func value(_ pointer: UnsafeMutablePointer<Google__Protobuf__Value>?, _ field: @autoclosure () -> String) -> JSONValue {
         guard let value = pointer?.pointee else { return .null }
         switch value.kind_case {
         case GOOGLE__PROTOBUF__VALUE__KIND_NUMBER_VALUE:
             guard value.number_value.isFinite else {
-                violations.append(FieldViolation(field: field, reason: "number is not finite (JSON has no NaN or Infinity)"))
+                violations.append(FieldViolation(field: field(), reason: "number is not finite (JSON has no NaN or Infinity)"))
                 return .null
             }
             return .number(value.number_value)
-        case GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE: return .string(string(value.string_value, field))
+        case GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE: return .string(string(value.string_value, field()))
         case GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE: return .bool(value.bool_value != 0)
-        case GOOGLE__PROTOBUF__VALUE__KIND_STRUCT_VALUE: return .object(structObject(value.struct_value, field) ?? [:])
+        case GOOGLE__PROTOBUF__VALUE__KIND_STRUCT_VALUE: return .object(structObject(value.struct_value, field()) ?? [:])
         case GOOGLE__PROTOBUF__VALUE__KIND_LIST_VALUE:
             guard let list = value.list_value?.pointee else { return .array([]) }
-            return .array((0..<list.n_values).map { self.value(list.values[$0], "\(field)[\($0)]") })
+            var items: [JSONValue] = []
+            items.reserveCapacity(list.n_values)
+            for index in 0..<list.n_values { items.append(self.value(list.values[index], "\(field())[\(index)]")) }
+            return .array(items)
         default:
             // null_value and a Value with no kind set both mean JSON null.
             return .null

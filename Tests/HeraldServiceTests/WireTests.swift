@@ -1,0 +1,65 @@
+import HeraldProtos
+import Testing
+
+@testable import HeraldService
+
+@Suite("Wire helpers")
+struct WireTests {
+    @Test func uuidsAreVersion4LowercaseAndUnique() {
+        var seen = Set<String>()
+        for _ in 0..<10_000 {
+            let id = UUIDv4.make()
+            let bytes = Array(id.utf8)
+            #expect(bytes.count == 36)
+            #expect([8, 13, 18, 23].allSatisfy { bytes[$0] == UInt8(ascii: "-") })
+            #expect(bytes[14] == UInt8(ascii: "4"))
+            #expect("89ab".utf8.contains(bytes[19]))
+            #expect(bytes.enumerated().allSatisfy { index, byte in
+                [8, 13, 18, 23].contains(index) || "0123456789abcdef".utf8.contains(byte)
+            })
+            seen.insert(id)
+        }
+        #expect(seen.count == 10_000)
+    }
+
+    /// Struct{fields{key:"k", value:Value{struct_value:<inner>}}} nested `depth`
+    /// times: three message levels (Struct, entry, Value) each.
+    private func nestedStruct(depth: Int) -> [UInt8] {
+        func varint(_ n: Int) -> [UInt8] {
+            var n = n
+            var out: [UInt8] = []
+            repeat {
+                let byte = UInt8(n & 0x7F)
+                n >>= 7
+                out.append(n > 0 ? byte | 0x80 : byte)
+            } while n > 0
+            return out
+        }
+        var inner: [UInt8] = []
+        for _ in 0..<depth {
+            let value = [0x2A] + varint(inner.count) + inner
+            let entry = [0x0A, 0x01, 0x6B, 0x12] + varint(value.count) + value
+            inner = [0x0A] + varint(entry.count) + entry
+        }
+        return inner
+    }
+
+    @Test func deepNestingIsRefusedOnlyWhereItCanMatter() {
+        let descriptor = Google__Protobuf__Struct.descriptorForTests
+        let shallow = nestedStruct(depth: 50)
+        let deep = nestedStruct(depth: 400)
+        #expect(shallow.count < NestingLimit.minimumBytesToWalk)
+        #expect(deep.count >= NestingLimit.minimumBytesToWalk)
+        #expect(shallow.withUnsafeBytes { NestingLimit.check($0, descriptor: descriptor) })
+        #expect(!deep.withUnsafeBytes { NestingLimit.check($0, descriptor: descriptor) })
+        #expect(deep.withUnsafeBytes { NestingLimit.check($0, descriptor: descriptor, limit: 1300) })
+    }
+}
+
+extension Google__Protobuf__Struct {
+    static var descriptorForTests: UnsafePointer<ProtobufCMessageDescriptor> {
+        var message = Google__Protobuf__Struct()
+        google__protobuf__struct__init(&message)
+        return message.base.descriptor
+    }
+}

@@ -26,9 +26,9 @@ struct StoreBenchmarks {
     /// Due times as traffic makes them: now + 30 s grace, a little spread.
     static func message(_ i: Int, now: Int64) -> StoredMessage {
         var generator = SystemRandomNumberGenerator()
-        let key = MessageID.format(high: generator.next() & ~0xF000 | 0x4000, low: generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
+        let key = UUIDText.format(high: generator.next() & ~0xF000 | 0x4000, low: generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
         let id = randomIDs
-            ? MessageID.format(high: generator.next() & ~0xF000 | 0x4000, low: generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
+            ? UUIDText.format(high: generator.next() & ~0xF000 | 0x4000, low: generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
             : MessageID.make(now: now + Int64(i / 1_000), using: &generator)
         return StoredMessage(
             id: id, bundleID: "com.example.bench", platform: .ios,

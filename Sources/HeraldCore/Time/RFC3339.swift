@@ -104,35 +104,40 @@ public enum RFC3339 {
         var rem = t.seconds % 86_400
         if rem < 0 { rem += 86_400; days -= 1 }
         let (y, m, d) = civilFromDays(days)
-        var out: [UInt8] = []
-        out.reserveCapacity(30)
-        func put(_ v: Int64, _ width: Int) {
-            var buf = [UInt8](repeating: 0x30, count: width)
-            var v = v
-            var i = width - 1
-            while i >= 0 {
-                buf[i] = UInt8(truncatingIfNeeded: v % 10) + 0x30
-                v /= 10
-                i -= 1
+        // At most "-yyyy-mm-ddThh:mm:ss.nnnnnnnnnZ" (32 bytes): one allocation.
+        return String(unsafeUninitializedCapacity: 40) { out in
+            var index = 0
+            func put(_ value: Int64, _ width: Int) {
+                var v = value
+                var i = index + width - 1
+                while i >= index {
+                    out[i] = UInt8(truncatingIfNeeded: v % 10) + 0x30
+                    v /= 10
+                    i -= 1
+                }
+                index += width
             }
-            out.append(contentsOf: buf)
+            func char(_ c: Unicode.Scalar) {
+                out[index] = UInt8(ascii: c)
+                index += 1
+            }
+            if y < 0 { char("-") }
+            put(abs(y), 4); char("-")
+            put(m, 2); char("-")
+            put(d, 2); char("T")
+            put(rem / 3600, 2); char(":")
+            put(rem / 60 % 60, 2); char(":")
+            put(rem % 60, 2)
+            if t.nanoseconds != 0 {
+                char(".")
+                var n = Int64(t.nanoseconds)
+                var width = 9
+                while n % 10 == 0 { n /= 10; width -= 1 }
+                put(n, width)
+            }
+            char("Z")
+            return index
         }
-        if y < 0 { out.append(UInt8(ascii: "-")) }
-        put(abs(y), 4); out.append(UInt8(ascii: "-"))
-        put(m, 2); out.append(UInt8(ascii: "-"))
-        put(d, 2); out.append(UInt8(ascii: "T"))
-        put(rem / 3600, 2); out.append(UInt8(ascii: ":"))
-        put(rem / 60 % 60, 2); out.append(UInt8(ascii: ":"))
-        put(rem % 60, 2)
-        if t.nanoseconds != 0 {
-            out.append(UInt8(ascii: "."))
-            var n = Int64(t.nanoseconds)
-            var width = 9
-            while n % 10 == 0 { n /= 10; width -= 1 }
-            put(n, width)
-        }
-        out.append(UInt8(ascii: "Z"))
-        return String(decoding: out, as: UTF8.self)
     }
 
     static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }

@@ -12,9 +12,7 @@ import CInterop
 final class Checkpointer: @unchecked Sendable {
     private let condition = PThreadCondition()
     private var requested = false
-    private var closing = false
-    private var exited = false
-    private var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    private let stopping = WorkerStop()
     private var checkpoints = 0
     private let db: Database
 
@@ -38,29 +36,16 @@ final class Checkpointer: @unchecked Sendable {
     }
 
     func close() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            condition.lock()
-            closing = true
-            if exited {
-                condition.unlock()
-                continuation.resume()
-                return
-            }
-            exitWaiters.append(continuation)
-            condition.signal()
-            condition.unlock()
-        }
+        await stopping.stop(signalling: condition)
     }
 
     private func loop() {
         while true {
             condition.lock()
-            while !requested && !closing { condition.wait() }
-            if closing {
+            while !requested && !stopping.isRequested { condition.wait() }
+            if stopping.isRequested {
                 db.close()
-                exited = true
-                let waiters = exitWaiters
-                exitWaiters = []
+                let waiters = stopping.exited()
                 condition.unlock()
                 waiters.forEach { $0.resume() }
                 return

@@ -65,9 +65,7 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
 final class GroupCommitWriter: @unchecked Sendable {
     private let condition = PThreadCondition()
     private var queue: [any WriteJob] = []
-    private var closing = false
-    private var exited = false
-    private var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    private let stopping = WorkerStop()
     private var stats = WriteStats(commits: 0, writes: 0, largestBatch: 0)
     private var lastCommitError: String?
     private var lastCommitFailed = false
@@ -99,7 +97,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         try await withCheckedThrowingContinuation { continuation in
             let job = ContinuationWriteJob(body: body, continuation: continuation)
             condition.lock()
-            if closing {
+            if stopping.isRequested {
                 condition.unlock()
                 job.finish(commitError: StoreError.closed)
                 return
@@ -138,31 +136,18 @@ final class GroupCommitWriter: @unchecked Sendable {
 
     /// Commits what is queued, stops the thread and waits for it.
     func close() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            condition.lock()
-            closing = true
-            if exited {
-                condition.unlock()
-                continuation.resume()
-                return
-            }
-            exitWaiters.append(continuation)
-            condition.signal()
-            condition.unlock()
-        }
+        await stopping.stop(signalling: condition)
     }
 
     private func loop() {
         while true {
             condition.lock()
-            while queue.isEmpty && !closing {
+            while queue.isEmpty && !stopping.isRequested {
                 condition.wait()
             }
             if queue.isEmpty {
                 db.close()
-                exited = true
-                let waiters = exitWaiters
-                exitWaiters = []
+                let waiters = stopping.exited()
                 condition.unlock()
                 waiters.forEach { $0.resume() }
                 return

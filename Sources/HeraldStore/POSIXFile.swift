@@ -104,22 +104,32 @@ public enum POSIXFile {
 }
 
 extension POSIXFile {
+    /// Writes every byte to `fd`, retrying short writes and EINTR; false on
+    /// an error (errno says which).
+    @discardableResult
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return false }
+                offset += n
+            }
+            return true
+        }
+    }
+
     /// Replaces `path` with `bytes` atomically: writes `path.tmp-PID`, fsyncs, renames.
     public static func writeAtomically(_ path: String, bytes: [UInt8]) throws(POSIXFileError) {
         let temporary = "\(path).tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
         guard fd >= 0 else { throw POSIXFileError("open", path: temporary) }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                let error = POSIXFileError("write", path: temporary)
-                close(fd)
-                unlink(temporary)
-                throw error
-            }
-            offset += n
+        guard writeAll(fd, bytes) else {
+            let error = POSIXFileError("write", path: temporary)
+            close(fd)
+            unlink(temporary)
+            throw error
         }
         _ = fsync(fd)
         close(fd)

@@ -69,3 +69,37 @@ func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     if let thread { pthread_detach(thread) }
     #endif
 }
+
+/// The stop handshake of a worker thread whose state `condition` guards:
+/// `stop(signalling:)` asks the loop to finish and returns once it has exited; the loop
+/// checks `isRequested` and, on its way out, calls `exited()` with the lock
+/// held and resumes what it returns after unlocking.
+final class WorkerStop: @unchecked Sendable {
+    // Guarded by the worker's condition.
+    private(set) var isRequested = false
+    private var hasExited = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func stop(signalling condition: PThreadCondition) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            isRequested = true
+            if hasExited {
+                condition.unlock()
+                continuation.resume()
+                return
+            }
+            waiters.append(continuation)
+            condition.signal()
+            condition.unlock()
+        }
+    }
+
+    /// Marks the loop gone (lock held); the caller resumes the result after
+    /// unlocking.
+    func exited() -> [CheckedContinuation<Void, Never>] {
+        hasExited = true
+        defer { waiters = [] }
+        return waiters
+    }
+}

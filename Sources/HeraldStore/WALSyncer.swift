@@ -20,9 +20,7 @@ import Darwin
 final class WALSyncer: @unchecked Sendable {
     private let condition = PThreadCondition()
     private var pending: [any WriteJob] = []
-    private var closing = false
-    private var exited = false
-    private var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    private let stopping = WorkerStop()
     private var syncs = 0
     private var lastFailure: String?
     private let fd: Int32
@@ -54,18 +52,7 @@ final class WALSyncer: @unchecked Sendable {
 
     /// Syncs and resumes what is pending, then stops the thread.
     func close() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            condition.lock()
-            closing = true
-            if exited {
-                condition.unlock()
-                continuation.resume()
-                return
-            }
-            exitWaiters.append(continuation)
-            condition.signal()
-            condition.unlock()
-        }
+        await stopping.stop(signalling: condition)
     }
 
     private static func syncData(_ fd: Int32) -> Int32 {
@@ -79,12 +66,10 @@ final class WALSyncer: @unchecked Sendable {
     private func loop() {
         while true {
             condition.lock()
-            while pending.isEmpty && !closing { condition.wait() }
+            while pending.isEmpty && !stopping.isRequested { condition.wait() }
             if pending.isEmpty {
                 closeDescriptor(fd)
-                exited = true
-                let waiters = exitWaiters
-                exitWaiters = []
+                let waiters = stopping.exited()
                 condition.unlock()
                 waiters.forEach { $0.resume() }
                 return

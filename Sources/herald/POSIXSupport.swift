@@ -1,3 +1,4 @@
+import HeraldStore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -13,16 +14,7 @@ func epochMilliseconds() -> Int64 {
 
 /// Writes all of `text` to a file descriptor, unbuffered (1 stdout, 2 stderr).
 func writeUnbuffered(_ text: String, to fd: Int32) {
-    let bytes = Array(text.utf8)
-    bytes.withUnsafeBytes { buffer in
-        var offset = 0
-        while offset < buffer.count {
-            let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return }
-            offset += n
-        }
-    }
+    POSIXFile.writeAll(fd, Array(text.utf8))
 }
 
 /// The process environment's value of `name`.

@@ -1,5 +1,6 @@
 import APNsSimulator
 import HeraldCore
+import HeraldStore
 
 #if canImport(Glibc)
 import Glibc
@@ -35,20 +36,7 @@ enum SimulatorRecorder {
             var writer = JSONWriter()
             try? writer.write(line)
             writer.bytes.append(UInt8(ascii: "\n"))
-            writeAll(fd, writer.bytes)
-        }
-    }
-}
-
-/// Writes every byte (retrying short writes and EINTR); drops the rest on error.
-private func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-    bytes.withUnsafeBytes { buffer in
-        var offset = 0
-        while offset < buffer.count {
-            let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return }
-            offset += n
+            POSIXFile.writeAll(fd, writer.bytes)  // a failed record line is dropped, not fatal
         }
     }
 }

@@ -23,6 +23,7 @@ let package = Package(
                 .linkedLibrary("ssl"),
                 .linkedLibrary("crypto"),
                 .linkedLibrary("sqlite3"),
+                .linkedLibrary("z"),
             ]
         ),
         // protoc-c output for Protos/ (rebuilt by scripts/gen-protos.sh).

@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-packages=(libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev
+packages=(libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev zlib1g-dev
           nghttp2-client nghttp2-server python3-venv pkg-config ca-certificates)
 missing=()
 for p in "${packages[@]}"; do

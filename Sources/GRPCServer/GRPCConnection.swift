@@ -268,9 +268,16 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         }
         if bytesEqual(name, "content-type") {
             stream.contentType = isGRPCContentType(value) ? .grpc : .other
-        } else if bytesEqual(name, "te") || bytesEqual(name, "content-length")
-                    || bytesEqual(name, "grpc-accept-encoding") || bytesEqual(name, "grpc-encoding") {
-            // Transport headers, not metadata. grpc-encoding is checked per message (flag byte).
+        } else if bytesEqual(name, "grpc-encoding") {
+            // Only gzip is supported; with any other encoding a compressed
+            // message is UNIMPLEMENTED (checked per message: the flag byte).
+            if bytesEqual(value, "gzip") && !stream.gzip {
+                stream.gzip = true
+                stream.deframer = GRPCMessageDeframer(
+                    maxMessageBytes: shared.configuration.maxReceiveMessageBytes, acceptsCompressed: true)
+            }
+        } else if bytesEqual(name, "te") || bytesEqual(name, "content-length") || bytesEqual(name, "grpc-accept-encoding") {
+            // Transport headers, not metadata.
         } else if bytesEqual(name, "grpc-timeout") {
             if let timeout = GRPCTimeout(bytes: value) {
                 stream.timeout = timeout
@@ -335,11 +342,13 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             return
         }
         do {
-            try stream.deframer.append(bytes) { _, message in
+            let limit = shared.configuration.maxReceiveMessageBytes
+            try stream.deframer.append(bytes) { compressed, message in
                 if stream.message != nil {
                     throw GRPCStatus(.unimplemented, "unary method received more than one request message")
                 }
-                stream.message = message
+                // The deframer passes compressed messages only when gzip was negotiated.
+                stream.message = compressed ? try GRPCGzip.decompress(message, limit: limit) : message
             }
         } catch let error as GRPCFramingError {
             respondError(stream, error.status)

@@ -15,7 +15,7 @@ public enum GRPCFramingError: Error, Sendable, Hashable {
         case let .messageTooLarge(declared, limit):
             GRPCStatus(.resourceExhausted, "request message of \(declared) bytes exceeds the limit of \(limit) bytes")
         case .compressionNotSupported:
-            GRPCStatus(.unimplemented, "compressed messages are not supported (grpc-accept-encoding: identity)")
+            GRPCStatus(.unimplemented, "compressed message without a supported grpc-encoding (grpc-accept-encoding: identity,gzip)")
         case let .invalidFlags(flags):
             GRPCStatus(.internalError, "invalid gRPC message flags 0x\(String(flags, radix: 16))")
         case let .truncated(buffered):

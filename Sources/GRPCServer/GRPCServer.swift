@@ -11,8 +11,10 @@ import Synchronization
 /// - unknown path → UNIMPLEMENTED; malformed `grpc-timeout` → INVALID_ARGUMENT;
 ///   header list over `maxHeaderListBytes` → RESOURCE_EXHAUSTED (all Trailers-Only);
 /// - declared message length over `maxReceiveMessageBytes` → RESOURCE_EXHAUSTED as soon as
-///   the 5-byte prefix arrives; compressed flag → UNIMPLEMENTED (only `identity` is
-///   supported and advertised in `grpc-accept-encoding`); flags other than 0/1 or a stream
+///   the 5-byte prefix arrives; a compressed message is inflated under
+///   `grpc-encoding: gzip` (bounded by the same limit: RESOURCE_EXHAUSTED past it,
+///   INTERNAL for bad gzip) and is UNIMPLEMENTED under any other or no encoding
+///   (`grpc-accept-encoding: identity,gzip` is advertised); flags other than 0/1 or a stream
 ///   ending inside a message → INTERNAL;
 /// - zero or several request messages on a unary method → UNIMPLEMENTED (cardinality violation);
 /// - deadline passed → DEADLINE_EXCEEDED, the async handler's Task is cancelled;

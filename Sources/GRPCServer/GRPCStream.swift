@@ -30,6 +30,8 @@ final class GRPCStream: @unchecked Sendable {
 
     // Request body.
     var deframer: GRPCMessageDeframer
+    /// `grpc-encoding: gzip`: compressed messages are inflated.
+    var gzip = false
     var message: [UInt8]?
     var extraMessage = false
     var bufferedBytes = 0

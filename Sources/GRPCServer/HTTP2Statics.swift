@@ -27,9 +27,9 @@ enum StaticHeaders {
         return pointer
     }
 
-    /// `:status 200`, `content-type: application/grpc`, `grpc-accept-encoding: identity`.
+    /// `:status 200`, `content-type: application/grpc`, `grpc-accept-encoding: identity,gzip`.
     nonisolated(unsafe) static let okResponse = array([
-        (":status", "200"), ("content-type", "application/grpc"), ("grpc-accept-encoding", "identity"),
+        (":status", "200"), ("content-type", "application/grpc"), ("grpc-accept-encoding", GRPCGzip.acceptEncoding),
     ])
     static let okResponseCount = 3
 

@@ -50,3 +50,19 @@ def test_metadata_and_deadline_are_accepted(stubs, channel):
     metadata = [("x-request-id", "abc-123"), ("x-trace-bin", b"\x00\x01\xff")]
     reply = push.Status(stubs.push_pb2.StatusRequest(), metadata=metadata, timeout=5)
     assert reply.serving == stubs.push_pb2.SERVING_STATE_SERVING
+
+
+def test_gzip_compressed_calls_from_a_stock_client(stubs, herald):
+    """grpcio with channel-level gzip: every request arrives compressed."""
+    t, p = stubs.types_pb2, stubs.push_pb2
+    request = p.RenderRequest(
+        bundle_id="com.example.app", platform=t.PLATFORM_IOS, idempotency_key="gz-1", locale="de",
+        content=t.Content(title=t.LocalizedText(translations={"en": "Hi", "de": "Hallo " * 40}),
+                          body=t.LocalizedText(translations={"en": "B", "de": "Körper " * 40}), default_locale="en"))
+    with grpc.insecure_channel(herald.address) as plain:
+        expected = stubs.push_pb2_grpc.PushServiceStub(plain).Render(request, timeout=10).apns.payload_json
+    with grpc.insecure_channel(herald.address, compression=grpc.Compression.Gzip) as gzipped:
+        push = stubs.push_pb2_grpc.PushServiceStub(gzipped)
+        assert push.Render(request, timeout=10).apns.payload_json == expected
+        health = stubs.HealthStub(gzipped).Check(stubs.health_pb2.HealthCheckRequest(service="herald.v1.PushService"), timeout=10)
+        assert health.status == stubs.health_pb2.HealthCheckResponse.SERVING

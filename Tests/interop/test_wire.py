@@ -6,6 +6,7 @@ grpc.health.v1.Health/Check call.
 """
 from __future__ import annotations
 
+import gzip
 import socket
 import struct
 import time
@@ -236,12 +237,34 @@ def test_truncated_message_is_an_error(herald, body):
     assert_serving(herald)
 
 
-@pytest.mark.parametrize("extra", [[], [("grpc-encoding", "gzip")]])
+@pytest.mark.parametrize("extra", [[], [("grpc-encoding", "identity")], [("grpc-encoding", "deflate")]])
 def test_compressed_flag_without_supported_encoding_is_unimplemented(herald, extra):
     client = Client(herald.host, herald.port)
-    response = client.call(HEALTH_CHECK, frame(b"\x1f\x8b", compressed=True), extra=extra)
+    response = client.call(HEALTH_CHECK, frame(gzip.compress(b""), compressed=True), extra=extra)
     assert response.grpc_status == 12
-    assert response.headers.get("grpc-accept-encoding") == "identity"
+    assert response.headers.get("grpc-accept-encoding") == "identity,gzip"
+    client.close()
+    assert_serving(herald)
+
+
+def test_gzip_request_is_inflated(herald):
+    client = Client(herald.host, herald.port)
+    body = frame(gzip.compress(b""), compressed=True)  # HealthCheckRequest{} gzip-compressed
+    response = client.call(HEALTH_CHECK, body, extra=[("grpc-encoding", "gzip")])
+    assert response.grpc_status == 0
+    assert response.data == frame(b"\x08\x01")  # SERVING, sent uncompressed
+    client.close()
+
+
+@pytest.mark.parametrize("payload,status", [
+    (gzip.compress(b"\x00" * (5 << 20)), 8),      # a 5 MiB bomb in a few KiB: RESOURCE_EXHAUSTED
+    (b"\x1f\x8b\x08\x00garbage", 13),              # not gzip: INTERNAL
+    (gzip.compress(b"") + b"tail", 13),            # trailing bytes
+])
+def test_bad_gzip_is_refused(herald, payload, status):
+    client = Client(herald.host, herald.port)
+    response = client.call(HEALTH_CHECK, frame(payload, compressed=True), extra=[("grpc-encoding", "gzip")])
+    assert response.grpc_status == status
     client.close()
     assert_serving(herald)
 

@@ -23,6 +23,7 @@
 #include <openssl/rand.h>
 #include <openssl/pkcs12.h>
 #include <sqlite3.h>
+#include <zlib.h>
 
 // Debian 12 ships nghttp2 1.52: the ssize_t API is the one to use.
 _Static_assert(NGHTTP2_VERSION_NUM >= 0x013400, "nghttp2 >= 1.52 required");
@@ -55,6 +56,18 @@ static inline int cinterop_BIO_set_mem_eof_return(BIO *bio, int value) {
 
 static inline int cinterop_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) {
     return (int)SSL_CTX_set1_groups_list(ctx, list);
+}
+
+// --- zlib macros ------------------------------------------------------------
+
+/// `inflateInit2` is a macro (it passes the library version and struct size).
+static inline int cinterop_inflateInit2(z_stream *stream, int windowBits) {
+    return inflateInit2(stream, windowBits);
+}
+
+/// `deflateInit2` likewise (tests compress with it).
+static inline int cinterop_deflateInit2(z_stream *stream, int level, int windowBits) {
+    return deflateInit2(stream, level, Z_DEFLATED, windowBits, 8, Z_DEFAULT_STRATEGY);
 }
 
 // --- SQLite macros ----------------------------------------------------------

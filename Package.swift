@@ -114,6 +114,7 @@ let package = Package(
                 "HeraldStore",
                 "APNs",
                 "APNsSimulator",
+                "TLSTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

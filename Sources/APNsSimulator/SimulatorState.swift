@@ -125,33 +125,27 @@ final class SimulatorState: Sendable {
         }
     }
 
-    func subscribe() -> AsyncStream<APNsDelivery> {
-        let (stream, continuation) = AsyncStream<APNsDelivery>.makeStream()
-        let id = records.withLock { records in
-            records.nextSubscriber += 1
-            records.subscribers[records.nextSubscriber] = continuation
-            return records.nextSubscriber
-        }
-        continuation.onTermination = { [self] _ in
-            _ = records.withLock { $0.subscribers.removeValue(forKey: id) }
-        }
-        return stream
-    }
-
+    func subscribe() -> AsyncStream<APNsDelivery> { addSubscriber(\.subscribers) }
     func emit(_ event: APNsSimulatorEvent) {
         let subscribers = records.withLock { Array($0.eventSubscribers.values) }
         for subscriber in subscribers { subscriber.yield(event) }
     }
 
-    func subscribeEvents() -> AsyncStream<APNsSimulatorEvent> {
-        let (stream, continuation) = AsyncStream<APNsSimulatorEvent>.makeStream()
+    func subscribeEvents() -> AsyncStream<APNsSimulatorEvent> { addSubscriber(\.eventSubscribers) }
+
+    /// A new stream fed through the continuations at `list`, removed when the
+    /// consumer stops.
+    private func addSubscriber<Element>(
+        _ list: WritableKeyPath<Records, [Int: AsyncStream<Element>.Continuation]> & Sendable
+    ) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream<Element>.makeStream()
         let id = records.withLock { records in
             records.nextSubscriber += 1
-            records.eventSubscribers[records.nextSubscriber] = continuation
+            records[keyPath: list][records.nextSubscriber] = continuation
             return records.nextSubscriber
         }
         continuation.onTermination = { [self] _ in
-            _ = records.withLock { $0.eventSubscribers.removeValue(forKey: id) }
+            _ = records.withLock { $0[keyPath: list].removeValue(forKey: id) }
         }
         return stream
     }

@@ -1,4 +1,5 @@
 import APNs
+import TLSTransport
 import APNsSimulator
 import GRPCServer
 import HeraldCore
@@ -89,14 +90,14 @@ public final class HeraldServer: Sendable {
         let snapshot = self.snapshot
         let status = StatusService(
             version: HeraldVersion.current,
-            startedAtMilliseconds: WallClock.nowMilliseconds(),
+            startedAtMilliseconds: EpochTime.nowMilliseconds(),
             startedAt: .now,
             state: state,
             serverStats: { server.stats() },
             snapshot: { snapshot.current }
         )
         server.register(StatusService.path, .sync(status.status))
-        let render = RenderService(policy: configuration.accessPolicy, now: WallClock.nowMilliseconds)
+        let render = RenderService(policy: configuration.accessPolicy, now: EpochTime.nowMilliseconds)
         server.register(RenderService.path, DomainStatus.sync(render.render))
     }
 

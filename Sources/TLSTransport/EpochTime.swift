@@ -17,9 +17,23 @@ public struct EpochTime: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// The current time (`CLOCK_REALTIME`).
     public static var now: EpochTime {
+        let spec = realtime()
+        return EpochTime(timeIntervalSince1970: Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9)
+    }
+
+    /// The current time in whole milliseconds since 1970, exact (no
+    /// floating point): what the store, the scheduler and Status count in.
+    public static func nowMilliseconds() -> Int64 {
+        let spec = realtime()
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+
+    /// The one place Herald reads the system's wall clock. (The domain core
+    /// never reads a clock: it is handed `now`.)
+    private static func realtime() -> timespec {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
-        return EpochTime(timeIntervalSince1970: Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9)
+        return spec
     }
 
     /// Milliseconds since 1970.

@@ -1,4 +1,5 @@
 import APNsSimulator
+import TLSTransport
 import ArgumentParser
 import Dispatch
 import HeraldStore
@@ -87,7 +88,7 @@ struct APNsSimCommand: AsyncParsableCommand {
         for entry in unregistered {
             let parts = entry.split(separator: ":", maxSplits: 1)
             let timestamp = parts.count > 1 ? Int64(parts[1]) : nil
-            faults.unregistered[String(parts[0])] = timestamp ?? epochMilliseconds()
+            faults.unregistered[String(parts[0])] = timestamp ?? EpochTime.nowMilliseconds()
         }
         faults.badTokens = Set(badTokens)
         for token in tooManyRequests { faults.tooManyRequests[token] = -1 }

@@ -5,13 +5,6 @@ import Glibc
 import Darwin
 #endif
 
-/// Milliseconds since 1970 (`CLOCK_REALTIME`).
-func epochMilliseconds() -> Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-}
-
 /// Writes all of `text` to a file descriptor, unbuffered (1 stdout, 2 stderr).
 func writeUnbuffered(_ text: String, to fd: Int32) {
     POSIXFile.writeAll(fd, Array(text.utf8))

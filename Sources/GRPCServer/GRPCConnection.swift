@@ -30,16 +30,31 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
     private var shutdownPingOutstanding = false
     private(set) var remoteAddress: String?
 
+    // Handshake, idle, keepalive and request-receive timeouts: one timer,
+    // rescheduled only when an event needs it earlier than planned.
+    private var liveness: GRPCConnectionLiveness
+    private var livenessTimer: Scheduled<Void>?
+    private var livenessTimerAt: NIODeadline = .distantFuture
+
     // A one-entry route cache: clients hammer the same method on a connection.
     private var cachedPathBytes: [UInt8] = []
     private var cachedPath: String = ""
-    private var cachedHandler: GRPCUnaryHandler?
+    private var cachedRoute: GRPCRoute?
 
     init(shared: GRPCServerShared, channel: Channel) {
         self.shared = shared
         self.channel = channel
         self.eventLoop = channel.eventLoop
         self.logger = shared.logger
+        let configuration = shared.configuration
+        self.liveness = GRPCConnectionLiveness(
+            limits: .init(
+                handshake: TimeAmount(configuration.handshakeTimeout),
+                idle: TimeAmount(configuration.idleTimeout),
+                keepaliveInterval: TimeAmount(configuration.keepaliveInterval),
+                keepaliveTimeout: TimeAmount(configuration.keepaliveTimeout),
+                requestReceive: TimeAmount(configuration.requestReceiveTimeout)),
+            now: .now())
         if let address = channel.remoteAddress, let ip = address.ipAddress, let port = address.port {
             remoteAddress = address.protocol == .inet6 ? "[\(ip)]:\(port)" : "\(ip):\(port)"
             logger[metadataKey: "peer"] = "\(remoteAddress!)"
@@ -60,7 +75,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         }
         self.session = session
         let configuration = shared.configuration
-        var settings = [
+        let settingsSent = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), [
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
                 value: UInt32(clamping: configuration.maxConcurrentStreams)),
@@ -70,11 +85,16 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
                 value: UInt32(GRPCConnection.streamWindow)),
-        ]
-        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
-        nghttp2_session_set_local_window_size(
+        ], 3)
+        let windowSet = nghttp2_session_set_local_window_size(
             session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, GRPCConnection.connectionWindow)
+        guard settingsSent == 0, windowSet == 0 else {
+            logger.error("nghttp2 session setup failed", metadata: ["settings": "\(settingsSent)", "window": "\(windowSet)"])
+            context.close(promise: nil)
+            return
+        }
         shared.connectionOpened(self)
+        livenessTick()
         logger.debug("connection accepted")
         if context.channel.isActive { flushOutput() }
     }
@@ -86,6 +106,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let session, !isClosing else { return }
+        liveness.peerSentBytes()
         let buffer = unwrapInboundIn(data)
         let rv = buffer.withUnsafeReadableBytes { bytes in
             nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
@@ -139,6 +160,8 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
     private func teardown() {
         guard let session else { return }
         self.session = nil
+        livenessTimer?.cancel()
+        livenessTimer = nil
         for stream in streams.values {
             finishStream(stream)
         }
@@ -194,6 +217,66 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         flushOutput()
     }
 
+    // MARK: - Liveness (handshake, idle, keepalive, request-receive timeouts)
+
+    /// Runs the liveness machine's tick and carries out its action.
+    private func livenessTick() {
+        livenessTimer = nil
+        livenessTimerAt = .distantFuture
+        guard let session, !isClosing else { return }
+        let now = NIODeadline.now()
+        let receiveLimit = liveness.limits.requestReceive
+        var oldestReceiving: NIODeadline?
+        for stream in streams.values where stream.phase == .receiving {
+            if stream.receiveStartedAt + receiveLimit <= now {
+                respondError(stream, GRPCStatus(
+                    .deadlineExceeded,
+                    "request not received within \(shared.configuration.requestReceiveTimeout) (requestReceiveTimeout)"))
+            } else {
+                oldestReceiving = min(oldestReceiving ?? stream.receiveStartedAt, stream.receiveStartedAt)
+            }
+        }
+        let (action, next) = liveness.tick(now: now, oldestReceivingCall: oldestReceiving)
+        switch action {
+        case .none:
+            break
+        case .sendPing:
+            let rv = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+            if rv != 0 { logger.warning("keepalive ping not submitted", metadata: ["error": "\(rv)"]) }
+        case .closeHandshakeTimedOut:
+            logger.info("closing connection: no HTTP/2 preface and SETTINGS in time",
+                        metadata: ["timeout": "\(shared.configuration.handshakeTimeout)"])
+            isClosing = true
+            context?.close(promise: nil)
+            return
+        case .goawayIdle:
+            logger.debug("closing idle connection", metadata: ["timeout": "\(shared.configuration.idleTimeout)"])
+            submitGoaway(lastStreamID: nghttp2_session_get_last_proc_stream_id(session))
+            closeAfterFlush()
+            return
+        case .closeUnresponsive:
+            logger.info("closing connection: peer did not answer the keepalive PING",
+                        metadata: ["timeout": "\(shared.configuration.keepaliveTimeout)"])
+            isClosing = true
+            context?.close(promise: nil)
+            return
+        }
+        scheduleLivenessTick(at: next)
+        flushOutput()
+    }
+
+    /// Makes the timer fire no later than `deadline`.
+    private func scheduleLivenessTick(at deadline: NIODeadline) {
+        guard deadline < livenessTimerAt else { return }
+        livenessTimer?.cancel()
+        livenessTimerAt = deadline
+        livenessTimer = eventLoop.scheduleTask(deadline: deadline) { [self] in livenessTick() }
+    }
+
+    fileprivate func settingsReceived() {
+        if !liveness.isHandshakeComplete { liveness.handshakeCompleted() }
+    }
+
     // MARK: - Graceful shutdown
 
     /// GOAWAY(2^31-1) + PING; on the PING ack the final GOAWAY names the last stream.
@@ -218,9 +301,14 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
     private func submitFinalGoaway() {
         guard let session else { return }
         shutdownPingOutstanding = false
-        nghttp2_submit_goaway(
-            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
-            UInt32(NGHTTP2_NO_ERROR.rawValue), nil, 0)
+        submitGoaway(lastStreamID: nghttp2_session_get_last_proc_stream_id(session))
+    }
+
+    private func submitGoaway(lastStreamID: Int32) {
+        guard let session else { return }
+        let rv = nghttp2_submit_goaway(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, UInt32(NGHTTP2_NO_ERROR.rawValue), nil, 0)
+        if rv != 0 { logger.warning("GOAWAY not submitted", metadata: ["error": "\(rv)"]) }
     }
 
     /// Ends the connection now (graceful-shutdown timeout).
@@ -232,9 +320,12 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
 
     fileprivate func beginRequest(streamID: Int32) {
         guard let session else { return }
-        let stream = GRPCStream(id: streamID, maxMessageBytes: shared.configuration.maxReceiveMessageBytes)
+        let now = NIODeadline.now()
+        let stream = GRPCStream(
+            id: streamID, maxMessageBytes: shared.configuration.maxReceiveMessageBytes, receiveStartedAt: now)
         streams[streamID] = stream
         nghttp2_session_set_stream_user_data(session, streamID, Unmanaged.passUnretained(stream).toOpaque())
+        scheduleLivenessTick(at: liveness.callOpened(now: now))
     }
 
     fileprivate func header(
@@ -251,15 +342,15 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
                 if value.count == cachedPathBytes.count, value.count > 0,
                    cachedPathBytes.withUnsafeBytes({ memcmp($0.baseAddress!, value.baseAddress!, value.count) == 0 }) {
                     stream.path = cachedPath
-                    stream.handler = cachedHandler
+                    stream.route = cachedRoute
                 } else {
                     let path = String(decoding: value, as: UTF8.self)
-                    let handler = shared.routes[path]
+                    let route = shared.routes[path]
                     stream.path = path
-                    stream.handler = handler
+                    stream.route = route
                     cachedPathBytes = Array(value)
                     cachedPath = path
-                    cachedHandler = handler
+                    cachedRoute = route
                 }
             } else if bytesEqual(name, ":method") {
                 stream.isPost = bytesEqual(value, "POST")
@@ -311,8 +402,14 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             respondError(stream, GRPCStatus(.invalidArgument, "invalid grpc-timeout header \"\(invalid)\""))
             return
         }
-        guard stream.handler != nil else {
+        guard let route = stream.route else {
             respondError(stream, GRPCStatus(.unimplemented, "method not found: \(stream.path ?? "")"))
+            return
+        }
+        // Before a byte of the body is buffered (a caller without a valid token
+        // must not be able to hold server memory).
+        if let admission = route.admission, let refusal = admission(stream.metadata) {
+            respondError(stream, refusal)
             return
         }
         if let timeout = stream.timeout {
@@ -336,11 +433,9 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             respondError(stream, GRPCStatus(.unimplemented, "unary method received more than one request message"))
             return
         }
-        if bufferedRequestBytes + bytes.count > shared.connectionBufferLimit {
-            respondError(stream, GRPCStatus(
-                .resourceExhausted, "connection request buffer limit of \(shared.connectionBufferLimit) bytes reached"))
-            return
-        }
+        // Reserved before the bytes are taken: what arrives grows the buffers
+        // by at most its size (a gzip message is checked again once inflated).
+        guard reserveBuffer(stream, bytes.count) else { return }
         do {
             let limit = shared.configuration.maxReceiveMessageBytes
             try stream.deframer.append(bytes) { compressed, message in
@@ -364,15 +459,43 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             respondError(stream, GRPCStatus(.unimplemented, "unary method received more than one request message"))
             return
         }
-        let buffered = stream.deframer.bufferedBytes + (stream.message?.count ?? 0)
-        bufferedRequestBytes += buffered - stream.bufferedBytes
-        stream.bufferedBytes = buffered
+        // Settle the reservation to what is really held.
+        let held = stream.deframer.bufferedBytes + (stream.message?.count ?? 0)
+        let unreserved = held - stream.bufferedBytes
+        if unreserved > 0 {
+            _ = reserveBuffer(stream, unreserved)
+        } else {
+            bufferedRequestBytes += unreserved
+            shared.releaseBuffered(-unreserved)
+            stream.bufferedBytes = held
+        }
+    }
+
+    /// Counts `bytes` more against the stream, the connection's and the
+    /// server's request buffers, or ends the call with RESOURCE_EXHAUSTED
+    /// naming the limit (releasing what the stream held).
+    private func reserveBuffer(_ stream: GRPCStream, _ bytes: Int) -> Bool {
+        let configuration = shared.configuration
+        if bufferedRequestBytes + bytes > configuration.maxBufferedBytesPerConnection {
+            respondError(stream, GRPCStatus(.resourceExhausted,
+                "connection request buffer limit of \(configuration.maxBufferedBytesPerConnection) bytes reached"))
+            return false
+        }
+        if !shared.reserveBuffered(bytes) {
+            respondError(stream, GRPCStatus(.resourceExhausted,
+                "server request buffer limit of \(configuration.maxBufferedBytes) bytes reached; retry later"))
+            return false
+        }
+        bufferedRequestBytes += bytes
+        stream.bufferedBytes += bytes
+        return true
     }
 
     /// END_STREAM from the client: run the handler.
     fileprivate func requestEnded(_ stream: GRPCStream) {
         guard stream.phase == .receiving, stream.counted else { return }
-        releaseBuffered(stream)
+        // The request stays counted against the buffers until the call is
+        // answered: a handler still running holds its bytes.
         do {
             try stream.deframer.finish()
         } catch let error as GRPCFramingError {
@@ -381,7 +504,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         } catch {
             return
         }
-        guard let message = stream.message, let handler = stream.handler, let path = stream.path else {
+        guard let message = stream.message, let handler = stream.route?.handler, let path = stream.path else {
             respondError(stream, GRPCStatus(.unimplemented, "unary method requires exactly one request message, received none"))
             return
         }
@@ -395,11 +518,12 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             remoteAddress: remoteAddress)
         switch handler {
         case .sync(let body):
-            do {
-                let response = try body(request)
-                respondOK(stream, response)
-            } catch {
-                respondError(stream, status(for: error, path: path))
+            runInline(stream, request, body)
+        case .compute(let inlineBytes, let body):
+            if request.message.count <= inlineBytes {
+                runInline(stream, request, body)
+            } else {
+                runOnComputePool(stream, request, body)
             }
         case .async(let body):
             stream.phase = .running
@@ -413,6 +537,47 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
                 }
                 loop.execute { self.asyncFinished(stream, result) }
             }
+        }
+    }
+
+    private func runInline(_ stream: GRPCStream, _ request: GRPCRequest, _ body: (GRPCRequest) throws -> [UInt8]) {
+        do {
+            respondOK(stream, try body(request))
+        } catch {
+            respondError(stream, status(for: error, path: request.path))
+        }
+    }
+
+    /// A large CPU-only call: queued for the compute threads (bounded), its
+    /// answer submitted back on this loop. Skipped if it is cancelled or past
+    /// its deadline by the time a thread takes it.
+    private func runOnComputePool(
+        _ stream: GRPCStream, _ request: GRPCRequest, _ body: @escaping @Sendable (GRPCRequest) throws -> [UInt8]
+    ) {
+        let shared = self.shared
+        let limit = shared.configuration.maxQueuedComputeCalls
+        guard shared.computeCalls.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
+            shared.computeCalls.subtract(1, ordering: .relaxed)
+            respondError(stream, GRPCStatus(.resourceExhausted,
+                "server busy: \(limit) large calls already queued (maxQueuedComputeCalls); retry later"))
+            return
+        }
+        stream.phase = .running
+        let cancellation = GRPCCallCancellation()
+        stream.cancellation = cancellation
+        let loop = eventLoop
+        shared.computePool.submit { [self] poolState in
+            defer { shared.computeCalls.subtract(1, ordering: .relaxed) }
+            ComputeThread.lowerPriority()
+            let result: Result<[UInt8], any Error>
+            if poolState != .active || cancellation.isCancelled {
+                result = .failure(CancellationError())
+            } else if let deadline = request.deadline, deadline <= ContinuousClock.now {
+                result = .failure(GRPCStatus(.deadlineExceeded, "deadline exceeded while queued"))
+            } else {
+                result = Result { try body(request) }
+            }
+            loop.execute { self.asyncFinished(stream, result) }
         }
     }
 
@@ -442,7 +607,8 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         guard stream.phase == .receiving || stream.phase == .running, session != nil else { return }
         stream.task?.cancel()
         stream.task = nil
-        releaseBuffered(stream)
+        stream.cancellation?.cancel()
+        stream.cancellation = nil
         respondError(stream, GRPCStatus(.deadlineExceeded, "deadline exceeded"))
         flushOutput()
     }
@@ -457,6 +623,11 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         releaseBuffered(stream)
         stream.task?.cancel()
         stream.task = nil
+        stream.cancellation?.cancel()
+        stream.cancellation = nil
+        if session != nil, let turnedIdle = liveness.callClosed(now: .now()) {
+            scheduleLivenessTick(at: turnedIdle)
+        }
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil
         if stream.counted {
@@ -465,9 +636,17 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         }
     }
 
+    /// Gives back everything the stream's request holds, and drops the bytes.
     private func releaseBuffered(_ stream: GRPCStream) {
-        bufferedRequestBytes -= stream.bufferedBytes
-        stream.bufferedBytes = 0
+        if stream.bufferedBytes != 0 {
+            bufferedRequestBytes -= stream.bufferedBytes
+            shared.releaseBuffered(stream.bufferedBytes)
+            stream.bufferedBytes = 0
+        }
+        if stream.phase != .receiving {
+            stream.message = nil
+            stream.deframer.discard()
+        }
     }
 
     fileprivate func pingAcked() {
@@ -478,7 +657,9 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
     fileprivate func streamEndSent(streamID: Int32) {
         guard let session else { return }
         if nghttp2_session_get_stream_remote_close(session, streamID) == 0 {
-            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, UInt32(NGHTTP2_NO_ERROR.rawValue))
+            let rv = nghttp2_submit_rst_stream(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, UInt32(NGHTTP2_NO_ERROR.rawValue))
+            if rv != 0 { logger.warning("RST_STREAM(NO_ERROR) not submitted", metadata: ["error": "\(rv)"]) }
         }
     }
 
@@ -496,13 +677,14 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         stream.phase = .responded
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil
+        releaseBuffered(stream)
         stream.responseBody = body
         stream.responseOffset = 0
         var provider = nghttp2_data_provider(
             source: nghttp2_data_source(ptr: Unmanaged.passUnretained(stream).toOpaque()),
             read_callback: GRPCConnection.readResponse)
         let rv = nghttp2_submit_response(session, stream.id, StaticHeaders.okResponse, StaticHeaders.okResponseCount, &provider)
-        if rv != 0 { logger.warning("submit response failed", metadata: ["error": "\(rv)"]) }
+        if rv != 0 { resetAfterFailedResponse(stream, rv) }
     }
 
     /// Trailers-Only: one HEADERS frame with END_STREAM carrying the status.
@@ -515,7 +697,8 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
         var headers: [nghttp2_nv] = (0..<StaticHeaders.okResponseCount).map { StaticHeaders.okResponse[$0] }
         let code = status.code.rawValue
         var statusValue = Array(String(code).utf8)
-        var message = Array(GRPCPercentEncoding.encode(status.message).utf8)
+        var message = Array(GRPCPercentEncoding.encode(
+            GRPCStatus.truncated(status.message, toUTF8Bytes: shared.configuration.maxStatusMessageBytes)).utf8)
         statusValue.withUnsafeMutableBufferPointer { statusBytes in
             message.withUnsafeMutableBufferPointer { messageBytes in
                 if (0...16).contains(code) {
@@ -533,7 +716,7 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
                         flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)))
                 }
                 let rv = nghttp2_submit_response(session, stream.id, headers, headers.count, nil)
-                if rv != 0 { logger.warning("submit trailers-only failed", metadata: ["error": "\(rv)"]) }
+                if rv != 0 { resetAfterFailedResponse(stream, rv) }
             }
         }
     }
@@ -541,7 +724,25 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
     private func respondHTTP(_ stream: GRPCStream, _ headers: UnsafeMutablePointer<nghttp2_nv>, count: Int) {
         guard let session else { return }
         stream.phase = .responded
-        nghttp2_submit_response(session, stream.id, headers, count, nil)
+        releaseBuffered(stream)
+        let rv = nghttp2_submit_response(session, stream.id, headers, count, nil)
+        if rv != 0 { resetAfterFailedResponse(stream, rv) }
+    }
+
+    /// A response nghttp2 would not take still ends the stream: RST_STREAM
+    /// (INTERNAL_ERROR), so the client sees an error and the call is not left
+    /// counted in flight.
+    private func resetAfterFailedResponse(_ stream: GRPCStream, _ rv: Int32) {
+        guard let session else { return }
+        logger.warning("response not submitted; resetting the stream", metadata: [
+            "stream": "\(stream.id)", "error": "\(String(cString: nghttp2_strerror(rv)))",
+        ])
+        let reset = nghttp2_submit_rst_stream(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, UInt32(NGHTTP2_INTERNAL_ERROR.rawValue))
+        if reset != 0 {
+            logger.error("RST_STREAM not submitted; closing the connection", metadata: ["error": "\(reset)"])
+            closeAfterFlush()
+        }
     }
 
     // MARK: - C callbacks
@@ -592,6 +793,12 @@ final class GRPCConnection: ChannelDuplexHandler, @unchecked Sendable {
             guard let session, let frame, let userData else { return 0 }
             let type = frame.pointee.hd.type
             let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            if type == UInt8(NGHTTP2_SETTINGS.rawValue) {
+                if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+                    withConnection(userData) { $0.settingsReceived() }
+                }
+                return 0
+            }
             if type == UInt8(NGHTTP2_PING.rawValue) {
                 if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
                     withConnection(userData) { $0.pingAcked() }

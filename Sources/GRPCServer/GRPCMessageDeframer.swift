@@ -86,6 +86,9 @@ public struct GRPCMessageDeframer: Sendable {
                 continue
             }
             let take = min(bodyLength - body.count, count - offset)
+            // Exactly the declared size (checked against the limit): growth by
+            // doubling would hold up to twice what the budgets count.
+            if body.isEmpty { body.reserveCapacity(bodyLength) }
             body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[offset..<(offset + take)]))
             offset += take
             if body.count == bodyLength {
@@ -101,6 +104,11 @@ public struct GRPCMessageDeframer: Sendable {
             try append(raw) { _, body in messages.append(body) }
         }
         return messages
+    }
+
+    /// Drops a partial message (its storage is freed); the deframer starts over.
+    public mutating func discard() {
+        reset()
     }
 
     /// Call at END_STREAM: throws `.truncated` if a message is incomplete.

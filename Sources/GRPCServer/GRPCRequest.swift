@@ -33,7 +33,24 @@ public enum GRPCUnaryHandler: Sendable {
     /// when it returns. The Task is cancelled on RST_STREAM, deadline expiry or
     /// connection loss.
     case async(@Sendable (GRPCRequest) async throws -> [UInt8])
+    /// CPU-only work whose cost grows with the request: requests of up to
+    /// `inlineBytes` run on the event loop (the fast path), larger ones on the
+    /// server's compute threads (`GRPCServerConfiguration.computeThreads`, at a
+    /// lower OS priority), so a large request never delays Health or small calls
+    /// on the same loop.
+    case compute(inlineBytes: Int, @Sendable (GRPCRequest) throws -> [UInt8])
 }
+
+/// A registered method: how it runs and who may call it.
+struct GRPCRoute: Sendable {
+    var handler: GRPCUnaryHandler
+    var admission: GRPCAdmission?
+}
+
+/// Decides from a call's request headers, before its body is read, whether it
+/// may run: nil admits it, a status ends it at once (Trailers-Only). Runs on
+/// the event loop: must be cheap and must not block.
+public typealias GRPCAdmission = @Sendable (GRPCMetadata) -> GRPCStatus?
 
 /// Server settings.
 public struct GRPCServerConfiguration: Sendable {
@@ -49,6 +66,36 @@ public struct GRPCServerConfiguration: Sendable {
     /// Event loops (one per core by default).
     public var eventLoopThreads: Int = System.coreCount
 
+    // MARK: Resource bounds (what a hostile or broken peer can hold)
+
+    /// Most connections open at once; further ones are closed as soon as they
+    /// are accepted. Lowered at start to fit the process's file-descriptor limit.
+    public var maxConnections: Int = 4096
+    /// Request bytes one connection may hold buffered across its unfinished
+    /// calls; past it the call that would grow it gets RESOURCE_EXHAUSTED.
+    public var maxBufferedBytesPerConnection: Int = 16 * 1024 * 1024
+    /// Request bytes all connections together may hold buffered; past it the
+    /// call that would grow it gets RESOURCE_EXHAUSTED.
+    public var maxBufferedBytes: Int = 128 * 1024 * 1024
+    /// Time a new connection has to send the HTTP/2 preface and its SETTINGS.
+    public var handshakeTimeout: Duration = .seconds(10)
+    /// A connection with no open call for this long gets GOAWAY and is closed.
+    public var idleTimeout: Duration = .seconds(300)
+    /// A connection from which nothing arrived for this long is sent a PING …
+    public var keepaliveInterval: Duration = .seconds(60)
+    /// … and closed when nothing (not even the PING's ack) arrives within this.
+    public var keepaliveTimeout: Duration = .seconds(20)
+    /// Time a call's request (headers through END_STREAM) may take to arrive;
+    /// past it the call ends with DEADLINE_EXCEEDED and its buffer is freed.
+    public var requestReceiveTimeout: Duration = .seconds(30)
+    /// Threads that run large `.compute` calls (at a lower priority than the loops).
+    public var computeThreads: Int = max(1, System.coreCount - 1)
+    /// Large `.compute` calls waiting for a compute thread; past it: RESOURCE_EXHAUSTED.
+    public var maxQueuedComputeCalls: Int = 64
+    /// Longest `grpc-message` sent (UTF-8 bytes before percent-encoding); longer
+    /// messages are cut at a character boundary and end with "…".
+    public var maxStatusMessageBytes: Int = 1024
+
     public init() {}
 }
 
@@ -57,10 +104,13 @@ public struct GRPCServerStats: Sendable, Hashable {
     public var connectionsOpen: Int
     public var rpcsInFlight: Int
     public var rpcsTotal: Int
+    /// Request bytes held for calls still arriving, all connections together.
+    public var bufferedRequestBytes: Int
 
-    public init(connectionsOpen: Int, rpcsInFlight: Int, rpcsTotal: Int) {
+    public init(connectionsOpen: Int, rpcsInFlight: Int, rpcsTotal: Int, bufferedRequestBytes: Int = 0) {
         self.connectionsOpen = connectionsOpen
         self.rpcsInFlight = rpcsInFlight
         self.rpcsTotal = rpcsTotal
+        self.bufferedRequestBytes = bufferedRequestBytes
     }
 }

@@ -28,7 +28,7 @@ public final class GRPCServer: Sendable {
     private let state: Mutex<State>
 
     private struct State {
-        var routes: [String: GRPCUnaryHandler] = [:]
+        var routes: [String: GRPCRoute] = [:]
         var group: MultiThreadedEventLoopGroup?
         var serverChannel: Channel?
         var shared: GRPCServerShared?
@@ -43,10 +43,13 @@ public final class GRPCServer: Sendable {
     }
 
     /// Registers the handler of a method path such as `/pkg.Service/Method`; call before `start()`.
-    public func register(_ path: String, _ handler: GRPCUnaryHandler) {
+    ///
+    /// - Parameter admission: checked on the request headers, before any of the
+    ///   body is buffered (e.g. authentication): a status it returns ends the call.
+    public func register(_ path: String, _ handler: GRPCUnaryHandler, admission: GRPCAdmission? = nil) {
         state.withLock { state in
             precondition(state.shared == nil, "register(_:_:) must be called before start()")
-            state.routes[path] = handler
+            state.routes[path] = GRPCRoute(handler: handler, admission: admission)
         }
     }
 
@@ -57,14 +60,24 @@ public final class GRPCServer: Sendable {
     public func start() async throws -> (host: String, port: Int) {
         let (shared, group) = state.withLock { state -> (GRPCServerShared, MultiThreadedEventLoopGroup) in
             precondition(state.shared == nil, "start() called twice")
+            var configuration = configuration
+            configuration.maxConnections = ProcessLimits.connectionCap(configuration.maxConnections, logger: logger)
             let shared = GRPCServerShared(
                 configuration: configuration, routes: state.routes, logger: logger)
             let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
+            shared.computePool.start()
             state.shared = shared
             state.group = group
             return (shared, group)
         }
         let bootstrap = ServerBootstrap(group: group)
+            // At the descriptor limit accept(2) fails at once and would be
+            // retried in a busy loop; this pauses accepting for a second instead.
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler(shouldForwardIOErrorCaught: false))
+                }
+            }
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -72,6 +85,11 @@ public final class GRPCServer: Sendable {
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    guard shared.reserveConnection() else {
+                        channel.close(promise: nil)
+                        return
+                    }
+                    channel.closeFuture.whenComplete { _ in shared.releaseConnection() }
                     try channel.pipeline.syncOperations.addHandler(GRPCConnection(shared: shared, channel: channel))
                 }
             }
@@ -93,7 +111,7 @@ public final class GRPCServer: Sendable {
     /// A snapshot of the counters.
     public func stats() -> GRPCServerStats {
         let shared = state.withLock { $0.shared }
-        return shared?.stats() ?? GRPCServerStats(connectionsOpen: 0, rpcsInFlight: 0, rpcsTotal: 0)
+        return shared?.stats() ?? GRPCServerStats(connectionsOpen: 0, rpcsInFlight: 0, rpcsTotal: 0, bufferedRequestBytes: 0)
     }
 
     /// GOAWAY to every connection, stop accepting, let in-flight RPCs finish (bounded by
@@ -131,6 +149,7 @@ public final class GRPCServer: Sendable {
             return first
         }
         if !drained { logger.warning("grpc shutdown timeout: closed connections with calls in flight") }
+        try? await shared?.computePool.shutdownGracefully()
         try? await group.shutdownGracefully()
         logger.info("grpc server stopped")
     }
@@ -156,10 +175,19 @@ final class GRPCConnectionCounters: Sendable {
 /// and the registry of open connections (for stats and graceful shutdown).
 final class GRPCServerShared: Sendable {
     let configuration: GRPCServerConfiguration
-    let routes: [String: GRPCUnaryHandler]
+    let routes: [String: GRPCRoute]
     let logger: Logger
-    /// Bound on request bytes buffered across the streams of one connection.
-    let connectionBufferLimit: Int
+    /// Runs large `.compute` calls off the event loops.
+    let computePool: NIOThreadPool
+    /// Large `.compute` calls queued or running on `computePool`.
+    let computeCalls = Atomic<Int>(0)
+    /// Request bytes buffered by all connections (bounded by `maxBufferedBytes`).
+    let bufferedBytes = Atomic<Int>(0)
+    /// Connections accepted and not yet closed (bounded by `maxConnections`).
+    private let openConnections = Atomic<Int>(0)
+    /// Connections refused at the cap since the last warning (logged at most every 10 s).
+    private let refusedConnections = Atomic<Int>(0)
+    private let lastRefusalLog = Atomic<Int64>(0)
     private let registry = Mutex<Registry>(Registry())
 
     private struct Registry {
@@ -169,11 +197,45 @@ final class GRPCServerShared: Sendable {
         var closedRPCs = 0
     }
 
-    init(configuration: GRPCServerConfiguration, routes: [String: GRPCUnaryHandler], logger: Logger) {
+    init(configuration: GRPCServerConfiguration, routes: [String: GRPCRoute], logger: Logger) {
         self.configuration = configuration
         self.routes = routes
         self.logger = logger
-        self.connectionBufferLimit = max(2 * configuration.maxReceiveMessageBytes + 1024, 16 * 1024 * 1024)
+        self.computePool = NIOThreadPool(numberOfThreads: max(1, configuration.computeThreads))
+    }
+
+    /// Takes a connection slot; false at `maxConnections` (the caller closes the channel).
+    func reserveConnection() -> Bool {
+        let open = openConnections.wrappingAdd(1, ordering: .relaxed).newValue
+        if open <= configuration.maxConnections { return true }
+        openConnections.subtract(1, ordering: .relaxed)
+        let refused = refusedConnections.wrappingAdd(1, ordering: .relaxed).newValue
+        let now = Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000_000)
+        let last = lastRefusalLog.load(ordering: .relaxed)
+        if now - last >= 10, lastRefusalLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
+            refusedConnections.subtract(refused, ordering: .relaxed)
+            logger.warning("connection limit reached: refusing new connections", metadata: [
+                "limit": "\(configuration.maxConnections)", "refused": "\(refused)",
+            ])
+        }
+        return false
+    }
+
+    func releaseConnection() {
+        openConnections.subtract(1, ordering: .relaxed)
+    }
+
+    /// Grows the global request buffer by `bytes` if it stays within
+    /// `maxBufferedBytes`; false (and no change) otherwise.
+    func reserveBuffered(_ bytes: Int) -> Bool {
+        let total = bufferedBytes.wrappingAdd(bytes, ordering: .relaxed).newValue
+        if total <= configuration.maxBufferedBytes || bytes <= 0 { return true }
+        bufferedBytes.subtract(bytes, ordering: .relaxed)
+        return false
+    }
+
+    func releaseBuffered(_ bytes: Int) {
+        bufferedBytes.subtract(bytes, ordering: .relaxed)
     }
 
     func connectionOpened(_ connection: GRPCConnection) {
@@ -195,7 +257,8 @@ final class GRPCServerShared: Sendable {
     func stats() -> GRPCServerStats {
         registry.withLock { registry in
             var stats = GRPCServerStats(
-                connectionsOpen: registry.connections.count, rpcsInFlight: 0, rpcsTotal: registry.closedRPCs)
+                connectionsOpen: registry.connections.count, rpcsInFlight: 0, rpcsTotal: registry.closedRPCs,
+                bufferedRequestBytes: bufferedBytes.load(ordering: .relaxed))
             for connection in registry.connections.values {
                 stats.rpcsInFlight += connection.counters.rpcsInFlight.load(ordering: .relaxed)
                 stats.rpcsTotal += connection.counters.rpcsTotal.load(ordering: .relaxed)

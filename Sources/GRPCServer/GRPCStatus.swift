@@ -59,6 +59,19 @@ public struct GRPCStatus: Error, Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
+    /// `message` cut to at most `limit` UTF-8 bytes at a character boundary,
+    /// ending with "…" when cut: a status message must fit in a header that
+    /// every client accepts, whatever a handler put in it.
+    public static func truncated(_ message: String, toUTF8Bytes limit: Int) -> String {
+        let utf8 = message.utf8
+        guard utf8.count > limit else { return message }
+        let ellipsis = "…"
+        var end = utf8.index(utf8.startIndex, offsetBy: max(0, limit - ellipsis.utf8.count))
+        // Step back to the start of a scalar (not inside a multi-byte sequence).
+        while end > utf8.startIndex, UTF8.isContinuation(utf8[end]) { end = utf8.index(before: end) }
+        return String(message[..<end]) + ellipsis
+    }
+
     public var description: String {
         message.isEmpty ? code.name : "\(code.name): \(message)"
     }

@@ -1,4 +1,6 @@
+import CInterop
 import NIOCore
+import Synchronization
 
 /// Per-stream state of one call. Confined to its connection's event loop; the
 /// `@unchecked Sendable` only lets an async handler's Task carry it back to the loop.
@@ -17,9 +19,13 @@ final class GRPCStream: @unchecked Sendable {
     let id: Int32
     var phase: Phase = .receiving
 
+    /// When the request's HEADERS began: its whole request must arrive within
+    /// `requestReceiveTimeout` of this.
+    let receiveStartedAt: NIODeadline
+
     // Request headers.
     var path: String?
-    var handler: GRPCUnaryHandler?
+    var route: GRPCRoute?
     var isPost = false
     var contentType: ContentType = .absent
     var timeout: GRPCTimeout?
@@ -41,6 +47,8 @@ final class GRPCStream: @unchecked Sendable {
     var deadline: ContinuousClock.Instant?
     var deadlineTimer: Scheduled<Void>?
     var task: Task<Void, Never>?
+    /// Set while a `.compute` call is queued or running on the compute threads.
+    var cancellation: GRPCCallCancellation?
 
     // Response body (prefix is produced on the fly).
     var responseBody: [UInt8] = []
@@ -48,8 +56,32 @@ final class GRPCStream: @unchecked Sendable {
 
     enum ContentType { case absent, grpc, other }
 
-    init(id: Int32, maxMessageBytes: Int) {
+    init(id: Int32, maxMessageBytes: Int, receiveStartedAt: NIODeadline) {
         self.id = id
+        self.receiveStartedAt = receiveStartedAt
         self.deframer = GRPCMessageDeframer(maxMessageBytes: maxMessageBytes)
+    }
+}
+
+/// Tells a call running off the loop that its stream is gone (RST_STREAM,
+/// deadline, connection loss), so queued work is skipped.
+final class GRPCCallCancellation: Sendable {
+    private let flag = Atomic<Bool>(false)
+
+    var isCancelled: Bool { flag.load(ordering: .relaxed) }
+
+    func cancel() { flag.store(true, ordering: .relaxed) }
+}
+
+/// The compute threads' priority.
+enum ComputeThread {
+    /// Large calls run at this niceness, below the event loops (0), so the
+    /// kernel lets Health and small calls through while they run.
+    static let niceness: Int32 = 10
+
+    /// Lowers the calling thread's priority. A syscall per large call: cheap
+    /// beside the call, and simpler than per-thread state.
+    static func lowerPriority() {
+        _ = cinterop_set_current_thread_niceness(niceness)
     }
 }

@@ -31,6 +31,14 @@ enum DomainStatus {
         }
     }
 
+    /// The same for CPU-only work that leaves the loop above `inlineBytes`
+    /// of request (see `GRPCUnaryHandler.compute`).
+    static func compute(inlineBytes: Int, _ body: @escaping @Sendable (GRPCRequest) throws -> [UInt8]) -> GRPCUnaryHandler {
+        .compute(inlineBytes: inlineBytes) { request in
+            do { return try body(request) } catch { throw status(for: error) ?? error }
+        }
+    }
+
     /// The same for a handler that leaves the event loop.
     static func async(_ body: @escaping @Sendable (GRPCRequest) async throws -> [UInt8]) -> GRPCUnaryHandler {
         .async { request in

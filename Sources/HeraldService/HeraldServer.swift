@@ -69,6 +69,11 @@ public final class HeraldServer: Sendable {
         var background: [Task<Void, Never>]
     }
 
+    /// Render requests up to this size run on the event loop (typical ones are
+    /// under 2 KiB and take microseconds); larger ones on the compute threads,
+    /// so they never delay Health or small calls.
+    static let renderInlineBytes = 16 * 1024
+
     public let configuration: HeraldConfiguration
     public let state = ServingStateCell()
     private let server: GRPCServer
@@ -98,7 +103,9 @@ public final class HeraldServer: Sendable {
         )
         server.register(StatusService.path, .sync(status.status))
         let render = RenderService(policy: configuration.accessPolicy, now: EpochTime.nowMilliseconds)
-        server.register(RenderService.path, DomainStatus.sync(render.render))
+        server.register(
+            RenderService.path, DomainStatus.compute(inlineBytes: Self.renderInlineBytes, render.render),
+            admission: configuration.accessPolicy.admission)
     }
 
     /// Where pushes go, once started.
@@ -170,14 +177,15 @@ public final class HeraldServer: Sendable {
         let schedule = ScheduleService(
             policy: policy, store: store, scheduler: scheduler, clock: clock,
             split: ABSplit(contextAwareShare: configuration.contextAwareShare), graceSeconds: configuration.graceSeconds)
-        server.register(ScheduleService.path, DomainStatus.async(schedule.schedule))
+        let admission = policy.admission
+        server.register(ScheduleService.path, DomainStatus.async(schedule.schedule), admission: admission)
         let cancel = CancelService(policy: policy, store: store, scheduler: scheduler, dispatcher: dispatcher, clock: clock)
-        server.register(CancelService.path, DomainStatus.async(cancel.cancel))
+        server.register(CancelService.path, DomainStatus.async(cancel.cancel), admission: admission)
         let report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
-        server.register(ReportEventService.path, DomainStatus.async(report.report))
+        server.register(ReportEventService.path, DomainStatus.async(report.report), admission: admission)
         let devices = DeviceHandlers(policy: policy, store: store, clock: clock)
-        server.register(DeviceHandlers.registerPath, DomainStatus.async(devices.register))
-        server.register(DeviceHandlers.unregisterPath, DomainStatus.async(devices.unregister))
+        server.register(DeviceHandlers.registerPath, DomainStatus.async(devices.register), admission: admission)
+        server.register(DeviceHandlers.unregisterPath, DomainStatus.async(devices.unregister), admission: admission)
     }
 
     /// Stops taking work (Health turns NOT_SERVING), sends GOAWAY, lets

@@ -68,6 +68,30 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("drain-seconds"), help: "Bound on waiting for in-flight RPCs at shutdown.")
     var drainSeconds: Int = Settings.int("drain-seconds") ?? 10
 
+    @Option(name: .customLong("max-connections"), help: "Most client connections open at once; more are closed on accept (lowered to fit the descriptor limit).")
+    var maxConnections: Int = Settings.int("max-connections") ?? 4096
+
+    @Option(name: .customLong("max-buffered-request-mib"), help: "Request bytes (MiB) all connections together may hold for calls still arriving or running; past it: RESOURCE_EXHAUSTED.")
+    var maxBufferedRequestMiB: Int = Settings.int("max-buffered-request-mib") ?? 128
+
+    @Option(name: .customLong("max-connection-buffer-mib"), help: "The same bound (MiB) per connection.")
+    var maxConnectionBufferMiB: Int = Settings.int("max-connection-buffer-mib") ?? 16
+
+    @Option(name: .customLong("handshake-timeout"), help: "Seconds a new connection has to send the HTTP/2 preface and SETTINGS.")
+    var handshakeTimeout: Double = Settings.double("handshake-timeout") ?? 10
+
+    @Option(name: .customLong("idle-timeout"), help: "Seconds without an open call before a connection gets GOAWAY.")
+    var idleTimeout: Double = Settings.double("idle-timeout") ?? 300
+
+    @Option(name: .customLong("keepalive-interval"), help: "Seconds of silence from a peer before Herald PINGs it.")
+    var keepaliveInterval: Double = Settings.double("keepalive-interval") ?? 60
+
+    @Option(name: .customLong("keepalive-timeout"), help: "Seconds to wait for anything after that PING before closing.")
+    var keepaliveTimeout: Double = Settings.double("keepalive-timeout") ?? 20
+
+    @Option(name: .customLong("request-receive-timeout"), help: "Seconds a call's request (headers to end of body) may take to arrive.")
+    var requestReceiveTimeout: Double = Settings.double("request-receive-timeout") ?? 30
+
     func validate() throws {
         if let problem = Settings.problem { throw ValidationError(problem) }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
@@ -77,6 +101,16 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...3600).contains(graceSeconds) else { throw ValidationError("--grace-seconds must be 0...3600") }
         guard (0...1).contains(contextAwareShare) else { throw ValidationError("--context-aware-share must be between 0 and 1") }
         guard drainSeconds >= 0 else { throw ValidationError("--drain-seconds must not be negative") }
+        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+        guard maxBufferedRequestMiB >= 1 else { throw ValidationError("--max-buffered-request-mib must be at least 1") }
+        guard maxConnectionBufferMiB >= 1 else { throw ValidationError("--max-connection-buffer-mib must be at least 1") }
+        for (flag, seconds) in [
+            ("handshake-timeout", handshakeTimeout), ("idle-timeout", idleTimeout),
+            ("keepalive-interval", keepaliveInterval), ("keepalive-timeout", keepaliveTimeout),
+            ("request-receive-timeout", requestReceiveTimeout),
+        ] where !(seconds > 0 && seconds <= 86_400) {
+            throw ValidationError("--\(flag) must be more than 0 and at most 86400 seconds, got \(seconds)")
+        }
     }
 
     func run() async throws {
@@ -93,6 +127,14 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.dataDirectory = dataDirectory
         configuration.grpc.maxConcurrentStreams = maxConcurrentStreams
+        configuration.grpc.maxConnections = maxConnections
+        configuration.grpc.maxBufferedBytes = maxBufferedRequestMiB << 20
+        configuration.grpc.maxBufferedBytesPerConnection = maxConnectionBufferMiB << 20
+        configuration.grpc.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
+        configuration.grpc.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
+        configuration.grpc.keepaliveInterval = .milliseconds(Int64(keepaliveInterval * 1000))
+        configuration.grpc.keepaliveTimeout = .milliseconds(Int64(keepaliveTimeout * 1000))
+        configuration.grpc.requestReceiveTimeout = .milliseconds(Int64(requestReceiveTimeout * 1000))
         configuration.drainTimeout = .seconds(drainSeconds)
         configuration.graceSeconds = Int64(graceSeconds)
         configuration.durability = durability == "process" ? .processCrash : .sqliteFull

@@ -14,7 +14,9 @@ enum Settings {
     static let knownKeys: Set<String> = [
         "host", "port", "data-dir", "durability", "tokens-file", "grace-seconds", "context-aware-share", "sim-record",
         "apns-route", "apns-routes-file", "sim-unregistered", "sim-bad-token", "log-level",
-        "max-concurrent-streams", "drain-seconds",
+        "max-concurrent-streams", "drain-seconds", "max-connections", "max-buffered-request-mib",
+        "max-connection-buffer-mib", "handshake-timeout", "idle-timeout", "keepalive-interval", "keepalive-timeout",
+        "request-receive-timeout",
     ]
 
     static func string(_ key: String) -> String? {

@@ -89,6 +89,9 @@ static inline int cinterop_sqlite_disable_memstatus(void) {
 
 #if defined(__linux__)
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 /// Names the calling thread (Linux keeps 15 bytes). `pthread_setname_np`
@@ -98,6 +101,18 @@ static inline void cinterop_set_current_thread_name(const char *name) {
     (void)prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
 #else
     (void)name;
+#endif
+}
+
+/// Lowers the calling thread's scheduling priority to `niceness` (Linux
+/// applies setpriority to one thread when given its tid; `syscall` is variadic
+/// and does not import). Returns 0, or -1 with errno set.
+static inline int cinterop_set_current_thread_niceness(int niceness) {
+#if defined(__linux__)
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), niceness);
+#else
+    (void)niceness;
+    return 0;
 #endif
 }
 

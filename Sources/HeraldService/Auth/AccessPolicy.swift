@@ -59,6 +59,23 @@ public struct AccessPolicy: Sendable {
         return match
     }
 
+    /// The header-time check for the gRPC server: UNAUTHENTICATED before a
+    /// byte of the body is buffered; nil (no check) when the policy is open.
+    /// The bundle is checked by the handler, once the body is decoded.
+    public var admission: GRPCAdmission? {
+        guard !isOpen else { return nil }
+        return { metadata in
+            do {
+                _ = try self.authenticate(metadata)
+                return nil
+            } catch let status as GRPCStatus {
+                return status
+            } catch {
+                return GRPCStatus(.unauthenticated, "authorization could not be checked")
+            }
+        }
+    }
+
     /// Checks that the caller may act on `bundleID`.
     ///
     /// - Throws: UNAUTHENTICATED as `authenticate`, PERMISSION_DENIED when

@@ -129,3 +129,7 @@ def _load(out: str, rel: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "herald_args(*flags): flags for the `server` fixture's herald serve")

@@ -15,6 +15,8 @@ enum DomainStatus {
         case RenderError.disabled(let platform):
             let override = platform == .ios ? "ios" : "android"
             return GRPCStatus(.invalidArgument, "\(override).enabled is false: nothing would be sent to \(override == "ios" ? "APNs" : "FCM")")
+        case StoreError.abandoned:
+            return GRPCStatus(.deadlineExceeded, "deadline exceeded before the message was stored: nothing was stored")
         case let store as StoreError:
             // Retryable from the caller's side: nothing was acknowledged.
             return GRPCStatus(.unavailable, "store unavailable: \(store)")

@@ -1,4 +1,5 @@
 import CInterop
+import Synchronization
 
 /// Counters of the group-commit writer, for tests and metrics.
 public struct WriteStats: Sendable, Hashable {
@@ -18,9 +19,29 @@ protocol WriteJob: AnyObject {
     /// Runs the operation — in its own savepoint when `isolated` — and
     /// returns its error, if any. May run twice (see `commit`).
     func run(_ db: Database, isolated: Bool) -> (any Error)?
+    /// True when the caller no longer wants it (see `WriteAbandonment`).
+    var isAbandoned: Bool { get }
     /// Resumes the caller: with the operation's result after a commit, or
     /// with `commitError` when the batch did not commit.
     func finish(commitError: (any Error)?)
+}
+
+/// When a queued write should be dropped instead of run: its caller's
+/// deadline passed or its task was cancelled while it waited for a batch.
+final class WriteAbandonment: Sendable {
+    private let deadline: ContinuousClock.Instant?
+    private let cancelled = Atomic<Bool>(false)
+
+    init(deadline: ContinuousClock.Instant?) {
+        self.deadline = deadline
+    }
+
+    func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    /// Checked on the writer thread just before the write joins a transaction.
+    var isAbandoned: Bool {
+        cancelled.load(ordering: .relaxed) || deadline.map { $0 <= ContinuousClock.now } ?? false
+    }
 }
 
 /// A write whose caller awaits a `T` through a continuation.
@@ -28,11 +49,16 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
     private let body: @Sendable (Database) throws -> T
     private let continuation: CheckedContinuation<T, any Error>
     private var result: Result<T, any Error>?
+    let abandonment: WriteAbandonment?
 
-    init(body: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>) {
+    init(body: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>,
+         abandonment: WriteAbandonment? = nil) {
         self.body = body
         self.continuation = continuation
+        self.abandonment = abandonment
     }
+
+    var isAbandoned: Bool { abandonment?.isAbandoned ?? false }
 
     func run(_ db: Database, isolated: Bool) -> (any Error)? {
         defer { db.resetBusyStatements() }
@@ -95,17 +121,36 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// Queues `body` and awaits its commit.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let job = ContinuationWriteJob(body: body, continuation: continuation)
-            condition.lock()
-            if stopping.isRequested {
-                condition.unlock()
-                job.finish(commitError: StoreError.closed)
-                return
-            }
-            queue.append(job)
-            condition.signal()
-            condition.unlock()
+            enqueue(ContinuationWriteJob(body: body, continuation: continuation))
         }
+    }
+
+    /// Queues `body` and awaits its commit, unless `abandonment` says the
+    /// caller gave up (deadline passed, task cancelled) before the write
+    /// joined a transaction: then nothing is written and it throws
+    /// `StoreError.abandoned`.
+    func write<T: Sendable>(
+        abandonment: WriteAbandonment, _ body: @escaping @Sendable (Database) throws -> T
+    ) async throws -> T {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                enqueue(ContinuationWriteJob(body: body, continuation: continuation, abandonment: abandonment))
+            }
+        } onCancel: {
+            abandonment.cancel()
+        }
+    }
+
+    private func enqueue(_ job: any WriteJob) {
+        condition.lock()
+        if stopping.isRequested {
+            condition.unlock()
+            job.finish(commitError: StoreError.closed)
+            return
+        }
+        queue.append(job)
+        condition.signal()
+        condition.unlock()
     }
 
     var currentStats: WriteStats {
@@ -172,6 +217,15 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// rolled back and run again with a savepoint around each operation, so
     /// that the failing one is undone alone and the others still commit.
     private func commit(_ batch: [any WriteJob]) {
+        // Callers that gave up while queued (an overloaded store makes this
+        // common, not rare): answered now, never written.
+        var batch = batch
+        batch.removeAll { job in
+            guard job.isAbandoned else { return false }
+            job.finish(commitError: StoreError.abandoned)
+            return true
+        }
+        guard !batch.isEmpty else { return }
         var failure: (any Error)?
         do {
             try db.run("BEGIN IMMEDIATE")

@@ -48,7 +48,11 @@ public protocol HeraldStore: Sendable {
     ///   NO_DEVICES, FAILED before sending) → the new one takes the key;
     /// - the key is spent (handed off, sent, displayed, or a push was ever
     ///   claimed, including one in flight) → `.alreadyExists`, nothing stored.
-    func schedule(_ message: StoredMessage) async throws -> ScheduleOutcome
+    ///
+    /// Past `deadline`, or once the calling task is cancelled, before the
+    /// write joins a transaction: nothing is stored and `StoreError.abandoned`
+    /// is thrown (the caller has given up; storing would only surprise it).
+    func schedule(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome
 
     /// Cancels the live message of (bundleID, idempotencyKey) when platform,
     /// userID and campaignID also match; otherwise `.notFound`.
@@ -153,5 +157,12 @@ extension HeraldStore {
             if page.count < batchSize { return }
             cursor = PendingCursor(after: page[page.count - 1])
         }
+    }
+}
+
+extension HeraldStore {
+    /// `schedule(_:deadline:)` with no deadline.
+    public func schedule(_ message: StoredMessage) async throws -> ScheduleOutcome {
+        try await schedule(message, deadline: nil)
     }
 }

@@ -3,8 +3,8 @@ import HeraldCore
 extension SQLiteStore {
     // MARK: Messages (API)
 
-    public func schedule(_ message: StoredMessage) async throws -> ScheduleOutcome {
-        try await write { db in
+    public func schedule(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
+        try await writer.write(abandonment: WriteAbandonment(deadline: deadline)) { db in
             var supersededID: String?
             if let key = message.idempotencyKey {
                 if let existing = try MessageRows.live(db, bundleID: message.bundleID, key: key) {

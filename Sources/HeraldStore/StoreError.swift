@@ -20,6 +20,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidRecord(String)
     /// The store has been closed.
     case closed
+    /// The caller's deadline passed (or it was cancelled) before the write
+    /// joined a transaction: nothing was written.
+    case abandoned
     /// Any other SQLite failure.
     case sqlite(SQLiteError)
 
@@ -39,6 +42,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "store: invalid stored record: \(detail)"
         case .closed:
             return "store: closed"
+        case .abandoned:
+            return "store: the caller's deadline passed before the write; nothing was written"
         case .sqlite(let error):
             return "store: \(error)"
         }

@@ -42,7 +42,9 @@ struct ScheduleService: Sendable {
             deliveryMethod: validated.method, abTest: validated.abTest,
             windowStart: validated.window.start.milliseconds, windowEnd: validated.window.end.milliseconds,
             dueAt: validated.plan.sendAt.milliseconds, request: request.message, createdAt: now)
-        switch try await store.schedule(stored) {
+        // Past the caller's deadline the write is dropped before it commits:
+        // a caller told DEADLINE_EXCEEDED finds nothing stored.
+        switch try await store.schedule(stored, deadline: request.deadline) {
         case .alreadyExists(let existing):
             throw GRPCStatus(.alreadyExists,
                 "idempotency_key \"\(message.idempotencyKey)\" of \(message.bundleID) belongs to message \(existing.id), "

@@ -1,0 +1,73 @@
+import Foundation
+import HeraldCore
+import Testing
+@testable import HeraldStore
+
+/// A Schedule whose caller gave up while it waited for the writer (deadline
+/// passed, call cancelled) is dropped before its transaction: the caller was
+/// told DEADLINE_EXCEEDED, so nothing may appear in the store.
+@Suite("Abandoned writes")
+struct AbandonedWriteTests {
+    /// Holds the writer thread until `release` is signalled, so that writes queue.
+    private static func holdWriter(_ store: SQLiteStore) async -> (Task<Void, any Error>, DispatchSemaphore) {
+        let taken = Flag(), release = DispatchSemaphore(value: 0)
+        let gate = Task {
+            try await store.write { _ in
+                taken.set()
+                release.wait()
+            }
+        }
+        while !taken.isSet { await Task.yield() }
+        return (gate, release)
+    }
+
+    @Test func pastDeadlineWhileQueuedIsNotStored() async throws {
+        try await withStore { (store: SQLiteStore, _: String) async throws -> Void in
+            let (gate, release) = await Self.holdWriter(store)
+            let late = makeMessage(key: "late")
+            let kept = makeMessage(key: "kept")
+            let deadline = ContinuousClock.now + .milliseconds(1)
+            let lateWrite = Task { try await store.schedule(late, deadline: deadline) }
+            let keptWrite = Task { try await store.schedule(kept, deadline: nil) }
+            while store.writer.queuedCount < 2 { await Task.yield() }
+            while ContinuousClock.now <= deadline { await Task.yield() }  // at most 1 ms
+            release.signal()
+            try await gate.value
+            await #expect(throws: StoreError.abandoned) { try await lateWrite.value }
+            _ = try await keptWrite.value
+            #expect(try await store.message(id: late.id) == nil)
+            #expect(try await store.message(id: kept.id) == kept)
+        }
+    }
+
+    @Test func cancelledWhileQueuedIsNotStored() async throws {
+        try await withStore { (store: SQLiteStore, _: String) async throws -> Void in
+            let (gate, release) = await Self.holdWriter(store)
+            let message = makeMessage(key: "cancelled")
+            let write = Task { try await store.schedule(message, deadline: .now + .seconds(3600)) }
+            while store.writer.queuedCount < 1 { await Task.yield() }
+            write.cancel()
+            release.signal()
+            try await gate.value
+            await #expect(throws: StoreError.abandoned) { try await write.value }
+            #expect(try await store.message(id: message.id) == nil)
+            // The key is free: nothing of the abandoned write holds it.
+            let again = makeMessage(key: "cancelled")
+            guard case .scheduled(_, let superseded) = try await store.schedule(again) else {
+                Issue.record("the key should be free")
+                return
+            }
+            #expect(superseded == nil)
+        }
+    }
+
+    @Test func deadlineAlreadyPastIsNotStored() async throws {
+        try await withStore { (store: SQLiteStore, _: String) async throws -> Void in
+            let message = makeMessage(key: "expired")
+            await #expect(throws: StoreError.abandoned) {
+                try await store.schedule(message, deadline: .now - .seconds(1))
+            }
+            #expect(try await store.message(id: message.id) == nil)
+        }
+    }
+}

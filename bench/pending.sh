@@ -3,6 +3,6 @@
 # exec → "listening on" and VmHWM.  bench/pending.sh [-n 1000000] [--restarts 3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PY:-/work/main/.venv/bin/python}
+PY=${PY:-.venv/bin/python}
 [ -x .build/release/herald ] || swift build -c release --product herald
 exec "$PY" bench/lib/pending.py "$@"

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 BIG="${1:-200000}"
 SMALL="${2:-20000}"
-PYTHON="${PYTHON:-/work/main/.venv/bin/python}"
+PYTHON="${PYTHON:-.venv/bin/python}"
 if [[ -z "${HERALD_BIN:-}" ]]; then
     swift build -c release --product herald >/dev/null
     HERALD_BIN=.build/release/herald

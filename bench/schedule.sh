@@ -3,6 +3,6 @@
 #   bench/schedule.sh [-n 200000] [-c 16] [-m 32] [--runs 3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PY:-/work/main/.venv/bin/python}
+PY=${PY:-.venv/bin/python}
 [ -x .build/release/herald ] || swift build -c release --product herald
 exec "$PY" bench/lib/schedule.py "$@"

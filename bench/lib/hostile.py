@@ -1,0 +1,211 @@
+"""Hostile-load budgets of issue "Bounded under hostile input" (bench/hostile.sh).
+
+1. health-under-render: Health/Check latency (h2load -c1 -m1, sequential) alone,
+   then while four clients (h2load -c4 -m1) send the largest Render request the
+   limits allow, in a loop. Budget: Health p99 <= 50 ms under load.
+2. partial-bodies: 60 connections, each trying to hold 16 MiB of unfinished
+   request bodies (four calls declaring 4 MiB messages, all but the last byte
+   sent). Budget: server peak RSS (VmHWM) <= 256 MiB, and Health still answers
+   during the attack. Prints how many calls the buffer budgets refused.
+3. no-token bodies: with --tokens-file, 20 connections sending 4 MiB bodies
+   without a token: refused from the headers, RSS stays flat.
+
+Every server is `herald serve` (release) on 127.0.0.1 port 0 in a temp data dir;
+every loop is bounded in count and time; only our own PIDs are signalled.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import herald_bench as hb  # noqa: E402
+
+sys.path.insert(0, str(hb.ROOT / "Tests" / "interop"))
+from test_wire import EMPTY_FRAME, HEALTH_CHECK, Client  # noqa: E402
+
+MIB = 1 << 20
+RENDER = "/herald.v1.PushService/Render"
+
+
+def largest_render(keys: int) -> bytes:
+    """A RenderRequest just under the 4 MiB message limit: `keys` user_info
+    entries with long string values (each key and the count within the
+    documented limits), so all of it is decoded and rendered before the
+    4096-byte payload limit refuses it."""
+    s = hb.stubs()
+    from google.protobuf import struct_pb2
+
+    user_info = struct_pb2.Struct()
+    value_len = (4 * MIB - 64 * 1024) // keys
+    user_info.update({f"k{i:04d}": "v" * value_len for i in range(keys)})
+    request = s.p.RenderRequest(
+        bundle_id=hb.BUNDLE, platform=s.t.PLATFORM_IOS, locale="en",
+        content=s.t.Content(title=s.t.LocalizedText(text="Hi"), body=s.t.LocalizedText(text="There"),
+                            user_info=user_info))
+    body = request.SerializeToString()
+    assert len(body) < 4 * MIB, len(body)
+    return hb.framed(request)
+
+
+def health_latency(address: str, tmp: str, n: int) -> dict:
+    body = os.path.join(tmp, "health.bin")
+    with open(body, "wb") as f:
+        f.write(EMPTY_FRAME)
+    log = os.path.join(tmp, f"health-{time.monotonic_ns()}.log")
+    return hb.h2load(address, body, n, c=1, m=1, path=HEALTH_CHECK, log_file=log)
+
+
+def health_under_render(args) -> None:
+    tmp = hb.bench_tmp("herald-hostile-")
+    h = hb.Herald(os.path.join(tmp, "data"))
+    try:
+        body = os.path.join(tmp, "render.bin")
+        with open(body, "wb") as f:
+            f.write(largest_render(args.keys))
+        alone = health_latency(h.address, tmp, args.health_n)
+        cpu0 = sum(h.cpu_seconds())
+        load = subprocess.Popen(
+            ["h2load", "-n", str(args.render_n), "-c", "4", "-m", "1", "-d", body,
+             "-H", "content-type: application/grpc", "-H", "te: trailers", f"http://{h.address}{RENDER}"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        t0 = time.monotonic()
+        loaded = health_latency(h.address, tmp, args.health_n)
+        health_s = time.monotonic() - t0
+        running = load.poll() is None
+        out, _ = load.communicate(timeout=600)
+        cpu = sum(h.cpu_seconds()) - cpu0
+        renders = hb.H2_REQS.search(out)
+        finished = hb.H2_FINISHED.search(out)
+        rss = h.proc_status()["VmHWM"]
+        print(f"health-under-render: request {os.path.getsize(body) / MIB:.2f} MiB ({args.keys} user_info keys)")
+        for name, r in (("alone", alone), ("under 4 Render clients", loaded)):
+            lat = r["lat_ms"]
+            print(f"  Health {name:>24}: n={len(lat)} p50={hb.pct(lat, 50):.2f} ms p99={hb.pct(lat, 99):.2f} ms "
+                  f"max={lat[-1]:.2f} ms")
+        print(f"  Render load still running when the Health run ended: {running} (Health run {health_s:.1f} s)")
+        if renders and finished:
+            print(f"  Render: {renders[3]} done in {finished[1]}{finished[2]} ({float(finished[3]):.1f} req/s), "
+                  f"server CPU {cpu:.1f} s ({cpu / max(1, int(renders[3])) * 1000:.1f} ms/call), peak RSS {rss}")
+        p99 = hb.pct(loaded["lat_ms"], 99)
+        print(f"  budget Health p99 <= 50 ms under load: {'MET' if p99 <= 50 else 'MISSED'} ({p99:.2f} ms)")
+    finally:
+        h.stop()
+        hb.rmtree(tmp)
+
+
+def hold_partial_bodies(address: str, streams: int, refused: list[int], held: list[int], stop: threading.Event):
+    """One connection: `streams` calls declaring 4 MiB, all but the last byte
+    sent (flow control respected), then kept open until `stop`."""
+    client = Client(*address.split(":"))
+    client.sock.settimeout(30)
+    ids = []
+    try:
+        for _ in range(streams):
+            sid = client.start(HEALTH_CHECK)
+            client.send(sid, struct.pack(">BI", 0, 4 * MIB))
+            ids.append(sid)
+        remaining = {sid: 4 * MIB - 1 for sid in ids}
+        deadline = time.monotonic() + 120
+        while any(remaining.values()) and time.monotonic() < deadline:
+            progressed = False
+            for sid in ids:
+                if not remaining[sid] or client.streams[sid].done:
+                    remaining[sid] = 0
+                    continue
+                window = min(client.conn.local_flow_control_window(sid), client.conn.max_outbound_frame_size,
+                             remaining[sid])
+                if window > 0:
+                    client.send(sid, b"\x00" * window)
+                    remaining[sid] -= window
+                    progressed = True
+            if not progressed:
+                client.pump()
+        refused.append(sum(1 for sid in ids if client.streams[sid].grpc_status == 8))
+        held.append(sum(1 for sid in ids if not client.streams[sid].done))
+        stop.wait(120)
+    finally:
+        client.sock.close()
+
+
+def partial_bodies(args) -> None:
+    tmp = hb.bench_tmp("herald-hostile-")
+    h = hb.Herald(os.path.join(tmp, "data"))
+    try:
+        before = h.proc_status()["VmRSS"]
+        refused: list[int] = []
+        held: list[int] = []
+        stop = threading.Event()
+        threads = [threading.Thread(target=hold_partial_bodies, args=(h.address, 4, refused, held, stop), daemon=True)
+                   for _ in range(args.connections)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 300
+        while len(refused) < len(threads) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        fill_s = time.monotonic() - t0
+        during = health_latency(h.address, tmp, 200)["lat_ms"]
+        status = h.proc_status()
+        stop.set()
+        for t in threads:
+            t.join(30)
+        print(f"partial-bodies: {args.connections} connections x 4 calls x (4 MiB - 1) unfinished "
+              f"({args.connections * 16} MiB attempted) in {fill_s:.1f} s")
+        print(f"  calls holding bytes: {sum(held)}, refused RESOURCE_EXHAUSTED: {sum(refused)}")
+        print(f"  server RSS before {before}, while held {status['VmRSS']}, peak {status['VmHWM']}")
+        print(f"  Health during the attack: n={len(during)} p50={hb.pct(during, 50):.2f} ms "
+              f"p99={hb.pct(during, 99):.2f} ms")
+        peak_mib = int(status["VmHWM"].split()[0]) / 1024
+        print(f"  budget peak RSS <= 256 MiB and still serving: "
+              f"{'MET' if peak_mib <= 256 and len(during) == 200 else 'MISSED'} ({peak_mib:.0f} MiB)")
+    finally:
+        h.stop()
+        hb.rmtree(tmp)
+
+
+def no_token_bodies(args) -> None:
+    tmp = hb.bench_tmp("herald-hostile-")
+    tokens = os.path.join(tmp, "tokens")
+    with open(tokens, "w") as f:
+        f.write("bench bench-token-0123456789abcdef *\n")
+    os.chmod(tokens, 0o600)
+    h = hb.Herald(os.path.join(tmp, "data"), "--tokens-file", tokens)
+    try:
+        before = h.proc_status()["VmRSS"]
+        codes = []
+        for _ in range(20):
+            client = Client(*h.address.split(":"))
+            sid = client.start("/herald.v1.PushService/Schedule")
+            client.send(sid, struct.pack(">BI", 0, 4 * MIB) + b"\x00" * 60000)
+            codes.append(client.wait(sid).grpc_status)
+            client.sock.close()
+        status = h.proc_status()
+        print(f"no-token bodies: 20 connections, Schedule with 4 MiB declared and no token: statuses {sorted(set(codes))}")
+        print(f"  server RSS before {before}, after {status['VmRSS']}, peak {status['VmHWM']}")
+    finally:
+        h.stop()
+        hb.rmtree(tmp)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("part", nargs="*", default=["health-under-render", "partial-bodies", "no-token-bodies"])
+    parser.add_argument("--keys", type=int, default=900, help="user_info keys in the large Render")
+    parser.add_argument("--render-n", type=int, default=400, help="large Renders sent by the four clients")
+    parser.add_argument("--health-n", type=int, default=2000, help="Health calls per latency run")
+    parser.add_argument("--connections", type=int, default=60)
+    args = parser.parse_args()
+    print(f"# bench/hostile.sh — {time.strftime('%Y-%m-%d %H:%M:%S')} — load {hb.loadavg()}")
+    for part in args.part:
+        {"health-under-render": health_under_render, "partial-bodies": partial_bodies,
+         "no-token-bodies": no_token_bodies}[part](args)
+
+
+if __name__ == "__main__":
+    main()

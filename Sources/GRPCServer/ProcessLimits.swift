@@ -6,8 +6,11 @@ import Logging
 /// The process's file-descriptor limit, and the connection cap that fits in it.
 enum ProcessLimits {
     /// Descriptors kept for everything that is not a client connection: the
-    /// store's files, outbound APNs/FCM connections, the listening socket, logs.
-    static let reservedDescriptors = 256
+    /// store's files, outbound APNs/FCM connections, the listening socket,
+    /// event loops, logs. A quarter of the limit, at least 64, at most 256.
+    static func reservedDescriptors(limit: Int) -> Int {
+        min(256, max(64, limit / 4))
+    }
 
     /// Raises the soft descriptor limit to the hard one (as nginx and Go's
     /// runtime do), then returns `requested` lowered to what fits under it, so
@@ -32,7 +35,8 @@ enum ProcessLimits {
                 ])
             }
         }
-        let available = Int(clamping: limit.rlim_cur) - reservedDescriptors
+        let soft = Int(clamping: limit.rlim_cur)
+        let available = soft - reservedDescriptors(limit: soft)
         let cap = max(1, min(requested, available))
         if cap < requested {
             logger.warning("connection cap lowered to fit the descriptor limit", metadata: [

@@ -53,10 +53,11 @@ class HeraldProcess:
             raise AssertionError("herald did not exit within the graceful-shutdown bound")
 
 
-def start_herald(*args: str, data_dir: str | None = None) -> HeraldProcess:
+def start_herald(*args: str, data_dir: str | None = None, preexec_fn=None) -> HeraldProcess:
     data_dir = data_dir or tempfile.mkdtemp(prefix="herald-data-")
     cmd = [herald_binary(), "serve", "--port", "0", "--data-dir", data_dir, *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+                            preexec_fn=preexec_fn)
     stderr_lines: list[str] = []
     threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True).start()
     # The first stdout line names the bound address; no sleeps, just read it.

@@ -162,19 +162,56 @@ def test_connections_over_the_cap_are_closed_and_slots_come_back(server):
     extra.close()
     for client in clients:
         client.close()
-    # The slots are released when those connections close; a new one is
-    # served once they are (bounded retries, each waiting on the server).
+    wait_until_served(server)
+
+
+def wait_until_served(server) -> None:
+    """Slots are released when closed connections' close completes on the
+    server; a new client is served once they are (bounded retries, each
+    waiting on the server's answer)."""
     deadline = time.monotonic() + TIMEOUT
     while True:
         client = Client(server.host, server.port)
         try:
             if client.call(HEALTH_CHECK, EMPTY_FRAME).grpc_status == 0:
-                break
+                return
         except (ConnectionError, KeyError, OSError):
             pass
         finally:
             client.sock.close()
         assert time.monotonic() < deadline, "slots never came back"
+
+
+def test_connection_flood_at_the_descriptor_limit_does_not_stop_delivery(stubs, tmp_path):
+    """With 256 descriptors and 300 clients holding connections, new clients
+    are refused at the cap (fitted under the limit), Health answers, and the
+    APNs client still opens its connection: a due message is delivered."""
+    import resource
+
+    from test_delivery import EN_TOKEN, Client as DeliveryClient, Record, with_key
+
+    record = tmp_path / "deliveries.jsonl"
+    proc = start_herald("--grace-seconds", "0", "--sim-record", str(record),
+                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)))
+    held = []
+    try:
+        for _ in range(300):
+            sock = socket.create_connection((proc.host, proc.port), timeout=TIMEOUT)
+            sock.sendall(PREFACE + EMPTY_SETTINGS)
+            held.append(sock)
+        for sock in held[:20]:  # make room for the test's own connections
+            sock.close()
+        wait_until_served(proc)
+        client = DeliveryClient(stubs, proc.address)
+        client.register("flood-user", EN_TOKEN, "en")
+        client.schedule("flood-user", "flood-1")
+        Record(str(record)).wait_for(with_key("flood-1"))
+        client.channel.close()
+    finally:
+        for sock in held:
+            sock.close()
+    assert proc.proc.poll() is None
+    assert proc.stop() == 0
 
 
 # --- request buffer budgets ------------------------------------------------------

@@ -45,19 +45,22 @@ def refused(call) -> grpc.RpcError:
     return err.value
 
 
+def with_fields(request, overrides: dict):
+    """Sets fields on a request; message-typed ones are copied in."""
+    for key, value in overrides.items():
+        if key == "content" or isinstance(value, struct_pb2.Struct):
+            getattr(request, key).CopyFrom(value)
+        else:
+            setattr(request, key, value)
+    return request
+
+
 def render_request(stubs, **overrides):
     t, p = stubs.types_pb2, stubs.push_pb2
     request = p.RenderRequest(
         bundle_id=BUNDLE, platform=t.PLATFORM_IOS,
         content=t.Content(title=t.LocalizedText(text="Hi"), body=t.LocalizedText(text="There")))
-    for key, value in overrides.items():
-        if key == "content":
-            request.content.CopyFrom(value)
-        elif isinstance(value, struct_pb2.Struct):
-            getattr(request, key).CopyFrom(value)
-        else:
-            setattr(request, key, value)
-    return request
+    return with_fields(request, overrides)
 
 
 def schedule_request(stubs, **overrides):
@@ -65,14 +68,7 @@ def schedule_request(stubs, **overrides):
     request = p.ScheduleRequest(
         bundle_id=BUNDLE, platform=t.PLATFORM_IOS, user_id="u1", campaign_id="c1", deliver_within_hours=1,
         content=t.Content(title=t.LocalizedText(text="Hi"), body=t.LocalizedText(text="There")))
-    for key, value in overrides.items():
-        if key == "content":
-            request.content.CopyFrom(value)
-        elif isinstance(value, struct_pb2.Struct):
-            getattr(request, key).CopyFrom(value)
-        else:
-            setattr(request, key, value)
-    return request
+    return with_fields(request, overrides)
 
 
 def translated(stubs, locales, default):

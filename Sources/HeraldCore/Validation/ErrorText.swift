@@ -32,23 +32,4 @@ public enum ErrorText {
         }
         return String(decoding: utf8[utf8.startIndex..<end], as: UTF8.self) + "…"
     }
-
-    /// Raw bytes (possibly invalid UTF-8) quoted like ``quote(_:)``; invalid
-    /// sequences show as U+FFFD.
-    public static func quote(bytes: some Collection<UInt8>) -> String {
-        var prefix = Array(bytes.prefix(maximumInputBytes + 1))
-        let cut = prefix.count > maximumInputBytes
-        if cut {
-            prefix.removeLast()
-            // Back off to the start of a UTF-8 sequence.
-            var end = prefix.count
-            while end > 0 && prefix[end - 1] & 0xC0 == 0x80 { end -= 1 }
-            if end > 0 && prefix[end - 1] >= 0xC0 {
-                let lead = prefix[end - 1]
-                let width = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2
-                if prefix.count - (end - 1) < width { prefix.removeLast(prefix.count - (end - 1)) }
-            }
-        }
-        return "\"" + String(decoding: prefix, as: UTF8.self) + (cut ? "…" : "") + "\""
-    }
 }

@@ -1,4 +1,5 @@
 import GRPCServer
+import HeraldCore
 import HeraldProtos
 
 /// `grpc.health.v1.Health/Check`: `""` and every Herald service answer SERVING
@@ -30,7 +31,7 @@ struct HealthService: Sendable {
                 $0.service.map { String(cString: $0) } ?? ""
             }
             guard Self.services.contains(service) else {
-                throw GRPCStatus(.notFound, "unknown service \"\(service)\"")
+                throw GRPCStatus(.notFound, "unknown service " + ErrorText.quote(service))
             }
         }
         return state.current == .serving ? serving : notServing

@@ -23,7 +23,7 @@ struct RenderService: Sendable {
                 idempotencyKey: wire.idempotency_key)
             let input = RenderInput(
                 message: message,
-                locale: decoder.optionalString(wire.locale, "locale"),
+                locale: decoder.localeTag(wire.locale, "locale"),
                 deviceToken: decoder.optionalString(wire.device_token, "device_token"))
             try decoder.finish()
             return input

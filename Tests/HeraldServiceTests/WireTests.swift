@@ -44,15 +44,15 @@ struct WireTests {
         return inner
     }
 
-    @Test func deepNestingIsRefusedOnlyWhereItCanMatter() {
+    @Test func deepNestingIsRefused() {
         let descriptor = Google__Protobuf__Struct.descriptorForTests
-        let shallow = nestedStruct(depth: 50)
-        let deep = nestedStruct(depth: 400)
-        #expect(shallow.count < NestingLimit.minimumBytesToWalk)
-        #expect(deep.count >= NestingLimit.minimumBytesToWalk)
-        #expect(shallow.withUnsafeBytes { NestingLimit.check($0, descriptor: descriptor) })
-        #expect(!deep.withUnsafeBytes { NestingLimit.check($0, descriptor: descriptor) })
-        #expect(deep.withUnsafeBytes { NestingLimit.check($0, descriptor: descriptor, limit: 1300) })
+        // Three message levels per JSON level: 33 levels are 99 messages.
+        let shallow = nestedStruct(depth: 33)
+        let deep = nestedStruct(depth: 34)
+        #expect(shallow.withUnsafeBytes { WireWalk($0, descriptor: descriptor).problem } == nil)
+        #expect(deep.withUnsafeBytes { WireWalk($0, descriptor: descriptor).problem } == .tooDeep)
+        let deeper = nestedStruct(depth: 2_000)
+        #expect(deeper.withUnsafeBytes { WireWalk($0, descriptor: descriptor).problem } == .tooDeep)
     }
 }
 

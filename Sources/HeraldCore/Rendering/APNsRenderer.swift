@@ -166,19 +166,38 @@ public enum APNsRenderer {
             requestedLocale: nil, localeMatch: nil, placeholderPath: nonEmpty(deviceToken) == nil)
     }
 
-    /// Renders the payload for every locale of the message (one render when
-    /// nothing is translated) and reports each one over 4096 bytes — for the
+    /// Reports every locale whose payload is over 4096 bytes — for the
     /// alert push and, when `handoffWindowEnd` is given, for the handoff.
+    ///
+    /// The payload is rendered once, for the first locale. In a validated
+    /// message every translated field has a non-empty text in every locale,
+    /// so the payloads of two locales differ only in those texts: each other
+    /// locale's size is the first one's plus the difference of its texts'
+    /// encoded lengths. Rendering each locale in full would cost
+    /// locales × payload (200 locales × a 4 MiB `user_info`).
     public static func payloadSizeViolations(_ message: PushMessage, handoffWindowEnd: Timestamp?) -> [FieldViolation] {
         guard message.isEnabled(on: .ios) else { return [] }
         let locales: [String?] = message.content.isTranslated ? message.content.locales.map { $0 } : [nil]
+        let localized = localizedAlertFields(message)
         var out: [FieldViolation] = []
+        var base: (locale: String?, alert: Int, handoff: Int?, texts: Int)?
         for locale in locales {
             do {
-                _ = try payload(message, locale: locale, handoffWindowEnd: nil)
-                if let end = handoffWindowEnd {
-                    _ = try payload(message, locale: locale, handoffWindowEnd: end)
+                if let b = base, let texts = encodedLength(localized, in: locale) {
+                    let delta = texts - b.texts
+                    try checkSize(b.alert + delta, message, locale: locale, handoff: false)
+                    if let handoff = b.handoff { try checkSize(handoff + delta, message, locale: locale, handoff: true) }
+                    continue
                 }
+                let alert = try unchecked(message, locale: locale, handoffWindowEnd: nil).count
+                let handoff = try handoffWindowEnd.map { end throws(RenderError) in
+                    try unchecked(message, locale: locale, handoffWindowEnd: end).count
+                }
+                if base == nil, let texts = encodedLength(localized, in: locale) {
+                    base = (locale, alert, handoff, texts)
+                }
+                try checkSize(alert, message, locale: locale, handoff: false)
+                if let handoff { try checkSize(handoff, message, locale: locale, handoff: true) }
             } catch {
                 if case .invalid(let e) = error { out += e.violations }
             }
@@ -186,9 +205,47 @@ public enum APNsRenderer {
         return out
     }
 
+    /// The translated alert fields (title, subtitle, body) that the payload
+    /// writes from the content — those the `ios` override does not replace.
+    static func localizedAlertFields(_ message: PushMessage) -> [LocalizedText] {
+        let c = message.content
+        var patch: [String: JSONValue] = [:]
+        switch APNsPayloadWriter.split(message.ios).aps["alert"] {
+        case nil: break
+        case .object(let p)?: patch = p
+        case _?: return []  // `null` or a replacement: no localized text is written
+        }
+        var out: [LocalizedText] = []
+        for (name, field) in [("title", c.title), ("subtitle", c.subtitle), ("body", c.body)] {
+            if let field, field.translations != nil, patch[name] == nil { out.append(field) }
+        }
+        return out
+    }
+
+    /// The encoded (escaped, quoted) length of the fields' texts in
+    /// `locale`; nil when one is missing or empty (then the payload's shape
+    /// differs and the locale is rendered in full).
+    static func encodedLength(_ fields: [LocalizedText], in locale: String?) -> Int? {
+        var total = 0
+        for field in fields {
+            guard let text = nonEmpty(field.text(in: locale)) else { return nil }
+            var w = JSONWriter(capacity: text.utf8.count + 2)
+            w.writeString(text)
+            total += w.count
+        }
+        return total
+    }
+
     /// The payload bytes for a resolved locale (alert, or handoff when
     /// `handoffWindowEnd` is given), size-checked.
     static func payload(_ message: PushMessage, locale: String?, handoffWindowEnd: Timestamp?) throws(RenderError) -> [UInt8] {
+        let w = try unchecked(message, locale: locale, handoffWindowEnd: handoffWindowEnd)
+        try checkSize(w.count, message, locale: locale, handoff: handoffWindowEnd != nil)
+        return w.finish()
+    }
+
+    /// The payload written, not yet size-checked.
+    static func unchecked(_ message: PushMessage, locale: String?, handoffWindowEnd: Timestamp?) throws(RenderError) -> JSONWriter {
         var w = JSONWriter(capacity: 1024)
         let writer = APNsPayloadWriter(ios: message.ios, locale: locale)
         do {
@@ -200,14 +257,18 @@ public enum APNsRenderer {
         } catch {
             throw .invalid(ValidationError([FieldViolation(field: "ios", reason: "NaN and infinity are not valid JSON numbers")]))
         }
-        if w.count > maximumPayloadBytes {
-            let what = handoffWindowEnd == nil ? "APNs payload" : "APNs handoff payload"
-            let which = message.content.isTranslated ? " for locale \(locale ?? "")" : ""
-            throw .invalid(ValidationError([FieldViolation(
-                field: "content",
-                reason: "\(what)\(which) is \(w.count) bytes, over APNs' \(maximumPayloadBytes)-byte limit")]))
-        }
-        return w.finish()
+        return w
+    }
+
+    /// Throws INVALID_ARGUMENT naming the locale and the size when a payload
+    /// of `size` bytes is over APNs' limit.
+    static func checkSize(_ size: Int, _ message: PushMessage, locale: String?, handoff: Bool) throws(RenderError) {
+        guard size > maximumPayloadBytes else { return }
+        let what = handoff ? "APNs handoff payload" : "APNs payload"
+        let which = message.content.isTranslated ? " for locale \(ErrorText.truncated(locale ?? ""))" : ""
+        throw .invalid(ValidationError([FieldViolation(
+            field: "content",
+            reason: "\(what)\(which) is \(size) bytes, over APNs' \(maximumPayloadBytes)-byte limit")]))
     }
 
     // MARK: Building

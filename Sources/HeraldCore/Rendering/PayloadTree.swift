@@ -9,10 +9,19 @@ struct OrderedObject: Sendable {
 
     struct Entry: Sendable {
         var key: String
-        var node: Node
+        /// nil once removed: entries keep their places, so positions in
+        /// ``positions`` stay valid without shifting the array.
+        var node: Node?
     }
 
-    var entries: [Entry] = []
+    private(set) var entries: [Entry] = []
+    /// Key → place in ``entries``, built once the object outgrows a linear
+    /// scan: a client's `android` override can add thousands of keys, and
+    /// looking each up by scanning would cost quadratic time.
+    private var positions: [String: Int]?
+
+    /// Objects this small are searched by scanning (no hashing).
+    static let linearScanLimit = 8
 
     init(capacity: Int = 0) {
         if capacity > 0 { entries.reserveCapacity(capacity) }
@@ -20,22 +29,37 @@ struct OrderedObject: Sendable {
 
     @inline(__always)
     mutating func append(_ key: String, _ value: JSONValue) {
-        entries.append(Entry(key: key, node: .leaf(value)))
+        append(Entry(key: key, node: .leaf(value)))
     }
 
     @inline(__always)
     mutating func append(_ key: String, _ object: OrderedObject) {
-        entries.append(Entry(key: key, node: .object(object)))
+        append(Entry(key: key, node: .object(object)))
+    }
+
+    private mutating func append(_ entry: Entry) {
+        entries.append(entry)
+        if positions != nil {
+            positions![entry.key] = entries.count - 1
+        } else if entries.count > Self.linearScanLimit {
+            var index: [String: Int] = [:]
+            index.reserveCapacity(entries.count * 2)
+            for (i, e) in entries.enumerated() where e.node != nil { index[e.key] = i }
+            positions = index
+        }
     }
 
     func index(of key: String) -> Int? {
-        entries.firstIndex { $0.key == key }
+        if let positions { return positions[key] }
+        return entries.firstIndex { $0.node != nil && $0.key == key }
     }
 
     /// Removes and returns the entry for `key`.
     mutating func remove(_ key: String) -> Node? {
         guard let i = index(of: key) else { return nil }
-        return entries.remove(at: i).node
+        positions?[key] = nil
+        defer { entries[i].node = nil }
+        return entries[i].node
     }
 
     /// Deep-merges `patch` (keys in byte order): objects merge recursively,
@@ -50,19 +74,19 @@ struct OrderedObject: Sendable {
     mutating func merge(key: String, value: JSONValue) {
         guard let i = index(of: key) else {
             if case .null = value { return }
-            entries.append(Entry(key: key, node: .leaf(value)))
+            append(Entry(key: key, node: .leaf(value)))
             return
         }
         if case .null = value {
-            entries.remove(at: i)
+            _ = remove(key)
             return
         }
         switch (entries[i].node, value) {
-        case (.object(var existing), .object(let patch)):
+        case (.object(var existing)?, .object(let patch)):
             entries[i].node = .leaf(.null)  // drop the reference so `existing` is unique
             existing.merge(patch)
             entries[i].node = .object(existing)
-        case (.leaf(.object(let existing)), .object(let patch)):
+        case (.leaf(.object(let existing))?, .object(let patch)):
             entries[i].node = .leaf(.object(Self.mergeDictionaries(existing, patch)))
         default:
             entries[i].node = .leaf(value)
@@ -86,11 +110,12 @@ struct OrderedObject: Sendable {
         w.writeByte(UInt8(ascii: "{"))
         var first = true
         for e in entries {
+            guard let node = e.node else { continue }
             if !first { w.writeByte(UInt8(ascii: ",")) }
             first = false
             w.writeString(e.key)
             w.writeByte(UInt8(ascii: ":"))
-            switch e.node {
+            switch node {
             case .leaf(let v): try w.write(v)
             case .object(let o): try o.write(to: &w)
             }

@@ -23,6 +23,15 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
     /// Creates the error from its violations.
     public init(_ violations: [FieldViolation]) { self.violations = violations }
 
-    /// The violations joined with `; ` — fit for a `grpc-message`.
-    public var description: String { violations.map(\.description).joined(separator: "; ") }
+    /// The most violations ``description`` lists: a hostile request can
+    /// break one rule per map entry, and the `grpc-message` must stay short.
+    public static let maximumListed = 10
+
+    /// The violations joined with `; ` — fit for a `grpc-message`: at most
+    /// ``maximumListed`` of them, then how many more there are.
+    public var description: String {
+        let listed = violations.prefix(Self.maximumListed).map(\.description).joined(separator: "; ")
+        let more = violations.count - Self.maximumListed
+        return more > 0 ? listed + "; and \(more) more" : listed
+    }
 }

@@ -23,6 +23,16 @@ public enum Validator {
         public static let apnsTokenHexMax = 200
         /// Longest FCM registration token, bytes.
         public static let fcmToken = 4096
+        /// Most keys in one JSON object of `content.user_info`, `ios` or
+        /// `android` (at any depth). A 4096-byte APNs payload holds at most
+        /// 819 members (`"":0,` is five bytes), so more cannot be sent.
+        public static let objectKeys = 1_000
+        /// Most items in one JSON list there: 4096 bytes hold at most 2047.
+        public static let listItems = 2_048
+        /// Most locales in one `LocalizedText`'s translations.
+        public static let localesPerText = 200
+        /// Longest locale tag, bytes (BCP 47's practical maximum).
+        public static let localeTagBytes = 35
     }
 
     // MARK: Entry points
@@ -39,7 +49,7 @@ public enum Validator {
         var v: [FieldViolation] = []
         let m = validateMessage(input.message, generateIdempotencyKey: generateIdempotencyKey, into: &v)
         if let locale = nonEmpty(input.locale), !LocaleResolver.isWellFormed(locale) {
-            v.append(.init(field: "locale", reason: "\"\(locale)\" is not a locale tag"))
+            v.append(.init(field: "locale", reason: ErrorText.quote(locale) + " is not a locale tag"))
         }
         if let token = nonEmpty(input.deviceToken), let platform = input.message.platform {
             if let why = deviceTokenProblem(token, platform: platform) {
@@ -207,7 +217,7 @@ public enum Validator {
             } else if isLiteral(k, "aps"), value.objectValue == nil {
                 v.append(.init(field: field + ".aps", reason: "must be an object"))
             } else if field == "ios", isHeraldKey(k) {
-                v.append(.init(field: field + "." + k, reason: "reserved key: keys starting ctx_ belong to Herald"))
+                v.append(.init(field: field + "." + ErrorText.truncated(k), reason: "reserved key: keys starting ctx_ belong to Herald"))
             }
             if value.containsNonFiniteNumber { nonFinite = true }
         }
@@ -258,13 +268,13 @@ public enum Validator {
         if let ref = reference {
             if let d = nonEmpty(c.defaultLocale) {
                 if ref.tags[d] == nil && !ref.tags.keys.contains(where: { LocaleResolver.tagsEqual($0, d) }) {
-                    v.append(.init(field: "content.default_locale", reason: "\"\(d)\" is not one of the translated locales \(localeSet(ref.tags))"))
+                    v.append(.init(field: "content.default_locale", reason: ErrorText.quote(d) + " is not one of the translated locales \(localeSet(ref.tags))"))
                 }
             } else {
                 v.append(.init(field: "content.default_locale", reason: "required when a field is translated"))
             }
         } else if let d = nonEmpty(c.defaultLocale), !LocaleResolver.isWellFormed(d) {
-            v.append(.init(field: "content.default_locale", reason: "\"\(d)\" is not a locale tag"))
+            v.append(.init(field: "content.default_locale", reason: ErrorText.quote(d) + " is not a locale tag"))
         }
         if let b = c.badge, b < 0 {
             v.append(.init(field: "content.badge", reason: "must be ≥ 0 (0 clears the badge), got \(b)"))
@@ -284,7 +294,7 @@ public enum Validator {
                     if k == "aps" {
                         v.append(.init(field: "content.user_info.aps", reason: "reserved key: aps belongs to APNs"))
                     } else if isHeraldKey(k) {
-                        v.append(.init(field: "content.user_info.\(k)", reason: "reserved key: keys starting ctx_ belong to Herald"))
+                        v.append(.init(field: "content.user_info." + ErrorText.truncated(k), reason: "reserved key: keys starting ctx_ belong to Herald"))
                     }
                 }
             }
@@ -403,41 +413,47 @@ public enum Validator {
             v.append(.init(field: name + ".translations", reason: "must name at least one locale"))
             return
         }
-        var i = t.startIndex
-        while i != t.endIndex {
-            let (tag, text) = t[i]
+        for (tag, text) in t {
             if checkTagShape && !LocaleResolver.isWellFormed(tag) {
-                v.append(.init(field: "\(name).translations[\(tag)]", reason: "\"\(tag)\" is not a locale tag"))
+                v.append(.init(field: "\(name).translations[\(ErrorText.truncated(tag))]", reason: ErrorText.quote(tag) + " is not a locale tag"))
             }
             if text.isEmpty {
-                v.append(.init(field: "\(name).translations[\(tag)]", reason: "empty text"))
+                v.append(.init(field: "\(name).translations[\(ErrorText.truncated(tag))]", reason: "empty text"))
             }
-            // Duplicates under tag equality (`en-US` and `en_us`): compare
-            // with the earlier keys; no allocation on the common path.
-            var j = t.startIndex
-            while j != i {
-                let other = t[j].key
-                if LocaleResolver.tagsEqual(other, tag) {
-                    let pair = [other, tag].sorted()
-                    v.append(.init(field: name + ".translations", reason: "locales \(pair[0]) and \(pair[1]) are the same tag"))
-                }
-                j = t.index(after: j)
+        }
+        // Duplicates under tag equality (`en-US` and `en_us`): one pass over
+        // the tags by their folded spelling (linear, however many locales).
+        guard t.count > 1 else { return }
+        var firstByFolded: [String: String] = [:]
+        firstByFolded.reserveCapacity(t.count)
+        for tag in t.keys {
+            let folded = LocaleResolver.normalized(tag)
+            if let other = firstByFolded[folded] {
+                let pair = [other, tag].sorted().map(ErrorText.truncated)
+                v.append(.init(field: name + ".translations", reason: "locales \(pair[0]) and \(pair[1]) are the same tag"))
+            } else {
+                firstByFolded[folded] = tag
             }
-            i = t.index(after: i)
         }
     }
 
+    /// Whether two translation maps name the same locales under tag
+    /// equality: compared as sets of folded tags, so the cost is linear.
     static func sameLocaleSet(_ a: [String: String], _ b: [String: String]) -> Bool {
         guard a.count == b.count else { return false }
-        // Tag comparison rather than hashing: a few short keys, no hashing.
-        for k in a.keys where !b.keys.contains(where: { LocaleResolver.tagsEqual($0, k) }) {
-            return false
-        }
-        return true
+        return foldedTags(a) == foldedTags(b)
     }
 
+    private static func foldedTags(_ t: [String: String]) -> Set<String> {
+        var out = Set<String>(minimumCapacity: t.count)
+        for tag in t.keys { out.insert(LocaleResolver.normalized(tag)) }
+        return out
+    }
+
+    /// `{de,en}` for error messages, truncated: a request may name hundreds
+    /// of locales.
     static func localeSet(_ t: [String: String]) -> String {
-        "{" + t.keys.sorted().joined(separator: ",") + "}"
+        ErrorText.truncated("{" + t.keys.sorted().joined(separator: ",") + "}")
     }
 
     /// Why an image URL is unusable, or nil: it must be `https://host…`

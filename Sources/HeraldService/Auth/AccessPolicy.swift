@@ -1,5 +1,6 @@
 import CInterop
 import GRPCServer
+import HeraldCore
 
 /// Who may call what: `authorization: Token <token>` metadata, each
 /// configured token allowing a list of bundle ids (`*` for all).
@@ -88,7 +89,7 @@ public struct AccessPolicy: Sendable {
     public func authorize(_ grant: Grant?, bundleID: String) throws {
         guard let grant else { return }
         guard grant.allows(bundleID: bundleID) else {
-            throw GRPCStatus(.permissionDenied, "token \"\(grant.label)\" may not act on bundle_id \"\(bundleID)\"")
+            throw GRPCStatus(.permissionDenied, "token \"\(grant.label)\" may not act on bundle_id \(ErrorText.quote(bundleID))")
         }
     }
 

@@ -38,7 +38,7 @@ struct CancelService: Sendable {
             idempotencyKey: key, now: clock.now())
         switch outcome {
         case .notFound:
-            throw GRPCStatus(.notFound, "no message of this user and campaign has idempotency_key \"\(key)\" in \(bundleID)")
+            throw GRPCStatus(.notFound, "no message of this user and campaign has idempotency_key \(ErrorText.quote(key)) in \(ErrorText.quote(bundleID))")
         case .cancelled(let message, let revokeDue):
             await scheduler.unschedule(id: message.id)
             if revokeDue {

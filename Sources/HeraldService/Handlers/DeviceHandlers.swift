@@ -12,6 +12,9 @@ struct DeviceHandlers: Sendable {
     let policy: AccessPolicy
     let store: any HeraldStore
     let clock: any HeraldClock
+    /// Which `timezone` names exist (the system tz database; injected so
+    /// tests can use a fixed list).
+    var timezones: TimeZoneDatabase = .system
 
     func register(_ request: GRPCRequest) async throws -> [UInt8] {
         let caller = try policy.authenticate(request.metadata)
@@ -24,12 +27,12 @@ struct DeviceHandlers: Sendable {
             let userID = decoder.required(wire.user_id, "user_id", maxBytes: Validator.Limits.userID)
             let token = decoder.required(wire.device_token, "device_token", maxBytes: Validator.Limits.fcmToken)
             if let platform, !token.isEmpty { decoder.check(Validator.deviceTokenProblem(token, platform: platform), "device_token") }
-            let locale = decoder.string(wire.locale, "locale")
-            if !locale.isEmpty && !LocaleResolver.isWellFormed(locale) {
-                decoder.check("\"\(locale)\" is not a locale tag", "locale")
+            let locale = decoder.localeTag(wire.locale, "locale") ?? ""
+            if !locale.isEmpty && locale.utf8.count <= Validator.Limits.localeTagBytes && !LocaleResolver.isWellFormed(locale) {
+                decoder.check(ErrorText.quote(locale) + " is not a locale tag", "locale")
             }
             let timezone = decoder.string(wire.timezone, "timezone")
-            decoder.check(Self.timezoneProblem(timezone), "timezone")
+            decoder.check(timezones.problem(timezone), "timezone")
             var environment = decoder.environment(wire.environment)
             if platform == .ios && environment == nil && wire.environment == HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_UNSPECIFIED {
                 environment = .production
@@ -55,6 +58,7 @@ struct DeviceHandlers: Sendable {
             var decoder = RequestDecoder()
             let bundleID = decoder.required(wire.bundle_id, "bundle_id", maxBytes: Validator.Limits.bundleID)
             let token = decoder.required(wire.device_token, "device_token", maxBytes: Validator.Limits.fcmToken)
+            if !token.isEmpty { decoder.check(Self.unregisterTokenProblem(token), "device_token") }
             try decoder.finish()
             return (bundleID, token)
         }
@@ -68,17 +72,20 @@ struct DeviceHandlers: Sendable {
         return ProtobufC.pack(&response)
     }
 
-    /// IANA names look like `Area/Location[/Sub]`, `UTC` or `Etc/GMT+1`.
-    static func timezoneProblem(_ name: String) -> String? {
-        if name.isEmpty { return nil }
-        guard name.utf8.count <= 64 else { return "is longer than 64 bytes" }
-        let allowed = name.utf8.allSatisfy { byte in
-            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-                || byte == UInt8(ascii: "/") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")
+    /// Why a token to unregister is neither an APNs token nor an FCM
+    /// registration token, or nil. The request names no platform: a token
+    /// of hex digits only is held to the APNs rules (SPEC §3: APNs tokens
+    /// are hex); any other must look like an FCM token, which is printable
+    /// ASCII and never shorter than the shortest APNs token.
+    static func unregisterTokenProblem(_ token: String) -> String? {
+        let hexOnly = token.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || ((byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x66)
         }
-        guard allowed, !name.hasPrefix("/"), !name.hasSuffix("/"), !name.contains("//") else {
-            return "\"\(name)\" is not an IANA time zone name (e.g. Europe/Zurich)"
+        if hexOnly { return Validator.deviceTokenProblem(token, platform: .ios) }
+        if token.utf8.count >= Validator.Limits.apnsTokenHexMin, Validator.deviceTokenProblem(token, platform: .android) == nil {
+            return nil
         }
-        return nil
+        return "must be an APNs device token (\(Validator.Limits.apnsTokenHexMin) to \(Validator.Limits.apnsTokenHexMax) hex digits) "
+            + "or an FCM registration token"
     }
 }

@@ -34,6 +34,13 @@ struct ReportEventService: Sendable {
                 displayed = false
             }
             let token = decoder.string(wire.device_token, "device_token")
+            if let occurredAt = decoder.optionalString(wire.occurred_at, "occurred_at") {
+                do throws(RFC3339ParseError) {
+                    _ = try RFC3339.parse(occurredAt)
+                } catch {
+                    decoder.check("not an RFC 3339 timestamp: \(error.reason)", "occurred_at")
+                }
+            }
             try decoder.finish()
             return (bundleID, platform!, userID, key, displayed, token)
         }
@@ -41,7 +48,7 @@ struct ReportEventService: Sendable {
         guard let message = try await store.message(bundleID: bundleID, idempotencyKey: key),
               message.platform == platform, message.userID == userID
         else {
-            throw GRPCStatus(.notFound, "no message of this user has idempotency_key \"\(key)\" in \(bundleID)")
+            throw GRPCStatus(.notFound, "no message of this user has idempotency_key \(ErrorText.quote(key)) in \(ErrorText.quote(bundleID))")
         }
         let now = clock.now()
         // Recorded first: if the handoff push is still being recorded as

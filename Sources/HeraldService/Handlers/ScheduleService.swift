@@ -41,13 +41,19 @@ struct ScheduleService: Sendable {
             campaignID: validated.campaignID, idempotencyKey: message.idempotencyKey,
             deliveryMethod: validated.method, abTest: validated.abTest,
             windowStart: validated.window.start.milliseconds, windowEnd: validated.window.end.milliseconds,
-            dueAt: validated.plan.sendAt.milliseconds, request: request.message, createdAt: now)
+            dueAt: validated.plan.sendAt.milliseconds,
+            // Stored for delivery: without the other platform's override and
+            // without unknown fields (a client could park megabytes there).
+            request: ProtobufC.cleaned(
+                Herald__V1__ScheduleRequest.self, request.message,
+                dropping: [message.platform == .ios ? "android" : "ios"]),
+            createdAt: now)
         // Past the caller's deadline the write is dropped before it commits:
         // a caller told DEADLINE_EXCEEDED finds nothing stored.
         switch try await store.schedule(stored, deadline: request.deadline) {
         case .alreadyExists(let existing):
             throw GRPCStatus(.alreadyExists,
-                "idempotency_key \"\(message.idempotencyKey)\" of \(message.bundleID) belongs to message \(existing.id), "
+                "idempotency_key \(ErrorText.quote(message.idempotencyKey)) of \(message.bundleID) belongs to message \(existing.id), "
                 + "already \(existing.isSending ? "being sent" : existing.state.rawValue): a key never causes a second delivery")
         case .scheduled(let accepted, let supersededID):
             if let supersededID { await scheduler.unschedule(id: supersededID) }

@@ -17,27 +17,59 @@ enum ProtobufC {
     /// Parses `bytes` as an `M`, hands the parsed struct to `body`, and frees
     /// it afterwards: `body` must copy out what it needs.
     ///
+    /// The bytes are walked first (``WireWalk``): too deep a nesting and a
+    /// NUL byte in any string are refused by name, and repeated embedded
+    /// messages are merged (``WireRewrite``) before protobuf-c sees them.
+    ///
     /// - Throws: `INVALID_ARGUMENT` naming the message type when the bytes do
-    ///   not parse.
+    ///   not parse, or the field that holds a NUL byte.
     static func withUnpacked<M: GeneratedMessage, R>(
         _ type: M.Type, from bytes: [UInt8], _ body: (borrowing M) throws -> R
     ) throws -> R {
         let descriptor = M.descriptor
         let parsed = try bytes.withUnsafeBytes { buffer -> UnsafeMutablePointer<ProtobufCMessage>? in
-            guard NestingLimit.check(buffer, descriptor: descriptor) else {
-                throw GRPCStatus(.invalidArgument, "\(M.fullName) nests messages deeper than \(NestingLimit.defaultLimit) levels")
+            let walk = WireWalk(buffer, descriptor: descriptor)
+            if let problem = walk.problem {
+                throw GRPCStatus(.invalidArgument, WireWalk.violation(problem, message: M.fullName).description)
             }
-            // protobuf-c wants a valid pointer even for the empty message.
-            var empty: UInt8 = 0
-            return buffer.baseAddress.map {
-                protobuf_c_message_unpack(descriptor, nil, buffer.count, $0.assumingMemoryBound(to: UInt8.self))
-            } ?? protobuf_c_message_unpack(descriptor, nil, 0, &empty)
+            if walk.repeatedMessages && !walk.malformed {
+                let merged = WireRewrite.rewrite(buffer, descriptor: descriptor)
+                return merged.withUnsafeBytes { unpack(descriptor, $0) }
+            }
+            return unpack(descriptor, buffer)
         }
         guard let parsed else {
             throw GRPCStatus(.invalidArgument, "request is not a valid \(M.fullName) message (\(bytes.count) bytes)")
         }
         defer { protobuf_c_message_free_unpacked(parsed, nil) }
         return try body(UnsafeMutableRawPointer(parsed).assumingMemoryBound(to: M.self).pointee)
+    }
+
+    private static func unpack(
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ buffer: UnsafeRawBufferPointer
+    ) -> UnsafeMutablePointer<ProtobufCMessage>? {
+        // protobuf-c wants a valid pointer even for the empty message.
+        var empty: UInt8 = 0
+        return buffer.baseAddress.map {
+            protobuf_c_message_unpack(descriptor, nil, buffer.count, $0.assumingMemoryBound(to: UInt8.self))
+        } ?? protobuf_c_message_unpack(descriptor, nil, 0, &empty)
+    }
+
+    /// `bytes` (a valid `M`) without unknown fields and without the named
+    /// top-level fields, repeated embedded messages merged: what may be
+    /// stored. The bytes themselves when there is nothing to remove.
+    static func cleaned<M: GeneratedMessage>(_ type: M.Type, _ bytes: [UInt8], dropping fields: Set<String>) -> [UInt8] {
+        let descriptor = M.descriptor
+        let numbers = Set(fields.compactMap { name in
+            protobuf_c_message_descriptor_get_field_by_name(descriptor, name).map { $0.pointee.id }
+        })
+        return bytes.withUnsafeBytes { buffer in
+            let walk = WireWalk(buffer, descriptor: descriptor)
+            guard !walk.malformed else { return bytes }
+            let dropsField = WireWalk.hasTopLevelField(buffer, numbers: numbers)
+            guard walk.unknownFields || walk.repeatedMessages || dropsField else { return bytes }
+            return WireRewrite.rewrite(buffer, descriptor: descriptor, dropUnknown: true, dropTopLevel: numbers)
+        }
     }
 }
 

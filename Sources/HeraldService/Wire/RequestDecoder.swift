@@ -27,6 +27,19 @@ struct RequestDecoder {
         return value
     }
 
+    /// A locale tag, nil when empty: a violation names the field when it is
+    /// longer than ``Validator/Limits/localeTagBytes`` (its shape is the
+    /// validator's business).
+    mutating func localeTag(_ pointer: UnsafeMutablePointer<CChar>?, _ field: @autoclosure () -> String) -> String? {
+        guard let tag = optionalString(pointer, field()) else { return nil }
+        if tag.utf8.count > Validator.Limits.localeTagBytes {
+            violations.append(FieldViolation(
+                field: field(),
+                reason: "locale tag \(ErrorText.quote(tag)) is \(tag.utf8.count) bytes; the limit is \(Validator.Limits.localeTagBytes)"))
+        }
+        return tag
+    }
+
     /// nil for the empty string (proto3's "not set").
     mutating func optionalString(_ pointer: UnsafeMutablePointer<CChar>?, _ field: @autoclosure () -> String) -> String? {
         let value = string(pointer, field())
@@ -69,12 +82,19 @@ struct RequestDecoder {
         case (true, false):
             return .text(string(text.text, "\(field()).text"))
         case (false, true):
+            // Limits first: nothing is built for a request that cannot be valid.
+            guard text.n_translations <= Validator.Limits.localesPerText else {
+                violations.append(FieldViolation(
+                    field: "\(field()).translations",
+                    reason: "has \(text.n_translations) locales; the limit is \(Validator.Limits.localesPerText) locales per text"))
+                return nil
+            }
             var translations: [String: String] = [:]
             translations.reserveCapacity(text.n_translations)
             for index in 0..<text.n_translations {
                 guard let entry = text.translations[index]?.pointee else { continue }
-                let locale = string(entry.key, "\(field()).translations")
-                translations[locale] = string(entry.value, "\(field()).translations[\(locale)]")
+                let locale = localeTag(entry.key, "\(field()).translations") ?? ""
+                translations[locale] = string(entry.value, "\(field()).translations[\(ErrorText.truncated(locale))]")
             }
             return .translations(translations)
         }
@@ -86,7 +106,7 @@ struct RequestDecoder {
             title: localizedText(content.title, "content.title"),
             subtitle: localizedText(content.subtitle, "content.subtitle"),
             body: localizedText(content.body, "content.body"),
-            defaultLocale: optionalString(content.default_locale, "content.default_locale"),
+            defaultLocale: localeTag(content.default_locale, "content.default_locale"),
             sound: optionalString(content.sound, "content.sound"),
             badge: content.badge_value_case == HERALD__V1__CONTENT__BADGE_VALUE_BADGE ? content.badge : nil,
             userInfo: structObject(content.user_info, "content.user_info") ?? [:],
@@ -99,12 +119,17 @@ struct RequestDecoder {
     /// A `google.protobuf.Struct` as a JSON object; nil when absent.
     mutating func structObject(_ pointer: UnsafeMutablePointer<Google__Protobuf__Struct>?, _ field: @autoclosure () -> String) -> [String: JSONValue]? {
         guard let object = pointer?.pointee else { return nil }
+        guard object.n_fields <= Validator.Limits.objectKeys else {
+            violations.append(FieldViolation(
+                field: field(), reason: "has \(object.n_fields) keys; the limit is \(Validator.Limits.objectKeys) keys per object"))
+            return [:]
+        }
         var result: [String: JSONValue] = [:]
         result.reserveCapacity(object.n_fields)
         for index in 0..<object.n_fields {
             guard let entry = object.fields[index]?.pointee else { continue }
             let key = string(entry.key, field())
-            result[key] = value(entry.value, "\(field()).\(key)")
+            result[key] = value(entry.value, "\(field()).\(ErrorText.truncated(key))")
         }
         return result
     }
@@ -123,6 +148,11 @@ struct RequestDecoder {
         case GOOGLE__PROTOBUF__VALUE__KIND_STRUCT_VALUE: return .object(structObject(value.struct_value, field()) ?? [:])
         case GOOGLE__PROTOBUF__VALUE__KIND_LIST_VALUE:
             guard let list = value.list_value?.pointee else { return .array([]) }
+            guard list.n_values <= Validator.Limits.listItems else {
+                violations.append(FieldViolation(
+                    field: field(), reason: "has \(list.n_values) items; the limit is \(Validator.Limits.listItems) items per list"))
+                return .array([])
+            }
             var items: [JSONValue] = []
             items.reserveCapacity(list.n_values)
             for index in 0..<list.n_values { items.append(self.value(list.values[index], "\(field())[\(index)]")) }

@@ -199,7 +199,18 @@ def test_connection_flood_at_the_descriptor_limit_does_not_stop_delivery(stubs, 
             sock = socket.create_connection((proc.host, proc.port), timeout=TIMEOUT)
             sock.sendall(PREFACE + EMPTY_SETTINGS)
             held.append(sock)
-        for sock in held[:20]:  # make room for the test's own connections
+        # Each is either served (the server's SETTINGS arrive) or refused at
+        # the cap (closed): wait for every answer, so that none is still in
+        # the accept queue to take a freed slot.
+        accepted = []
+        for sock in held:
+            try:
+                if sock.recv(9):
+                    accepted.append(sock)
+            except ConnectionResetError:
+                pass
+        assert 100 <= len(accepted) < 256, len(accepted)
+        for sock in accepted[:20]:  # make room for the test's own connections
             sock.close()
         wait_until_served(proc)
         client = DeliveryClient(stubs, proc.address)

@@ -110,6 +110,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
+                "CInterop",
                 "HeraldService",
                 "HeraldStore",
                 "APNs",

@@ -121,6 +121,9 @@ struct ServeCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "herald")
+        if !pinMallocMmapThreshold() {
+            logger.warning("mallopt(M_MMAP_THRESHOLD) failed; large request buffers may stay resident after release")
+        }
 
         var configuration = HeraldConfiguration()
         configuration.host = host

@@ -99,7 +99,8 @@ def health_under_render(args) -> None:
         hb.rmtree(tmp)
 
 
-def hold_partial_bodies(address: str, streams: int, refused: list[int], held: list[int], stop: threading.Event):
+def hold_partial_bodies(address: str, streams: int, refused: list[int], held: list[int], stalled: list[int],
+                        stop: threading.Event):
     """One connection: `streams` calls declaring 4 MiB, all but the last byte
     sent (flow control respected), then kept open until `stop`."""
     client = Client(*address.split(":"))
@@ -125,7 +126,12 @@ def hold_partial_bodies(address: str, streams: int, refused: list[int], held: li
                     remaining[sid] -= window
                     progressed = True
             if not progressed:
-                client.pump()
+                try:
+                    client.pump()
+                except TimeoutError:
+                    break  # no window from the server for 30 s: counted as not fully sent
+        if any(remaining.values()):
+            stalled.append(sum(1 for sid in ids if remaining[sid]))
         refused.append(sum(1 for sid in ids if client.streams[sid].grpc_status == 8))
         held.append(sum(1 for sid in ids if not client.streams[sid].done))
         stop.wait(120)
@@ -140,8 +146,10 @@ def partial_bodies(args) -> None:
         before = h.proc_status()["VmRSS"]
         refused: list[int] = []
         held: list[int] = []
+        stalled: list[int] = []
         stop = threading.Event()
-        threads = [threading.Thread(target=hold_partial_bodies, args=(h.address, 4, refused, held, stop), daemon=True)
+        threads = [threading.Thread(target=hold_partial_bodies, args=(h.address, 4, refused, held, stalled, stop),
+                                    daemon=True)
                    for _ in range(args.connections)]
         t0 = time.monotonic()
         for t in threads:
@@ -157,7 +165,8 @@ def partial_bodies(args) -> None:
             t.join(30)
         print(f"partial-bodies: {args.connections} connections x 4 calls x (4 MiB - 1) unfinished "
               f"({args.connections * 16} MiB attempted) in {fill_s:.1f} s")
-        print(f"  calls holding bytes: {sum(held)}, refused RESOURCE_EXHAUSTED: {sum(refused)}")
+        print(f"  calls holding bytes: {sum(held)}, refused RESOURCE_EXHAUSTED: {sum(refused)}, "
+              f"not fully sent: {sum(stalled)}")
         print(f"  server RSS before {before}, while held {status['VmRSS']}, peak {status['VmHWM']}")
         print(f"  Health during the attack: n={len(during)} p50={hb.pct(during, 50):.2f} ms "
               f"p99={hb.pct(during, 99):.2f} ms")
@@ -182,7 +191,7 @@ def no_token_bodies(args) -> None:
         for _ in range(20):
             client = Client(*h.address.split(":"))
             sid = client.start("/herald.v1.PushService/Schedule")
-            client.send(sid, struct.pack(">BI", 0, 4 * MIB) + b"\x00" * 60000)
+            client.send(sid, struct.pack(">BI", 0, 4 * MIB) + b"\x00" * 16000)
             codes.append(client.wait(sid).grpc_status)
             client.sock.close()
         status = h.proc_status()

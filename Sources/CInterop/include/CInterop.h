@@ -104,6 +104,22 @@ static inline void cinterop_set_current_thread_name(const char *name) {
 #endif
 }
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+/// Pins glibc's mmap threshold at `bytes` (and so turns off its dynamic
+/// raising); `M_MMAP_THRESHOLD` and `mallopt` are not in Swift's Glibc
+/// module. Returns 1 on success, as mallopt does (1 elsewhere: nothing to do).
+static inline int cinterop_pin_mmap_threshold(int bytes) {
+#if defined(__GLIBC__)
+    return mallopt(M_MMAP_THRESHOLD, bytes);
+#else
+    (void)bytes;
+    return 1;
+#endif
+}
+
 /// Lowers the calling thread's scheduling priority to `niceness` (Linux
 /// applies setpriority to one thread when given its tid; `syscall` is variadic
 /// and does not import). Returns 0, or -1 with errno set.

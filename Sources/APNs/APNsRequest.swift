@@ -12,12 +12,25 @@ public struct APNsRequest: Sendable {
     public var payload: [UInt8]
     /// Give up (``APNsError/deadlineExceeded``) when this moment passes, retries included.
     public var deadline: EpochTime?
+    /// One attempt only (TTL 0, "now or never"): no retry after 5xx, a reset
+    /// or a timeout. A refused stream (never processed) is still resent.
+    public var singleAttempt: Bool
+    /// Awaited just before the request's HEADERS are written to a connection
+    /// (every attempt, once the connection has room for it): the caller makes
+    /// the hand-over durable before returning; the bytes wait for it. A throw
+    /// fails the request with ``APNsError/handOverNotRecorded(_:)`` unsent.
+    public var willHandOver: (@Sendable () async throws -> Void)?
 
-    public init(deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: EpochTime? = nil) {
+    public init(
+        deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: EpochTime? = nil,
+        singleAttempt: Bool = false, willHandOver: (@Sendable () async throws -> Void)? = nil
+    ) {
         self.deviceToken = deviceToken
         self.headers = headers
         self.payload = payload
         self.deadline = deadline
+        self.singleAttempt = singleAttempt
+        self.willHandOver = willHandOver
     }
 
     /// The value of the first header named `name`.

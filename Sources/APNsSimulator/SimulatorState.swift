@@ -69,6 +69,12 @@ final class SimulatorState: Sendable {
         }
     }
 
+    func hangs(token: String, topic: String?) -> Bool {
+        faults.withLock { faults in
+            !faults.hang.isEmpty && (faults.hang.contains(token) || topic.map(faults.hang.contains) == true)
+        }
+    }
+
     func goAwayAfterStreams() -> Int? { faults.withLock { $0.goAwayAfterStreams } }
     func responseDelay() -> Duration { faults.withLock { $0.responseDelay } }
 

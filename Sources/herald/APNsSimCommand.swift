@@ -45,6 +45,7 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(name: .customLong("error-status"), help: "500 or 503.") var errorStatus = 500
     @Option(name: .customLong("goaway-after"), help: "Send GOAWAY after this many streams per connection.") var goAwayAfter: Int?
     @Option(name: .customLong("delay-ms"), help: "Delay every response by this many milliseconds.") var delayMilliseconds = 0
+    @Option(help: "Never answer requests for this device token or apns-topic (repeatable): a hung endpoint.") var hang: [String] = []
     @Flag(help: "Do not log accepted notifications (one stderr line each by default).") var quiet = false
 
     // Bench client mode.
@@ -96,6 +97,7 @@ struct APNsSimCommand: AsyncParsableCommand {
         faults.serverErrorStatus = errorStatus
         faults.goAwayAfterStreams = goAwayAfter
         faults.responseDelay = .milliseconds(delayMilliseconds)
+        faults.hang = Set(hang)
         configuration.faults = faults
 
         let simulator = try await APNsSimulator.start(configuration)

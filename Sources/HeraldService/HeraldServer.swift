@@ -122,9 +122,9 @@ public final class HeraldServer: Sendable {
         storeOptions.durability = configuration.durability
         let store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)
         let interrupted = try await store.recoverInterrupted(now: clock.now())
-        if !interrupted.isEmpty {
-            logger.warning("messages caught mid-send by a crash are FAILED (interrupted), never resent",
-                           metadata: ["count": "\(interrupted.count)"])
+        if !interrupted.resumed.isEmpty {
+            logger.warning("messages caught mid-send by a crash resume; devices handed to APNs without an answer are UNCONFIRMED, never resent",
+                           metadata: ["messages": "\(interrupted.resumed.count)", "unconfirmed_devices": "\(interrupted.unconfirmedDevices)"])
         }
         let gateway: APNsGateway
         if let routes = configuration.apnsRoutes {
@@ -149,7 +149,7 @@ public final class HeraldServer: Sendable {
 
         registerDeliveryHandlers(store: store, scheduler: scheduler, dispatcher: dispatcher)
         var background = [
-            Task { await scheduler.run(dispatch: dispatcher.dispatch) },
+            Task { await scheduler.run { id, lease in await dispatcher.dispatch(id, lease: lease) } },
             Task { await dispatcher.resumeRevokes() },
             Task { [snapshot, logger] in await Self.refreshSnapshots(snapshot, store: store, gateway: gateway, clock: clock, logger: logger) },
         ]

@@ -41,8 +41,13 @@ public struct HeraldConfiguration: Sendable {
     public var simulatorRecordPath: String?
     /// Faults the bundled simulator injects (410 / 400 tokens, …).
     public var simulatorFaults = APNsSimulatorFaults()
-    /// Most messages dispatched at once.
+    /// Most messages being claimed, rendered and admitted at once (global);
+    /// a message's send holds only its route's slot (`routeLimits`).
     public var maxDispatchesInFlight = 512
+    /// Per APNs route (client): messages sending at once, and waiting.
+    public var routeLimits = Dispatcher.RouteLimits()
+    /// A stream APNs has not answered this long is reset and retried.
+    public var apnsResponseTimeout: Duration = .seconds(30)
     /// The scheduler's clock.
     public var clock: any HeraldClock = SystemClock()
 
@@ -130,10 +135,12 @@ public final class HeraldServer: Sendable {
         if let routes = configuration.apnsRoutes {
             gateway = APNsGateway(routes: routes)
         } else {
-            gateway = try await APNsGateway.embedded(faults: configuration.simulatorFaults, logger: logger)
+            gateway = try await APNsGateway.embedded(
+                faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout, logger: logger)
         }
         let scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)
-        let dispatcher = Dispatcher(store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger)
+        let dispatcher = Dispatcher(
+            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits)
 
         let rebuildStart = ContinuousClock.now
         var entries: [(id: String, dueAt: Int64)] = []

@@ -2,7 +2,9 @@ import APNsSimulator
 import TLSTransport
 import ArgumentParser
 import Dispatch
+import HeraldService
 import HeraldStore
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -47,6 +49,7 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(name: .customLong("delay-ms"), help: "Delay every response by this many milliseconds.") var delayMilliseconds = 0
     @Option(help: "Never answer requests for this device token or apns-topic (repeatable): a hung endpoint.") var hang: [String] = []
     @Flag(help: "Do not log accepted notifications (one stderr line each by default).") var quiet = false
+    @Option(help: "Append each accepted notification to this file as a JSON line (as `serve --sim-record`).") var record: String?
 
     // Bench client mode.
     @Option(name: .customLong("bench-connect"), help: "Bench client: simulator HOST:PORT to load.") var benchConnect: String?
@@ -114,6 +117,11 @@ struct APNsSimCommand: AsyncParsableCommand {
                     writeUnbuffered(line, to: 2)
                 }
             }
+        }
+        if let record {
+            let logger = Logger(label: "herald.apns-sim")
+            let deliveries = simulator.deliveryStream()  // subscribed before `listening` is printed
+            Task.detached { await SimulatorRecorder.record(deliveries, to: record, logger: logger) }
         }
         // Unbuffered: scripts wait for this line on a pipe.
         writeUnbuffered("listening on \(simulator.host):\(simulator.port)\n", to: 1)

@@ -14,7 +14,7 @@ enum Settings {
     static let knownKeys: Set<String> = [
         "host", "port", "data-dir", "durability", "tokens-file", "grace-seconds", "context-aware-share", "sim-record",
         "apns-route", "apns-routes-file", "sim-unregistered", "sim-bad-token", "log-level",
-        "max-concurrent-streams", "drain-seconds",
+        "max-concurrent-streams", "drain-seconds", "apns-response-timeout", "route-in-flight", "route-queue",
     ]
 
     static func string(_ key: String) -> String? {

@@ -81,22 +81,16 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
                 if let hook = next.request.willHandOver, !next.handOverRecorded {
                     recordingHandOver += 1
                     let loop = eventLoop
-                    Task { [self] in
-                        let recorded: Result<Void, any Error>
-                        do {
-                            try await hook()
-                            recorded = .success(())
-                        } catch {
-                            recorded = .failure(error)
-                        }
+                    hook { [self] error in
                         loop.execute { [self] in
                             recordingHandOver -= 1
-                            switch recorded {
-                            case .success:
+                            if isShutdown {
+                                next.fail(.shutdown)
+                            } else if let error {
+                                next.fail(.handOverNotRecorded("\(error)"))
+                            } else {
                                 next.handOverRecorded = true
                                 pending.prepend(next)  // first in line: it is marked, write it now
-                            case .failure(let error):
-                                next.fail(.handOverNotRecorded("\(error)"))
                             }
                             pump()
                         }

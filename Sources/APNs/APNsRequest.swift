@@ -15,15 +15,17 @@ public struct APNsRequest: Sendable {
     /// One attempt only (TTL 0, "now or never"): no retry after 5xx, a reset
     /// or a timeout. A refused stream (never processed) is still resent.
     public var singleAttempt: Bool
-    /// Awaited just before the request's HEADERS are written to a connection
+    /// Called just before the request's HEADERS are written to a connection
     /// (every attempt, once the connection has room for it): the caller makes
-    /// the hand-over durable before returning; the bytes wait for it. A throw
-    /// fails the request with ``APNsError/handOverNotRecorded(_:)`` unsent.
-    public var willHandOver: (@Sendable () async throws -> Void)?
+    /// the hand-over durable, then calls `done` (from any thread); the bytes
+    /// wait for it. An error fails the request with
+    /// ``APNsError/handOverNotRecorded(_:)``, unsent. A callback rather than
+    /// an async function: no task per request, and the caller can batch.
+    public var willHandOver: APNsHandOverHook?
 
     public init(
         deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: EpochTime? = nil,
-        singleAttempt: Bool = false, willHandOver: (@Sendable () async throws -> Void)? = nil
+        singleAttempt: Bool = false, willHandOver: APNsHandOverHook? = nil
     ) {
         self.deviceToken = deviceToken
         self.headers = headers
@@ -38,6 +40,9 @@ public struct APNsRequest: Sendable {
         headers.first { $0.name == name }?.value
     }
 }
+
+/// See ``APNsRequest/willHandOver``: record, then call `done` (nil: recorded).
+public typealias APNsHandOverHook = @Sendable (_ done: @escaping @Sendable ((any Error)?) -> Void) -> Void
 
 /// What APNs answered for one request.
 public struct APNsResponse: Sendable, Equatable {

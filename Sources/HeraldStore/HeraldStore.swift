@@ -105,9 +105,9 @@ public protocol HeraldStore: Sendable {
 
     func outcomes(messageID: String) async throws -> [DeviceOutcome]
 
-    /// Records, durably, that a push is being handed to APNs for a device
-    /// (`push` is the claimed message's `pushStartedAt`). Idempotent.
-    func recordHandOver(messageID: String, deviceToken: String, push: Int64, at: Int64) async throws
+    /// Records, durably and in one write, that pushes are being handed to
+    /// APNs for these devices. Idempotent.
+    func recordHandOvers(_ marks: [HandOverMark]) async throws
 
     /// Device tokens handed over for a message's push.
     func handOvers(messageID: String, push: Int64) async throws -> [String]
@@ -158,6 +158,11 @@ public protocol HeraldStore: Sendable {
 }
 
 extension HeraldStore {
+    /// One hand-over mark (`push` is the claimed message's `pushStartedAt`).
+    public func recordHandOver(messageID: String, deviceToken: String, push: Int64, at: Int64) async throws {
+        try await recordHandOvers([HandOverMark(messageID: messageID, deviceToken: deviceToken, push: push, at: at)])
+    }
+
     /// Walks every pending message in pages of `batchSize`, so a caller can
     /// rebuild its due index without holding full records in memory.
     public func forEachPendingBatch(

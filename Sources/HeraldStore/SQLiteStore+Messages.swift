@@ -208,16 +208,20 @@ extension SQLiteStore {
         }
     }
 
-    public func recordHandOver(messageID: String, deviceToken: String, push: Int64, at: Int64) async throws {
+    public func recordHandOvers(_ marks: [HandOverMark]) async throws {
+        guard !marks.isEmpty else { return }
         try await write { db in
             let statement = try db.cached("""
                 INSERT OR IGNORE INTO handovers(message_id, device_token, push, at) VALUES (?1, ?2, ?3, ?4)
                 """)
-            try statement.bind(messageID, at: 1)
-            try statement.bind(deviceToken, at: 2)
-            try statement.bind(push, at: 3)
-            try statement.bind(at, at: 4)
-            try statement.run()
+            for mark in marks {
+                statement.reset()
+                try statement.bind(mark.messageID, at: 1)
+                try statement.bind(mark.deviceToken, at: 2)
+                try statement.bind(mark.push, at: 3)
+                try statement.bind(mark.at, at: 4)
+                try statement.run()
+            }
         }
     }
 

@@ -202,6 +202,22 @@ public enum DeviceOutcomeStatus: String, Sendable {
     }
 }
 
+/// A push being handed to APNs for one device (see `HeraldStore.recordHandOvers`).
+public struct HandOverMark: Sendable, Hashable {
+    public var messageID: String
+    public var deviceToken: String
+    /// The claimed message's `pushStartedAt`.
+    public var push: Int64
+    public var at: Int64
+
+    public init(messageID: String, deviceToken: String, push: Int64, at: Int64) {
+        self.messageID = messageID
+        self.deviceToken = deviceToken
+        self.push = push
+        self.at = at
+    }
+}
+
 /// What `recoverInterrupted` did.
 public struct InterruptedRecovery: Sendable, Equatable {
     /// Messages caught mid-push, back to their pre-claim state to resume.

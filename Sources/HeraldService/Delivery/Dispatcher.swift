@@ -7,17 +7,55 @@ import Logging
 import Synchronization
 import TLSTransport
 
-/// Records a push's hand-over to APNs per device (the crash rule): awaited
-/// just before each request's HEADERS are written. The store's group commit
-/// batches the marks of concurrent sends into one transaction.
-struct HandOver: Sendable {
-    let store: any HeraldStore
-    let clock: any HeraldClock
-    let messageID: String
-    let push: Int64
+/// Records pushes' hand-overs to APNs per device (the crash rule), just
+/// before each request's HEADERS are written: marks arriving while one batch
+/// is being written form the next, so a busy dispatcher pays one store write
+/// (one commit) per batch, not per device.
+final class HandOverLog: Sendable {
+    private struct Pending {
+        var marks: [HandOverMark] = []
+        var callbacks: [@Sendable ((any Error)?) -> Void] = []
+        var writing = false
+    }
 
-    func record(_ deviceToken: String) async throws {
-        try await store.recordHandOver(messageID: messageID, deviceToken: deviceToken, push: push, at: clock.now())
+    private let store: any HeraldStore
+    private let clock: any HeraldClock
+    private let pending = Mutex(Pending())
+
+    init(store: any HeraldStore, clock: any HeraldClock) {
+        self.store = store
+        self.clock = clock
+    }
+
+    /// The hook for one device's request (``APNsRequest/willHandOver``).
+    func hook(messageID: String, deviceToken: String, push: Int64) -> APNsHandOverHook {
+        { [self] done in
+            let mark = HandOverMark(messageID: messageID, deviceToken: deviceToken, push: push, at: clock.now())
+            let start = pending.withLock { pending in
+                pending.marks.append(mark)
+                pending.callbacks.append(done)
+                defer { pending.writing = true }
+                return !pending.writing
+            }
+            if start { Task { await drain() } }
+        }
+    }
+
+    private func drain() async {
+        while true {
+            let batch = pending.withLock { pending -> ([HandOverMark], [@Sendable ((any Error)?) -> Void])? in
+                if pending.marks.isEmpty {
+                    pending.writing = false
+                    return nil
+                }
+                defer { pending.marks = []; pending.callbacks = [] }
+                return (pending.marks, pending.callbacks)
+            }
+            guard let (marks, callbacks) = batch else { return }
+            var failure: (any Error)?
+            do { try await store.recordHandOvers(marks) } catch { failure = error }
+            for done in callbacks { done(failure) }
+        }
     }
 }
 
@@ -42,6 +80,9 @@ public final class Dispatcher: Sendable {
         case rejected(reason: String)
         case expired
         case failed(String)
+        /// Herald is shutting down (the client was shut down mid-send): no
+        /// outcome; the push resumes at the next start, like after a crash.
+        case interrupted
     }
 
     /// Per-route (per APNs client) admission limits.
@@ -65,6 +106,7 @@ public final class Dispatcher: Sendable {
     let scheduler: Scheduler
     let logger: Logger
     let routeLimits: RouteLimits
+    private let handOvers: HandOverLog
     private let gates = Mutex<[ObjectIdentifier: RouteGate]>([:])
 
     public init(
@@ -77,6 +119,7 @@ public final class Dispatcher: Sendable {
         self.scheduler = scheduler
         self.logger = logger
         self.routeLimits = routeLimits
+        self.handOvers = HandOverLog(store: store, clock: clock)
     }
 
     /// Runs the next action of message `id`, if it still has one.
@@ -156,13 +199,12 @@ public final class Dispatcher: Sendable {
         guard let entered = await admit(claimed.id, to: Array(routes.keys)) else { return }  // deferred
         await lease.release()  // admitted: the send holds only its routes' slots
 
-        let handOver = HandOver(store: store, clock: clock, messageID: claimed.id, push: pushStart)
         let sent = await withTaskGroup(of: (Device, DeviceResult).self) { group in
             for route in routes.values {
                 for device in route.devices {
                     group.addTask {
                         (device, await self.send(pushMessage, of: claimed, push: push, to: device, with: route.client,
-                                                 deadline: deadline, singleAttempt: singleAttempt, handOver: handOver))
+                                                 deadline: deadline, singleAttempt: singleAttempt, pushStart: pushStart))
                     }
                 }
             }
@@ -171,10 +213,18 @@ public final class Dispatcher: Sendable {
             return results
         }
         for gate in entered { await reschedule(gate.leave()) }
-        let outcomes = (unrouted + sent).map { device, result in
+        let finished = (unrouted + sent).filter { if case .interrupted = $0.1 { false } else { true } }
+        let outcomes = finished.map { device, result in
             result.outcome(messageID: claimed.id, deviceToken: device.deviceToken,
                            delivered: push == .alert ? DeviceOutcomeStatus.sent.rawValue : DeviceOutcomeStatus.handedOff.rawValue,
                            at: clock.now())
+        }
+        if finished.count < unrouted.count + sent.count {
+            // Stopped mid-push: keep the answers, leave the claim. The next
+            // start resolves it by the crash rule (handed over without an
+            // answer: UNCONFIRMED; never handed over: sent then).
+            for outcome in outcomes { try await store.recordOutcome(outcome) }
+            return
         }
         try await conclude(claimed, from: from, push: push, prior: prior, recording: outcomes, otherwise: (.noDevices, nil))
     }
@@ -278,7 +328,7 @@ public final class Dispatcher: Sendable {
 
     private func send(
         _ message: PushMessage, of stored: StoredMessage, push: Push, to device: Device, with client: APNsClient,
-        deadline: EpochTime, singleAttempt: Bool, handOver: HandOver
+        deadline: EpochTime, singleAttempt: Bool, pushStart: Int64
     ) async -> DeviceResult {
         let now = Timestamp(milliseconds: clock.now())
         let rendering: APNsRendering
@@ -295,14 +345,13 @@ public final class Dispatcher: Sendable {
         } catch {
             return .failed("render: \(error)")
         }
-        let token = device.deviceToken
         return await send(rendering, to: device, with: client, deadline: deadline, singleAttempt: singleAttempt,
-                          willHandOver: { try await handOver.record(token) })
+                          willHandOver: handOvers.hook(messageID: stored.id, deviceToken: device.deviceToken, push: pushStart))
     }
 
     private func send(
         _ rendering: APNsRendering, to device: Device, with client: APNsClient, deadline: EpochTime,
-        singleAttempt: Bool = false, willHandOver: (@Sendable () async throws -> Void)? = nil
+        singleAttempt: Bool = false, willHandOver: APNsHandOverHook? = nil
     ) async -> DeviceResult {
         let request = APNsRequest(
             deviceToken: device.deviceToken, headers: rendering.headers.map { ($0.name, $0.value) },
@@ -320,6 +369,8 @@ public final class Dispatcher: Sendable {
             return .rejected(reason: reason)
         } catch APNsError.deadlineExceeded {
             return .expired
+        } catch APNsError.shutdown {
+            return .interrupted
         } catch {
             return .failed("\(error)")
         }
@@ -399,6 +450,7 @@ extension Dispatcher.DeviceResult {
         case .rejected(let why): (otherwisePrefix + (why == "Unregistered" ? "unregistered" : "rejected"), nil, why)
         case .expired: (otherwisePrefix + "expired", nil, nil)
         case .failed(let why): (otherwisePrefix + "failed", nil, why)
+        case .interrupted: (otherwisePrefix + "failed", nil, "interrupted by shutdown")
         }
         return DeviceOutcome(messageID: messageID, deviceToken: deviceToken, status: status, apnsID: apnsID, reason: reason, at: at)
     }

@@ -45,6 +45,21 @@ struct DispatcherTests {
 
     /// A stored traditional message due at `due`, from real ScheduleRequest bytes.
     static func schedule(_ rig: Rig, key: String, ttl: UInt32?) async throws -> StoredMessage {
+        let bytes = requestBytes(bundle: bundle, key: key, ttl: ttl)
+        let message = StoredMessage(
+            id: MessageID.make(now: due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
+            idempotencyKey: key, deliveryMethod: .traditional, abTest: false,
+            windowStart: due, windowEnd: due + 3_600_000, dueAt: due, request: bytes, createdAt: due - 1000)
+        guard case .scheduled(let stored, _) = try await rig.store.schedule(message) else {
+            throw GRPCStatusForTest.unexpected
+        }
+        return stored
+    }
+
+    enum GRPCStatusForTest: Error { case unexpected }
+
+    /// Real ScheduleRequest bytes for user u1, campaign c1: "Hello" / "World".
+    static func requestBytes(bundle: String, key: String, ttl: UInt32?) -> [UInt8] {
         let arena = CArena()
         var request = Herald__V1__ScheduleRequest.initialized()
         request.bundle_id = arena.string(bundle)
@@ -66,18 +81,8 @@ struct DispatcherTests {
                 $0.text = arena.string("World")
             }
         }
-        let bytes = withExtendedLifetime(arena) { ProtobufC.pack(&request) }
-        let message = StoredMessage(
-            id: MessageID.make(now: due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
-            idempotencyKey: key, deliveryMethod: .traditional, abTest: false,
-            windowStart: due, windowEnd: due + 3_600_000, dueAt: due, request: bytes, createdAt: due - 1000)
-        guard case .scheduled(let stored, _) = try await rig.store.schedule(message) else {
-            throw GRPCStatusForTest.unexpected
-        }
-        return stored
+        return withExtendedLifetime(arena) { ProtobufC.pack(&request) }
     }
-
-    enum GRPCStatusForTest: Error { case unexpected }
 
     static func register(_ rig: Rig, token: String = token) async throws {
         _ = try await rig.store.registerDevice(Device(

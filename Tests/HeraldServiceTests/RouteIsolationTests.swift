@@ -139,27 +139,6 @@ struct RouteIsolationTests {
     static let healthy = "com.example.ok"
     static let due: Int64 = 1_800_000_000_000
 
-    static func scheduleRequest(bundle: String, key: String) -> [UInt8] {
-        let arena = CArena()
-        var request = Herald__V1__ScheduleRequest.initialized()
-        request.bundle_id = arena.string(bundle)
-        request.platform = HERALD__V1__PLATFORM__PLATFORM_IOS
-        request.user_id = arena.string("u1")
-        request.campaign_id = arena.string("c1")
-        request.idempotency_key = arena.string(key)
-        request.content = arena.message(Herald__V1__Content.self) { content in
-            content.title = arena.message(Herald__V1__LocalizedText.self) {
-                $0.single_case = HERALD__V1__LOCALIZED_TEXT__SINGLE_TEXT
-                $0.text = arena.string("Hello")
-            }
-            content.body = arena.message(Herald__V1__LocalizedText.self) {
-                $0.single_case = HERALD__V1__LOCALIZED_TEXT__SINGLE_TEXT
-                $0.text = arena.string("World")
-            }
-        }
-        return withExtendedLifetime(arena) { ProtobufC.pack(&request) }
-    }
-
     @Test("A hung route fills only its own slots: the healthy route sends everything; then the hung requests time out and are retried")
     func hungRouteDoesNotDelayAHealthyOne() async throws {
         let directory = NSTemporaryDirectory() + "herald-routes-\(UUIDv4.make())"
@@ -203,7 +182,7 @@ struct RouteIsolationTests {
                 let message = StoredMessage(
                     id: MessageID.make(now: Self.due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
                     idempotencyKey: key, deliveryMethod: .traditional, abTest: false, windowStart: dueAt,
-                    windowEnd: dueAt + 3_600_000, dueAt: dueAt, request: Self.scheduleRequest(bundle: bundle, key: key),
+                    windowEnd: dueAt + 3_600_000, dueAt: dueAt, request: DispatcherTests.requestBytes(bundle: bundle, key: key, ttl: nil),
                     createdAt: dueAt - 1000)
                 _ = try await store.schedule(message)
                 entries.append((message.id, dueAt))  // the hung route's messages come first

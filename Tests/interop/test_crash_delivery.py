@@ -7,7 +7,7 @@ from crash_cycles import CrashRun
 
 
 def test_kill_9_during_delivery_loses_nothing_and_resends_nothing(stubs, tmp_path):
-    run = CrashRun(herald_binary(), stubs, str(tmp_path), users=20, per_user=40, devices=2, delay_ms=20)
+    run = CrashRun(herald_binary(), stubs, str(tmp_path), users=30, per_user=50, devices=2, delay_ms=20)
     try:
         figures = run.run(kills=4)
     finally:

@@ -100,32 +100,44 @@ final class ManualAPNsClock: APNsClock, Sendable {
 struct RouteAdmissionTests {
     @Test func admitsUpToTheLimitQueuesBoundedlyThenTurnsAway() {
         var route = RouteAdmission(limit: 2, queueLimit: 1)
-        #expect(route.admit(ticket: 1) == .go)
-        #expect(route.admit(ticket: 2) == .go)
-        #expect(route.admit(ticket: 3) == .wait)
-        #expect(route.admit(ticket: 4) == .full)
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.admit(ticket: 2, now: 0) == .go)
+        #expect(route.admit(ticket: 3, now: 0) == .wait)
+        #expect(route.admit(ticket: 4, now: 0) == .full)
         #expect(route.park("m4") == [])  // no room yet
-        #expect(route.release() == .wake(3))  // the slot goes to the waiter
-        #expect(route.release() == .resume(["m4"]))  // nothing waits: the parked message comes back
+        #expect(route.release(now: 0) == .wake(3))  // the slot goes to the waiter
+        #expect(route.release(now: 0) == .resume(["m4"]))  // nothing waits: the parked message comes back
         #expect(route.sending == 1)
     }
 
     @Test func aWithdrawnWaiterFreesItsPlace() {
         var route = RouteAdmission(limit: 1, queueLimit: 1)
-        #expect(route.admit(ticket: 1) == .go)
-        #expect(route.admit(ticket: 2) == .wait)
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.admit(ticket: 2, now: 0) == .wait)
         let withdrawn = route.withdraw(ticket: 2)
         let again = route.withdraw(ticket: 2)
         #expect(withdrawn && !again)
-        #expect(route.admit(ticket: 3) == .wait)
-        #expect(route.release() == .wake(3))
+        #expect(route.admit(ticket: 3, now: 0) == .wait)
+        #expect(route.release(now: 0) == .wake(3))
+    }
+
+    @Test func aProgressingRouteMakesMessagesWaitAStalledOneSendsThemBack() {
+        var route = RouteAdmission(limit: 1, queueLimit: 1, stallAfter: 5_000)
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.release(now: 100) == .resume([]))  // a send finished: progressing
+        #expect(route.admit(ticket: 2, now: 200) == .go)
+        for ticket in 3...6 { #expect(route.admit(ticket: ticket, now: 300) == .wait) }  // backpressure, no churn
+        #expect(route.evictIfStalled(now: 5_100) == [])
+        #expect(route.evictIfStalled(now: 5_101) == [4, 5, 6])  // stalled: all but queueLimit go back
+        #expect(route.admit(ticket: 7, now: 5_102) == .full)
+        #expect(route.release(now: 6_000) == .wake(3))
     }
 
     @Test func parkingWhenRoomCameMeanwhileReturnsItAtOnce() {
         var route = RouteAdmission(limit: 1, queueLimit: 0)
-        #expect(route.admit(ticket: 1) == .go)
-        #expect(route.admit(ticket: 2) == .full)
-        #expect(route.release() == .resume([]))  // freed before m2 was parked
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.admit(ticket: 2, now: 0) == .full)
+        #expect(route.release(now: 0) == .resume([]))  // freed before m2 was parked
         #expect(route.park("m2") == ["m2"])
     }
 }

@@ -212,7 +212,7 @@ public final class Dispatcher: Sendable {
             for await result in group { results.append(result) }
             return results
         }
-        for gate in entered { await reschedule(gate.leave()) }
+        for gate in entered { await reschedule(gate.leave(now: clock.now())) }
         let finished = (unrouted + sent).filter { if case .interrupted = $0.1 { false } else { true } }
         let outcomes = finished.map { device, result in
             result.outcome(messageID: claimed.id, deviceToken: device.deviceToken,
@@ -239,24 +239,27 @@ public final class Dispatcher: Sendable {
         var saturated: RouteGate?
         for route in routes {
             let gate = self.gate(route)
-            switch gate.enter() {
+            switch gate.enter(now: clock.now()) {
             case .go:
                 entered.append((gate, nil))
             case .wait(let ticket) where routes.count == 1:
                 entered.append((gate, ticket))
             case .wait(let ticket):
-                _ = gate.leave(ticket: ticket)
+                _ = gate.leave(ticket: ticket, now: clock.now())
                 saturated = gate
             case .full:
                 saturated = gate
             }
             if saturated != nil { break }
         }
-        guard let saturated else {
-            for entry in entered { if let ticket = entry.ticket { await entry.gate.wait(ticket) } }
-            return entered.map(\.gate)
+        if saturated == nil, let waiting = entered.first(where: { $0.ticket != nil }), let ticket = waiting.ticket {
+            // Single route (see above): wait for it, or be sent back when it stalls.
+            if await waiting.gate.wait(ticket) { return [waiting.gate] }
+            entered = []
+            saturated = waiting.gate
         }
-        for entry in entered { await reschedule(entry.gate.leave(ticket: entry.ticket)) }
+        guard let saturated else { return entered.map(\.gate) }
+        for entry in entered { await reschedule(entry.gate.leave(ticket: entry.ticket, now: clock.now())) }
         do {
             if try await store.releaseClaim(id: id, now: clock.now()) {
                 await reschedule(saturated.park(id))

@@ -154,6 +154,11 @@ extension SQLiteStore {
     ) async throws -> Bool {
         try await write { db in
             for outcome in outcomes { try Self.insert(outcome, into: db) }
+            // The push ends: its marks served their purpose (the outcomes are
+            // recorded), so the table holds only pushes under way.
+            let forget = try db.cached("DELETE FROM handovers WHERE message_id = ?1")
+            try forget.bind(id, at: 1)
+            try forget.run()
             try db.run("""
                 UPDATE messages
                 SET state = ?3, due_at = coalesce(?4, due_at), apns_id = coalesce(?5, apns_id),

@@ -68,6 +68,7 @@ struct CrashRecoveryTests {
             #expect(try await store.transition(
                 id: message.id, from: .scheduled, to: .sent, dueAt: nil, apnsID: nil, lastError: nil, now: now + 6_000))
             #expect(try await store.message(id: message.id)?.pushStartedAt == nil)
+            #expect(try await store.handOvers(messageID: message.id, push: now).isEmpty)  // the push ended: marks dropped
         }
     }
 

@@ -48,6 +48,7 @@ enum Schema {
         -- One row per device a push was handed to a connection for, written
         -- (group commit) before its HEADERS go out; `push` is the message's
         -- push_started_at, so the marks of a handoff and of its fallback differ.
+        -- `transition` (the push ends) deletes them: only pushes under way.
         CREATE TABLE handovers (
             message_id   TEXT    NOT NULL REFERENCES messages(id),
             device_token TEXT    NOT NULL,

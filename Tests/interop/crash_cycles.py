@@ -229,6 +229,7 @@ class CrashRun:
         pairs = {(f"crash-{u}-{i}", token(u, k))
                  for u in range(self.users) for i in range(self.per_user) for k in range(self.devices)}
         delivered_keys = {k for k, _ in delivered}
+        keys = {k for k, _ in pairs}
         return {
             "kills": self.kills,
             "messages": self.messages,
@@ -245,6 +246,9 @@ class CrashRun:
             # marked handed over, killed before the bytes reached APNs (the
             # mark is durable first by design): never resent, so not delivered
             "unconfirmed_not_delivered": len(unconfirmed - set(delivered)),
+            "messages_reaching_no_device": len(keys - delivered_keys),
             "never_handed_over": len(self.never_handed_over),
             "never_handed_over_then_delivered": len(self.never_handed_over & set(delivered)),
+            # sent after the restart, but a later kill caught them between mark and write
+            "never_handed_over_then_unconfirmed": len((self.never_handed_over & unconfirmed) - set(delivered)),
         }

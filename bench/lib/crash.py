@@ -57,14 +57,17 @@ def main():
         ("unconfirmed", "devices UNCONFIRMED"),
         ("unconfirmed_delivered", "  of which APNs had accepted"),
         ("unconfirmed_not_delivered", "  of which never reached APNs (killed between mark and write)"),
+        ("messages_reaching_no_device", "messages that reached no device"),
         ("never_handed_over", "devices caught mid-push, never handed over"),
         ("never_handed_over_then_delivered", "  of which delivered after a restart"),
+        ("never_handed_over_then_unconfirmed", "  of which sent after a restart, then caught by a later kill"),
     ]
     for key, label in labels:
         print(f"{label:64s} {figures[key]:>8}")
     print(json.dumps(figures))
     ok = (figures["lost"] == 0 and figures["duplicates"] == 0 and figures["delivered_but_failed"] == 0
-          and figures["never_handed_over_then_delivered"] == figures["never_handed_over"])
+          and figures["never_handed_over_then_delivered"] + figures["never_handed_over_then_unconfirmed"]
+          == figures["never_handed_over"])
     sys.exit(0 if ok else 1)
 
 

@@ -155,4 +155,31 @@ struct DispatcherTests {
         #expect(try await rig.store.message(id: message.id)?.state == .cancelled)
         #expect(rig.gateway.simulator?.deliveredCount == 0)
     }
+
+    @Test("After a crash: the resumed push skips the UNCONFIRMED device, sends the other, and ends SENT even if that one fails")
+    func resumedPushSkipsDevicesHandedOverBeforeTheCrash() async throws {
+        let other = String(repeating: "d4", count: 32)
+        var faults = APNsSimulatorFaults()
+        faults.badTokens = [other]  // the device never handed over is rejected when sent after the restart
+        let rig = try await Self.rig(faults: faults)
+        defer { Task { await rig.close() } }
+        try await Self.register(rig)
+        try await Self.register(rig, token: other)
+        let message = try await Self.schedule(rig, key: "crashed", ttl: nil)
+        // The "crash": claimed, handed over to APNs for one device, no answer.
+        let claimed = try #require(try await rig.store.claim(id: message.id, from: .scheduled, now: Self.due))
+        try await rig.store.recordHandOver(messageID: message.id, deviceToken: Self.token, push: try #require(claimed.pushStartedAt), at: Self.due)
+        let recovery = try await rig.store.recoverInterrupted(now: Self.due + 1)
+        #expect(recovery == InterruptedRecovery(resumed: [message.id], unconfirmedDevices: 1))
+
+        rig.clock.advance(to: Self.due + 2)
+        await rig.dispatcher.dispatch(message.id)
+        #expect(rig.gateway.simulator?.deliveredCount == 0)  // the UNCONFIRMED device is never sent it again
+        #expect(rig.gateway.simulator?.statusCounts[400] == 1)  // the other one was sent (and rejected)
+        let stored = try #require(try await rig.store.message(id: message.id))
+        #expect(stored.state == .sent && !stored.isSending)
+        let outcomes = try await rig.store.outcomes(messageID: message.id)
+        #expect(Dictionary(uniqueKeysWithValues: outcomes.map { ($0.deviceToken, $0.status) })
+            == [Self.token: "unconfirmed", other: "rejected"])
+    }
 }

@@ -132,6 +132,11 @@ final class SimulatorState: Sendable {
     }
 
     func subscribe() -> AsyncStream<APNsDelivery> { addSubscriber(\.subscribers) }
+
+    func finishDeliveryStreams() {
+        let subscribers = records.withLock { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.finish() }
+    }
     func emit(_ event: APNsSimulatorEvent) {
         let subscribers = records.withLock { Array($0.eventSubscribers.values) }
         for subscriber in subscribers { subscriber.yield(event) }

@@ -118,15 +118,17 @@ struct APNsSimCommand: AsyncParsableCommand {
                 }
             }
         }
+        var recorder: Task<Void, Never>?
         if let record {
             let logger = Logger(label: "herald.apns-sim")
             let deliveries = simulator.deliveryStream()  // subscribed before `listening` is printed
-            Task.detached { await SimulatorRecorder.record(deliveries, to: record, logger: logger) }
+            recorder = Task.detached { await SimulatorRecorder.record(deliveries, to: record, logger: logger) }
         }
         // Unbuffered: scripts wait for this line on a pipe.
         writeUnbuffered("listening on \(simulator.host):\(simulator.port)\n", to: 1)
         await Self.waitForTerminationSignal()
         try await simulator.stop()
+        await recorder?.value  // every accepted notification is in the record before exit
     }
 
     /// Returns on SIGTERM or SIGINT (so the simulator exits 0 and closes its connections).

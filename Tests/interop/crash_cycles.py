@@ -211,6 +211,10 @@ class CrashRun:
             time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
+        # The simulator writes its record behind the deliveries: stop it
+        # (SIGTERM), and it exits once every accepted push is in the file.
+        self.sim.terminate()
+        assert self.sim.wait(timeout=120) == 0
         return self.figures()
 
     # -- the crash rule ----------------------------------------------------

@@ -85,7 +85,8 @@ public protocol HeraldStore: Sendable {
     func claim(id: String, from: MessageState, now: Int64) async throws -> StoredMessage?
 
     /// Compare-and-set state change: applies only while the state is `from`;
-    /// clears the in-flight marker. Returns false when the state changed
+    /// clears the in-flight marker and ends the push (its hand-over marks
+    /// are dropped; the outcomes stay). Returns false when the state changed
     /// meanwhile. `dueAt`, `apnsID` and `lastError` are updated when given.
     func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,

@@ -122,7 +122,9 @@ let package = Package(
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
         .testTarget(name: "GRPCServerTests", dependencies: ["GRPCServer"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TLSTransport"]),
+        .testTarget(
+            name: "APNsTests",
+            dependencies: ["APNs", "APNsSimulator", "TLSTransport", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"]),
         .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos"]),
     ],

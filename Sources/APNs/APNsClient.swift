@@ -73,11 +73,14 @@ public final class APNsClient: Sendable {
 
     /// Sends one notification and returns APNs' answer.
     ///
-    /// Retries (within `maxAttempts` and the request's deadline): refused
-    /// streams (GOAWAY) at once; 5xx, Shutdown, resets and dropped connections
-    /// with jittered exponential backoff; ExpiredProviderToken on a fresh
-    /// connection with a fresh token; 429 TooManyRequests after the device
-    /// token's backoff. Other statuses (200, 400, 403, 410, 413…) are returned.
+    /// Retries until the request's deadline (its TTL or delivery window) runs
+    /// out, not a fixed count (without a deadline: `maxAttempts`; with
+    /// `singleAttempt`: none): 5xx, Shutdown, response timeouts, resets and
+    /// dropped connections after a pause of exponential backoff with full
+    /// jitter (`retryBackoff`, on the injected clock); refused streams
+    /// (GOAWAY) at once; ExpiredProviderToken on a fresh connection with a
+    /// fresh token; 429 TooManyRequests after the device token's backoff.
+    /// Other statuses (200, 400, 403, 410, 413…) are returned.
     ///
     /// Cancelling the calling task withdraws the request (``APNsError/cancelled``).
     public func send(_ request: APNsRequest) async throws -> APNsResponse {
@@ -86,6 +89,13 @@ public final class APNsClient: Sendable {
         } catch is CancellationError {
             throw APNsError.cancelled
         }
+    }
+
+    /// Whether a request that failed `attempts` times may go again (the
+    /// deadline itself is checked before each attempt and each pause).
+    private func mayRetry(_ request: APNsRequest, attempts: Int) -> Bool {
+        if request.singleAttempt { return false }
+        return request.deadline != nil || attempts < configuration.maxAttempts
     }
 
     private func sendWithRetries(_ request: APNsRequest) async throws -> APNsResponse {
@@ -110,19 +120,21 @@ public final class APNsClient: Sendable {
                     clearDeviceBackoff(request.deviceToken)
                     return response
                 }
-                if response.reason == .expiredProviderToken, attempts < configuration.maxAttempts {
+                // A fresh token on a fresh connection fixes this at once; the
+                // count bounds a loop if APNs keeps refusing fresh tokens.
+                if response.reason == .expiredProviderToken, attempts < configuration.maxAttempts, mayRetry(request, attempts: attempts) {
                     logger.info("APNs provider token expired; reconnecting with a fresh token")
                     lastProblem = "ExpiredProviderToken"
                     continue
                 }
                 if status == 429 && response.reason != .tooManyProviderTokenUpdates {
                     let until = recordDeviceBackoff(request.deviceToken)
-                    if attempts < configuration.maxAttempts, request.deadline.map({ until < $0 }) ?? true { continue }
+                    if mayRetry(request, attempts: attempts), request.deadline.map({ until < $0 }) ?? true { continue }
                     return response
                 }
                 if status >= 500 || response.reason == .shutdown {
                     lastProblem = "\(status) \(response.reason?.rawValue ?? "")"
-                    if attempts < configuration.maxAttempts {
+                    if mayRetry(request, attempts: attempts) {
                         try await retryPause(attempts, request)
                         continue
                     }
@@ -137,15 +149,15 @@ public final class APNsClient: Sendable {
                     refusals += 1
                     if refusals > 100 { throw APNsError.retriesExhausted(lastProblem) }
                     continue
-                case .connectionClosed, .streamReset:
-                    if attempts < configuration.maxAttempts {
+                case .connectionClosed, .streamReset, .responseTimeout:
+                    if mayRetry(request, attempts: attempts) {
                         try await retryPause(attempts, request)
                         continue
                     }
-                    throw APNsError.retriesExhausted(lastProblem)
+                    throw error == .responseTimeout ? error : APNsError.retriesExhausted(lastProblem)
                 case .connectFailed(_, let retryable):
                     // The slot paces reconnects (1 s doubling to 60 s); just requeue.
-                    if retryable && attempts < configuration.maxAttempts { continue }
+                    if retryable && mayRetry(request, attempts: attempts) { continue }
                     throw error
                 default:
                     throw error

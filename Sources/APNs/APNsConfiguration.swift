@@ -29,7 +29,7 @@ public enum APNsCredentials: Sendable {
 public struct APNsBackoff: Sendable, Equatable {
     public var initial: Duration
     public var maximum: Duration
-    /// Each delay is multiplied by a random factor in `jitter...1`.
+    /// Each delay is multiplied by a random factor in `jitter...1` (0: full jitter, 1: none).
     public var jitter: Double
 
     public init(initial: Duration, maximum: Duration, jitter: Double = 1) {
@@ -67,10 +67,19 @@ public struct APNsClientConfiguration: Sendable {
     public var connectTimeout: Duration = .seconds(10)
     /// Reconnect pacing after failed connects: about 1 s doubling to 60 s.
     public var reconnectBackoff = APNsBackoff(initial: .seconds(1), maximum: .seconds(60))
-    /// Retry pacing for 5xx, Shutdown and dropped streams.
-    public var retryBackoff = APNsBackoff(initial: .milliseconds(200), maximum: .seconds(30), jitter: 0.5)
-    /// Attempts per request (5xx, resets, connect failures, expired tokens).
+    /// Retry pacing for 5xx, Shutdown, timeouts and dropped streams: 1 s
+    /// doubling to 60 s, full jitter (each pause uniform in 0...that), so
+    /// many requests failed by one outage do not come back in lockstep.
+    public var retryBackoff = APNsBackoff(initial: .seconds(1), maximum: .seconds(60), jitter: 0)
+    /// Attempts for a request without a deadline. A request with a deadline
+    /// is retried until the deadline (its TTL or window) runs out, however
+    /// many attempts that takes.
     public var maxAttempts: Int = 6
+    /// A stream with no response this long is reset and retried. APNs answers
+    /// in well under a second when healthy; 30 s leaves room for a congested
+    /// path, and bounds how long one hung endpoint holds a request (and its
+    /// route's in-flight slot) before the retry.
+    public var responseTimeout: Duration = .seconds(30)
     /// Per device token after 429 TooManyRequests.
     public var tooManyRequestsBackoff = APNsBackoff(initial: .seconds(1), maximum: .seconds(300))
     /// Mint a new provider token when the current one is this old (APNs rejects after 60 min).

@@ -10,6 +10,9 @@ final class PendingRequest: @unchecked Sendable {
     /// Fires the deadline (queued or in flight).
     var deadlineTask: Scheduled<Void>?
     var completed = false
+    /// The caller's ``APNsRequest/willHandOver`` finished for this attempt:
+    /// the request may be written.
+    var handOverRecorded = false
     /// Where the request is now, so a cancelled caller can withdraw it.
     weak var connection: APNsConnection?
     var streamID: Int32 = 0
@@ -44,6 +47,8 @@ final class StreamState {
     var body: [UInt8] = []
     /// Reset by us: why the caller gets (deadline or cancellation).
     var abandonedWith: APNsError?
+    /// Resets the stream when no response came within the response timeout.
+    var responseTimer: APNsTimer?
 
     init(pending: PendingRequest, token: String?) {
         self.pending = pending
@@ -73,6 +78,7 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
     private let tokens: ProviderTokenCache?
     private let clock: any APNsClock
     private let localStreamCap: Int
+    private let responseTimeout: Duration
     private let pingInterval: Duration
     private let idleTimeout: Duration?
     weak var delegate: (any APNsConnectionDelegate)?
@@ -91,13 +97,14 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
     private var pingOutstanding = false
 
     init(id: Int, eventLoop: any EventLoop, authority: String, tokens: ProviderTokenCache?, clock: any APNsClock,
-         localStreamCap: Int, pingInterval: Duration, idleTimeout: Duration?) {
+         localStreamCap: Int, responseTimeout: Duration, pingInterval: Duration, idleTimeout: Duration?) {
         self.id = id
         self.eventLoop = eventLoop
         self.authority = authority
         self.tokens = tokens
         self.clock = clock
         self.localStreamCap = localStreamCap
+        self.responseTimeout = responseTimeout
         self.pingInterval = pingInterval
         self.idleTimeout = idleTimeout
         self.outbound = ByteBufferAllocator().buffer(capacity: 0)
@@ -111,10 +118,13 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
     var inFlight: Int { streams.count }
 
     /// True when a new stream may start now.
-    var canStartStream: Bool {
-        guard state == .ready, let session else { return false }
+    var canStartStream: Bool { freeStreams > 0 }
+
+    /// How many more streams may start now.
+    var freeStreams: Int {
+        guard state == .ready, let session else { return 0 }
         let remote = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
-        return streams.count < min(remote, localStreamCap)
+        return min(remote, localStreamCap) - streams.count
     }
 
     // MARK: Channel events
@@ -252,6 +262,11 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         pending.connection = self
         pending.streamID = streamID
         lastStreamActivity = .now()
+        // A hung endpoint must not hold the request until its TTL: reset the
+        // stream after the response timeout; the client retries.
+        stream.responseTimer = clock.schedule(after: responseTimeout, on: eventLoop) { [weak self] in
+            self?.cancelStream(streamID, because: .responseTimeout)
+        }
         if let deadline = request.deadline {
             pending.deadlineTask?.cancel()
             let remaining = deadline.timeIntervalSince(clock.now())
@@ -286,6 +301,7 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
 
     fileprivate func streamClosed(_ id: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
+        stream.responseTimer?.cancel()
         lastStreamActivity = .now()
         capacityFreed = true
         if let abandoned = stream.abandonedWith {
@@ -401,6 +417,7 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         streams.removeAll()
         let reason = error ?? .connectionClosed("connection closed")
         for (_, stream) in open.sorted(by: { $0.key < $1.key }) {
+            stream.responseTimer?.cancel()
             stream.pending.fail(stream.abandonedWith ?? reason)
         }
         delegate?.connectionClosed(self, error: error, wasReady: wasReady)

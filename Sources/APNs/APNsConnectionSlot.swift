@@ -18,6 +18,9 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
     private var connecting = false
     private var waitingToReconnect = false
     private var consecutiveFailures = 0
+    /// Requests whose hand-over is being recorded: they hold a stream of the
+    /// connection's capacity, so no more are marked than can be written.
+    private var recordingHandOver = 0
     private var isShutdown = false
     /// Requests queued plus in flight, read by the pool to pick the least-loaded slot.
     let load = Atomic<Int>(0)
@@ -66,11 +69,35 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
     }
 
     /// Starts queued requests while the connection has room; opens one if needed.
+    ///
+    /// A request with ``APNsRequest/willHandOver`` is written only after that
+    /// returns (the caller records the hand-over durably first), so a crash
+    /// never leaves a push on the wire that the caller does not know about.
     private func pump() {
         if let connection {
-            while !pending.isEmpty && connection.canStartStream {
+            while !pending.isEmpty && connection.freeStreams - recordingHandOver > 0 {
                 let next = pending.removeFirst()
-                if !next.completed { connection.start(next) }
+                if next.completed { continue }
+                if let hook = next.request.willHandOver, !next.handOverRecorded {
+                    recordingHandOver += 1
+                    let loop = eventLoop
+                    hook { [self] error in
+                        loop.execute { [self] in
+                            recordingHandOver -= 1
+                            if isShutdown {
+                                next.fail(.shutdown)
+                            } else if let error {
+                                next.fail(.handOverNotRecorded("\(error)"))
+                            } else {
+                                next.handOverRecorded = true
+                                pending.prepend(next)  // first in line: it is marked, write it now
+                            }
+                            pump()
+                        }
+                    }
+                } else {
+                    connection.start(next)
+                }
             }
             return
         }
@@ -86,7 +113,7 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
         let connection = APNsConnection(
             id: id, eventLoop: eventLoop, authority: configuration.endpoint.host,
             tokens: shared.tokens, clock: configuration.clock,
-            localStreamCap: configuration.maxConcurrentStreamsPerConnection,
+            localStreamCap: configuration.maxConcurrentStreamsPerConnection, responseTimeout: configuration.responseTimeout,
             pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout)
         connection.delegate = self
         self.connection = connection

@@ -12,12 +12,27 @@ public struct APNsRequest: Sendable {
     public var payload: [UInt8]
     /// Give up (``APNsError/deadlineExceeded``) when this moment passes, retries included.
     public var deadline: EpochTime?
+    /// One attempt only (TTL 0, "now or never"): no retry after 5xx, a reset
+    /// or a timeout. A refused stream (never processed) is still resent.
+    public var singleAttempt: Bool
+    /// Called just before the request's HEADERS are written to a connection
+    /// (every attempt, once the connection has room for it): the caller makes
+    /// the hand-over durable, then calls `done` (from any thread); the bytes
+    /// wait for it. An error fails the request with
+    /// ``APNsError/handOverNotRecorded(_:)``, unsent. A callback rather than
+    /// an async function: no task per request, and the caller can batch.
+    public var willHandOver: APNsHandOverHook?
 
-    public init(deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: EpochTime? = nil) {
+    public init(
+        deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: EpochTime? = nil,
+        singleAttempt: Bool = false, willHandOver: APNsHandOverHook? = nil
+    ) {
         self.deviceToken = deviceToken
         self.headers = headers
         self.payload = payload
         self.deadline = deadline
+        self.singleAttempt = singleAttempt
+        self.willHandOver = willHandOver
     }
 
     /// The value of the first header named `name`.
@@ -25,6 +40,9 @@ public struct APNsRequest: Sendable {
         headers.first { $0.name == name }?.value
     }
 }
+
+/// See ``APNsRequest/willHandOver``: record, then call `done` (nil: recorded).
+public typealias APNsHandOverHook = @Sendable (_ done: @escaping @Sendable ((any Error)?) -> Void) -> Void
 
 /// What APNs answered for one request.
 public struct APNsResponse: Sendable, Equatable {

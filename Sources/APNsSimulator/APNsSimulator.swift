@@ -73,12 +73,14 @@ public final class APNsSimulator: Sendable {
             serverChannel: channel, tls: tls)
     }
 
-    /// Stops listening and closes every connection.
+    /// Stops listening and closes every connection; delivery streams end
+    /// (their consumers see every delivery accepted before, then the end).
     public func stop() async throws {
         try? await serverChannel.close()
         for channel in state.openChannels() {
             try? await channel.close()
         }
+        state.finishDeliveryStreams()
     }
 
     // MARK: Faults

@@ -171,6 +171,11 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
             apnsID = id
             body = Array(#"{"reason":"\#(reason)"}"#.utf8)
         case .accept(let deviceToken, let acceptedID):
+            let topic = stream.headers.first { $0.name == "apns-topic" }?.value
+            if state.hangs(token: deviceToken, topic: topic) {  // never answered
+                state.emit(.requestHeld(connectionID: id, deviceToken: deviceToken, topic: topic))
+                return
+            }
             apnsID = acceptedID
             if let (faultStatus, reason, timestamp) = state.injectedFault(token: deviceToken) {
                 status = faultStatus

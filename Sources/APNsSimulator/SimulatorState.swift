@@ -69,6 +69,12 @@ final class SimulatorState: Sendable {
         }
     }
 
+    func hangs(token: String, topic: String?) -> Bool {
+        faults.withLock { faults in
+            !faults.hang.isEmpty && (faults.hang.contains(token) || topic.map(faults.hang.contains) == true)
+        }
+    }
+
     func goAwayAfterStreams() -> Int? { faults.withLock { $0.goAwayAfterStreams } }
     func responseDelay() -> Duration { faults.withLock { $0.responseDelay } }
 
@@ -126,6 +132,11 @@ final class SimulatorState: Sendable {
     }
 
     func subscribe() -> AsyncStream<APNsDelivery> { addSubscriber(\.subscribers) }
+
+    func finishDeliveryStreams() {
+        let subscribers = records.withLock { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.finish() }
+    }
     func emit(_ event: APNsSimulatorEvent) {
         let subscribers = records.withLock { Array($0.eventSubscribers.values) }
         for subscriber in subscribers { subscriber.yield(event) }

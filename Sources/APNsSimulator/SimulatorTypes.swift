@@ -39,6 +39,10 @@ public struct APNsSimulatorFaults: Sendable {
     public var goAwayAfterStreams: Int?
     /// Delay before every response.
     public var responseDelay: Duration = .zero
+    /// Requests whose device token or `apns-topic` is in this set are never
+    /// answered (nor recorded): a hung endpoint. Their streams stay open
+    /// until the client resets them or the connection closes.
+    public var hang: Set<String> = []
 
     public init() {}
 }
@@ -93,4 +97,6 @@ public enum APNsSimulatorEvent: Sendable {
     case goAwayReceived(connectionID: Int)
     /// A connection closed.
     case connectionClosed(connectionID: Int)
+    /// A complete request matched the `hang` fault and will never be answered.
+    case requestHeld(connectionID: Int, deviceToken: String, topic: String?)
 }

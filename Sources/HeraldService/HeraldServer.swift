@@ -41,8 +41,13 @@ public struct HeraldConfiguration: Sendable {
     public var simulatorRecordPath: String?
     /// Faults the bundled simulator injects (410 / 400 tokens, …).
     public var simulatorFaults = APNsSimulatorFaults()
-    /// Most messages dispatched at once.
+    /// Most messages being claimed, rendered and admitted at once (global);
+    /// a message's send holds only its route's slot (`routeLimits`).
     public var maxDispatchesInFlight = 512
+    /// Per APNs route (client): messages sending at once, and waiting.
+    public var routeLimits = Dispatcher.RouteLimits()
+    /// A stream APNs has not answered this long is reset and retried.
+    public var apnsResponseTimeout: Duration = .seconds(30)
     /// The scheduler's clock.
     public var clock: any HeraldClock = SystemClock()
 
@@ -129,18 +134,20 @@ public final class HeraldServer: Sendable {
         storeOptions.durability = configuration.durability
         let store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)
         let interrupted = try await store.recoverInterrupted(now: clock.now())
-        if !interrupted.isEmpty {
-            logger.warning("messages caught mid-send by a crash are FAILED (interrupted), never resent",
-                           metadata: ["count": "\(interrupted.count)"])
+        if !interrupted.resumed.isEmpty {
+            logger.warning("messages caught mid-send by a crash resume; devices handed to APNs without an answer are UNCONFIRMED, never resent",
+                           metadata: ["messages": "\(interrupted.resumed.count)", "unconfirmed_devices": "\(interrupted.unconfirmedDevices)"])
         }
         let gateway: APNsGateway
         if let routes = configuration.apnsRoutes {
             gateway = APNsGateway(routes: routes)
         } else {
-            gateway = try await APNsGateway.embedded(faults: configuration.simulatorFaults, logger: logger)
+            gateway = try await APNsGateway.embedded(
+                faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout, logger: logger)
         }
         let scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)
-        let dispatcher = Dispatcher(store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger)
+        let dispatcher = Dispatcher(
+            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits)
 
         let rebuildStart = ContinuousClock.now
         var entries: [(id: String, dueAt: Int64)] = []
@@ -156,7 +163,7 @@ public final class HeraldServer: Sendable {
 
         registerDeliveryHandlers(store: store, scheduler: scheduler, dispatcher: dispatcher)
         var background = [
-            Task { await scheduler.run(dispatch: dispatcher.dispatch) },
+            Task { await scheduler.run { id, lease in await dispatcher.dispatch(id, lease: lease) } },
             Task { await dispatcher.resumeRevokes() },
             Task { [snapshot, logger] in await Self.refreshSnapshots(snapshot, store: store, gateway: gateway, clock: clock, logger: logger) },
         ]

@@ -19,12 +19,17 @@ import HeraldCore
 //   key is ALREADY_EXISTS; an unspent SCHEDULED message is SUPERSEDED; an
 //   unspent finished one (CANCELLED before any push, EXPIRED, NO_DEVICES)
 //   simply hands the key over (`replaced` stays false: nothing was replaced).
-// - Crash mid-send: `claim` sets `sending_since` before the push goes out and
-//   `transition` clears it. At start `recoverInterrupted` turns every message
-//   still marked into FAILED "interrupted" (or SENT when a "sent" device
-//   outcome was recorded during that attempt): never resent, because APNs
-//   may have delivered it — SPEC's "sends none twice" wins over "at least
-//   once".
+// - Crash mid-send (SPEC §4): `claim` sets `sending_since` (and opens the
+//   push, `push_started_at`) before anything goes out; the dispatcher records
+//   a `handovers` row per device, durably, before that device's request is
+//   written to an APNs connection; `transition` ends the push. At start
+//   `recoverInterrupted` gives every device handed over without an answer
+//   the outcome UNCONFIRMED (never resent: APNs may have delivered it) and
+//   puts each interrupted message back to its pre-claim state, so the
+//   resumed push goes only to the devices with no outcome for it; a push
+//   with any delivered or unconfirmed device ends SENT (or HANDED_OFF).
+//   Databases from v1 (no marks) resolve their in-flight messages by the old
+//   rule in the v2 migration: FAILED "interrupted" unless a device was sent.
 // - Cancel: SCHEDULED → CANCELLED; HANDED_OFF → CANCELLED plus a durable row
 //   in `revokes` (the revoke push survives a crash); CANCELLED → cancelled
 //   again (idempotent); in flight → not cancelled, reported as SENT; SENT,
@@ -84,7 +89,8 @@ public protocol HeraldStore: Sendable {
     func claim(id: String, from: MessageState, now: Int64) async throws -> StoredMessage?
 
     /// Compare-and-set state change: applies only while the state is `from`;
-    /// clears the in-flight marker. Returns false when the state changed
+    /// clears the in-flight marker and ends the push (its hand-over marks
+    /// are dropped; the outcomes stay). Returns false when the state changed
     /// meanwhile. `dueAt`, `apnsID` and `lastError` are updated when given.
     func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
@@ -104,11 +110,24 @@ public protocol HeraldStore: Sendable {
 
     func outcomes(messageID: String) async throws -> [DeviceOutcome]
 
-    /// Resolves messages caught mid-send by a crash: each becomes FAILED with
-    /// `lastError` "interrupted", never resent (a push may have reached APNs,
-    /// and a key never causes a second delivery). Call once at start, before
-    /// serving. Returns the affected message IDs.
-    func recoverInterrupted(now: Int64) async throws -> [String]
+    /// Records, durably and in one write, that pushes are being handed to
+    /// APNs for these devices. Idempotent.
+    func recordHandOvers(_ marks: [HandOverMark]) async throws
+
+    /// Device tokens handed over for a message's push.
+    func handOvers(messageID: String, push: Int64) async throws -> [String]
+
+    /// Gives a claim back unsent (the route is saturated): the message waits
+    /// again in its pre-claim state. A first claim with nothing handed over
+    /// unspends the key. Returns false when it was not claimed.
+    func releaseClaim(id: String, now: Int64) async throws -> Bool
+
+    /// Resolves messages caught mid-push by a crash: each device handed over
+    /// with no answer gets the outcome UNCONFIRMED (never resent); then each
+    /// message goes back to its pre-claim state, to resume with the devices
+    /// that have no outcome yet. Call once at start, before the due index is
+    /// rebuilt.
+    func recoverInterrupted(now: Int64) async throws -> InterruptedRecovery
 
     /// Revoke pushes owed for cancelled handed-off messages.
     func pendingRevokes() async throws -> [PendingRevoke]
@@ -144,6 +163,11 @@ public protocol HeraldStore: Sendable {
 }
 
 extension HeraldStore {
+    /// One hand-over mark (`push` is the claimed message's `pushStartedAt`).
+    public func recordHandOver(messageID: String, deviceToken: String, push: Int64, at: Int64) async throws {
+        try await recordHandOvers([HandOverMark(messageID: messageID, deviceToken: deviceToken, push: push, at: at)])
+    }
+
     /// Walks every pending message in pages of `batchSize`, so a caller can
     /// rebuild its due index without holding full records in memory.
     public func forEachPendingBatch(

@@ -154,10 +154,15 @@ extension SQLiteStore {
     ) async throws -> Bool {
         try await write { db in
             for outcome in outcomes { try Self.insert(outcome, into: db) }
+            // The push ends: its marks served their purpose (the outcomes are
+            // recorded), so the table holds only pushes under way.
+            let forget = try db.cached("DELETE FROM handovers WHERE message_id = ?1")
+            try forget.bind(id, at: 1)
+            try forget.run()
             try db.run("""
                 UPDATE messages
                 SET state = ?3, due_at = coalesce(?4, due_at), apns_id = coalesce(?5, apns_id),
-                    last_error = coalesce(?6, last_error), sending_since = NULL, updated_at = ?7
+                    last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7
                 WHERE id = ?1 AND state = ?2
                 """) {
                 try $0.bind(id, at: 1)
@@ -208,31 +213,67 @@ extension SQLiteStore {
         }
     }
 
-    /// Messages caught mid-send become FAILED ("interrupted"), or SENT when a
-    /// device outcome "sent" was recorded during the interrupted attempt.
-    public func recoverInterrupted(now: Int64) async throws -> [String] {
+    public func recordHandOvers(_ marks: [HandOverMark]) async throws {
+        guard !marks.isEmpty else { return }
         try await write { db in
             let statement = try db.cached("""
-                UPDATE messages
-                SET state = CASE WHEN EXISTS (
-                        SELECT 1 FROM outcomes o
-                        WHERE o.message_id = messages.id AND o.status = 'sent' AND o.at >= messages.sending_since
-                    ) THEN 'sent' ELSE 'failed' END,
-                    last_error = CASE WHEN EXISTS (
-                        SELECT 1 FROM outcomes o
-                        WHERE o.message_id = messages.id AND o.status = 'sent' AND o.at >= messages.sending_since
-                    ) THEN last_error
-                    ELSE 'interrupted: the process stopped while sending; not retried, to never send twice' END,
-                    sending_since = NULL, updated_at = ?1
-                WHERE sending_since IS NOT NULL
-                RETURNING id
+                INSERT OR IGNORE INTO handovers(message_id, device_token, push, at) VALUES (?1, ?2, ?3, ?4)
                 """)
-            try statement.bind(now, at: 1)
-            var ids: [String] = []
-            while try statement.step() {
-                ids.append(statement.string(0))
+            for mark in marks {
+                statement.reset()
+                try statement.bind(mark.messageID, at: 1)
+                try statement.bind(mark.deviceToken, at: 2)
+                try statement.bind(mark.push, at: 3)
+                try statement.bind(mark.at, at: 4)
+                try statement.run()
             }
-            return ids
+        }
+    }
+
+    public func handOvers(messageID: String, push: Int64) async throws -> [String] {
+        try read { db in
+            let statement = try db.cached("SELECT device_token FROM handovers WHERE message_id = ?1 AND push = ?2")
+            try statement.bind(messageID, at: 1)
+            try statement.bind(push, at: 2)
+            var tokens: [String] = []
+            while try statement.step() { tokens.append(statement.string(0)) }
+            return tokens
+        }
+    }
+
+    public func releaseClaim(id: String, now: Int64) async throws -> Bool {
+        try await write { db in
+            let statement = try db.cached(MessageRows.release + " AND id = ?2 RETURNING id")
+            try statement.bind(now, at: 1)
+            try statement.bind(id, at: 2)
+            let released = try statement.step()
+            statement.reset()
+            return released
+        }
+    }
+
+    /// Devices handed over without an answer get UNCONFIRMED; then every
+    /// claim is released (see `MessageRows.release`), in one transaction.
+    public func recoverInterrupted(now: Int64) async throws -> InterruptedRecovery {
+        try await write { db in
+            let unconfirm = try db.cached("""
+                INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at)
+                SELECT h.message_id, h.device_token, ?2, NULL, ?3, ?1
+                FROM messages m JOIN handovers h ON h.message_id = m.id AND h.push = m.push_started_at
+                WHERE m.sending_since IS NOT NULL AND NOT EXISTS (
+                    SELECT 1 FROM outcomes o
+                    WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= m.push_started_at)
+                """)
+            try unconfirm.bind(now, at: 1)
+            try unconfirm.bind(DeviceOutcomeStatus.unconfirmed.rawValue, at: 2)
+            try unconfirm.bind(DeviceOutcomeStatus.unconfirmedReason, at: 3)
+            try unconfirm.run()
+            let unconfirmed = db.changes
+            let release = try db.cached(MessageRows.release + " RETURNING id")
+            try release.bind(now, at: 1)
+            var ids: [String] = []
+            while try release.step() { ids.append(release.string(0)) }
+            return InterruptedRecovery(resumed: ids, unconfirmedDevices: unconfirmed)
         }
     }
 
@@ -283,7 +324,7 @@ enum MessageRows {
     static let columns = """
         id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
         window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, apns_id, \
-        sending_since, send_started_at, request
+        sending_since, send_started_at, push_started_at, request
         """
 
     // Built once: statement-cache lookups hash the SQL text, and building
@@ -304,14 +345,35 @@ enum MessageRows {
     static let claim = """
         UPDATE messages
         SET sending_since = ?3, send_started_at = coalesce(send_started_at, ?3),
-            attempts = attempts + 1, updated_at = ?3
+            push_started_at = coalesce(push_started_at, ?3), attempts = attempts + 1, updated_at = ?3
         WHERE id = ?1 AND state = ?2 AND sending_since IS NULL
         RETURNING \(columns)
         """
 
     static let insertSQL = """
         INSERT INTO messages(\(columns))
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
+        """
+
+    /// Releases claims (`WHERE sending_since IS NOT NULL` plus the caller's
+    /// terms; ?1 = now): the message waits again in its pre-claim state.
+    /// A push with nothing handed over or answered yet is forgotten, and if
+    /// it was the message's first claim its key is unspent again (nothing
+    /// can have reached a device); otherwise the push stays open so the
+    /// resumed claim skips the devices already done.
+    static let release = """
+        UPDATE messages
+        SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT \(pushTouched)
+                THEN NULL ELSE send_started_at END,
+            push_started_at = CASE WHEN \(pushTouched) THEN push_started_at ELSE NULL END,
+            sending_since = NULL, updated_at = ?1
+        WHERE sending_since IS NOT NULL
+        """
+
+    /// Whether the message's open push handed anything over or got any answer.
+    private static let pushTouched = """
+        (EXISTS (SELECT 1 FROM handovers h WHERE h.message_id = messages.id AND h.push = messages.push_started_at) \
+        OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at))
         """
 
     /// The live message of (bundleID, key).
@@ -346,7 +408,8 @@ enum MessageRows {
             try s.bind(m.apnsID, at: 17)
             try s.bind(m.sendingSince, at: 18)
             try s.bind(m.sendStartedAt, at: 19)
-            try s.bind(m.request, at: 20)
+            try s.bind(m.pushStartedAt, at: 20)
+            try s.bind(m.request, at: 21)
         }
     }
 
@@ -361,9 +424,10 @@ enum MessageRows {
             id: s.string(0), bundleID: s.string(1), platform: platform, userID: s.string(3),
             campaignID: s.string(4), idempotencyKey: s.optionalString(5), deliveryMethod: method,
             abTest: s.int64(7) != 0, windowStart: s.int64(8), windowEnd: s.int64(9), dueAt: s.int64(10),
-            state: try state(s.string(11)), request: s.bytes(19), createdAt: s.int64(12),
+            state: try state(s.string(11)), request: s.bytes(20), createdAt: s.int64(12),
             updatedAt: s.int64(13), attempts: s.int(14), lastError: s.optionalString(15),
-            apnsID: s.optionalString(16), sendingSince: s.optionalInt64(17), sendStartedAt: s.optionalInt64(18))
+            apnsID: s.optionalString(16), sendingSince: s.optionalInt64(17), sendStartedAt: s.optionalInt64(18),
+            pushStartedAt: s.optionalInt64(19))
     }
 
     static func state(_ text: String) throws -> MessageState {

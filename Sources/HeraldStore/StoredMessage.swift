@@ -34,6 +34,10 @@ public struct StoredMessage: Sendable, Hashable {
     /// When the first push for this message was claimed; once set, the
     /// idempotency key is spent (a new Schedule with it is ALREADY_EXISTS).
     public var sendStartedAt: Int64?
+    /// When the push now under way was first claimed. It survives a crash
+    /// (and a deferral) so the resumed push skips the devices already done
+    /// for it; `transition` clears it when the push ends.
+    public var pushStartedAt: Int64?
 
     public init(
         id: String, bundleID: String, platform: Platform, userID: String, campaignID: String,
@@ -41,7 +45,7 @@ public struct StoredMessage: Sendable, Hashable {
         windowStart: Int64, windowEnd: Int64, dueAt: Int64, state: MessageState = .scheduled,
         request: [UInt8], createdAt: Int64, updatedAt: Int64? = nil, attempts: Int = 0,
         lastError: String? = nil, apnsID: String? = nil,
-        sendingSince: Int64? = nil, sendStartedAt: Int64? = nil
+        sendingSince: Int64? = nil, sendStartedAt: Int64? = nil, pushStartedAt: Int64? = nil
     ) {
         self.id = id
         self.bundleID = bundleID
@@ -63,6 +67,7 @@ public struct StoredMessage: Sendable, Hashable {
         self.apnsID = apnsID
         self.sendingSince = sendingSince
         self.sendStartedAt = sendStartedAt
+        self.pushStartedAt = pushStartedAt
     }
 
     /// True while a push is in flight: the message is "being sent".
@@ -176,6 +181,53 @@ public struct DeviceOutcome: Sendable, Hashable {
         self.apnsID = apnsID
         self.reason = reason
         self.at = at
+    }
+}
+
+/// Device outcomes the crash rule reads (the others stay strings for now).
+public enum DeviceOutcomeStatus: String, Sendable {
+    /// Accepted by APNs: an alert push.
+    case sent
+    /// Accepted by APNs: a context-aware handoff (background) push.
+    case handedOff = "handed_off"
+    /// Handed to APNs, no answer before a crash: never resent (SPEC §4).
+    case unconfirmed
+
+    public static let unconfirmedReason = "handed to APNs, no answer before the crash"
+
+    /// Whether a device with this outcome may have the push: the message
+    /// counts as delivered and the device is never sent it again.
+    public static func reachedDevice(_ status: String) -> Bool {
+        status == sent.rawValue || status == handedOff.rawValue || status == unconfirmed.rawValue
+    }
+}
+
+/// A push being handed to APNs for one device (see `HeraldStore.recordHandOvers`).
+public struct HandOverMark: Sendable, Hashable {
+    public var messageID: String
+    public var deviceToken: String
+    /// The claimed message's `pushStartedAt`.
+    public var push: Int64
+    public var at: Int64
+
+    public init(messageID: String, deviceToken: String, push: Int64, at: Int64) {
+        self.messageID = messageID
+        self.deviceToken = deviceToken
+        self.push = push
+        self.at = at
+    }
+}
+
+/// What `recoverInterrupted` did.
+public struct InterruptedRecovery: Sendable, Equatable {
+    /// Messages caught mid-push, back to their pre-claim state to resume.
+    public var resumed: [String]
+    /// Devices marked UNCONFIRMED (handed to APNs, no answer before the crash).
+    public var unconfirmedDevices: Int
+
+    public init(resumed: [String], unconfirmedDevices: Int) {
+        self.resumed = resumed
+        self.unconfirmedDevices = unconfirmedDevices
     }
 }
 

@@ -2,7 +2,9 @@ import APNsSimulator
 import TLSTransport
 import ArgumentParser
 import Dispatch
+import HeraldService
 import HeraldStore
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -45,7 +47,9 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(name: .customLong("error-status"), help: "500 or 503.") var errorStatus = 500
     @Option(name: .customLong("goaway-after"), help: "Send GOAWAY after this many streams per connection.") var goAwayAfter: Int?
     @Option(name: .customLong("delay-ms"), help: "Delay every response by this many milliseconds.") var delayMilliseconds = 0
+    @Option(help: "Never answer requests for this device token or apns-topic (repeatable): a hung endpoint.") var hang: [String] = []
     @Flag(help: "Do not log accepted notifications (one stderr line each by default).") var quiet = false
+    @Option(help: "Append each accepted notification to this file as a JSON line (as `serve --sim-record`).") var record: String?
 
     // Bench client mode.
     @Option(name: .customLong("bench-connect"), help: "Bench client: simulator HOST:PORT to load.") var benchConnect: String?
@@ -96,6 +100,7 @@ struct APNsSimCommand: AsyncParsableCommand {
         faults.serverErrorStatus = errorStatus
         faults.goAwayAfterStreams = goAwayAfter
         faults.responseDelay = .milliseconds(delayMilliseconds)
+        faults.hang = Set(hang)
         configuration.faults = faults
 
         let simulator = try await APNsSimulator.start(configuration)
@@ -113,10 +118,17 @@ struct APNsSimCommand: AsyncParsableCommand {
                 }
             }
         }
+        var recorder: Task<Void, Never>?
+        if let record {
+            let logger = Logger(label: "herald.apns-sim")
+            let deliveries = simulator.deliveryStream()  // subscribed before `listening` is printed
+            recorder = Task.detached { await SimulatorRecorder.record(deliveries, to: record, logger: logger) }
+        }
         // Unbuffered: scripts wait for this line on a pipe.
         writeUnbuffered("listening on \(simulator.host):\(simulator.port)\n", to: 1)
         await Self.waitForTerminationSignal()
         try await simulator.stop()
+        await recorder?.value  // every accepted notification is in the record before exit
     }
 
     /// Returns on SIGTERM or SIGINT (so the simulator exits 0 and closes its connections).

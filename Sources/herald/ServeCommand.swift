@@ -92,6 +92,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("request-receive-timeout"), help: "Seconds a call's request (headers to end of body) may take to arrive.")
     var requestReceiveTimeout: Double = Settings.double("request-receive-timeout") ?? 30
 
+    @Option(name: .customLong("apns-response-timeout"), help: "Seconds to wait for APNs to answer a request before resetting the stream and retrying it.")
+    var apnsResponseTimeout: Int = Settings.int("apns-response-timeout") ?? 30
+
+    @Option(name: .customLong("route-in-flight"), help: "Messages sending at once per APNs route (credentials + endpoint).")
+    var routeInFlight: Int = Settings.int("route-in-flight") ?? 256
+
+    @Option(name: .customLong("route-queue"), help: "Messages waiting per APNs route beyond --route-in-flight; more are deferred until it has room.")
+    var routeQueue: Int = Settings.int("route-queue") ?? 64
+
     func validate() throws {
         if let problem = Settings.problem { throw ValidationError(problem) }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
@@ -110,6 +119,11 @@ struct ServeCommand: AsyncParsableCommand {
             ("request-receive-timeout", requestReceiveTimeout),
         ] where !(seconds > 0 && seconds <= 86_400) {
             throw ValidationError("--\(flag) must be more than 0 and at most 86400 seconds, got \(seconds)")
+        }
+        guard (1...3600).contains(apnsResponseTimeout) else { throw ValidationError("--apns-response-timeout must be 1...3600") }
+        guard routeInFlight >= 1 else { throw ValidationError("--route-in-flight must be at least 1") }
+        guard (0...256).contains(routeQueue) else {
+            throw ValidationError("--route-queue must be 0...256 (each waiting message holds one of the 512 global dispatch slots)")
         }
     }
 
@@ -142,6 +156,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.graceSeconds = Int64(graceSeconds)
         configuration.durability = durability == "process" ? .processCrash : .sqliteFull
         configuration.contextAwareShare = contextAwareShare
+        configuration.apnsResponseTimeout = .seconds(apnsResponseTimeout)
+        configuration.routeLimits = Dispatcher.RouteLimits(inFlight: routeInFlight, queue: routeQueue)
         configuration.simulatorRecordPath = simulatorRecord.isEmpty ? nil : simulatorRecord
         for entry in simulatorUnregistered {
             let parts = entry.split(separator: ":", maxSplits: 1)
@@ -152,7 +168,7 @@ struct ServeCommand: AsyncParsableCommand {
         var routeSpecs = try apnsRoutes.enumerated().map { try APNsRouteSpec.parse($1, source: "--apns-route #\($0 + 1)") }
         if !apnsRoutesFile.isEmpty { routeSpecs += try APNsRouteSpec.parseFile(path: apnsRoutesFile) }
         if !routeSpecs.isEmpty {
-            configuration.apnsRoutes = try APNsRouteSpec.makeRoutes(routeSpecs)
+            configuration.apnsRoutes = try APNsRouteSpec.makeRoutes(routeSpecs, responseTimeout: .seconds(apnsResponseTimeout))
             logger.info("APNs routes configured", metadata: ["routes": "\(routeSpecs.count)"])
         }
         for token in simulatorBadTokens { configuration.simulatorFaults.badTokens.insert(token.lowercased()) }

@@ -16,7 +16,7 @@ enum Settings {
         "apns-route", "apns-routes-file", "sim-unregistered", "sim-bad-token", "log-level",
         "max-concurrent-streams", "drain-seconds", "max-connections", "max-buffered-request-mib",
         "max-connection-buffer-mib", "handshake-timeout", "idle-timeout", "keepalive-interval", "keepalive-timeout",
-        "request-receive-timeout",
+        "request-receive-timeout", "apns-response-timeout", "route-in-flight", "route-queue",
     ]
 
     static func string(_ key: String) -> String? {

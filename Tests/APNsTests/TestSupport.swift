@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Foundation
+import NIOCore
 import Synchronization
 import TLSTransport
 
@@ -13,6 +14,17 @@ final class ManualClock: APNsClock, Sendable {
         var sleepers: [(wake: EpochTime, duration: Duration, continuation: CheckedContinuation<Void, Never>)] = []
         var sleeperWaiters: [CheckedContinuation<Duration, Never>] = []
         var unclaimed: [Duration] = []
+        var timers: [(id: Int, fire: EpochTime, loop: any EventLoop, body: @Sendable () -> Void)] = []
+        var nextTimer = 0
+        var timerWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// Removes the timers due at `now`, to run outside the lock.
+        mutating func dueTimers() -> [(loop: any EventLoop, body: @Sendable () -> Void)] {
+            let now = self.now
+            let due = timers.filter { $0.fire <= now }.map { (loop: $0.loop, body: $0.body) }
+            timers.removeAll { $0.fire <= now }
+            return due
+        }
     }
 
     private let state: Mutex<State>
@@ -28,12 +40,41 @@ final class ManualClock: APNsClock, Sendable {
     /// Every duration slept so far.
     var sleeps: [Duration] { state.withLock { $0.sleeps } }
 
+    /// Timers (response timeouts) fire only when this clock's time passes
+    /// them: never by themselves, however long the test takes.
+    func schedule(after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
+        let id = state.withLock { state in
+            state.nextTimer += 1
+            state.timers.append((state.nextTimer, state.now.addingTimeInterval(seconds(duration)), loop, body))
+            let count = state.timers.count
+            let ready = state.timerWaiters.filter { $0.count <= count }.map(\.continuation)
+            state.timerWaiters.removeAll { $0.count <= count }
+            return (state.nextTimer, ready)
+        }
+        for continuation in id.1 { continuation.resume() }
+        return APNsTimer { [self, id = id.0] in state.withLock { $0.timers.removeAll { $0.id == id } } }
+    }
+
+    /// Returns once at least `count` timers wait to fire (streams in flight).
+    func waitForTimers(count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state in
+                if state.timers.count >= count { return true }
+                state.timerWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
     func sleep(for duration: Duration) async throws {
         if autoAdvance {
-            state.withLock { state in
+            let due = state.withLock { state in
                 state.sleeps.append(duration)
                 state.now = state.now.addingTimeInterval(seconds(duration))
+                return state.dueTimers()
             }
+            for timer in due { timer.loop.execute(timer.body) }
             return
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -64,7 +105,7 @@ final class ManualClock: APNsClock, Sendable {
 
     /// Moves time forward, waking sleepers that are due.
     func advance(by duration: Duration) {
-        let due = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let (due, timers) = state.withLock { state -> ([CheckedContinuation<Void, Never>], [(loop: any EventLoop, body: @Sendable () -> Void)]) in
             state.now = state.now.addingTimeInterval(seconds(duration))
             let now = state.now
             var due: [CheckedContinuation<Void, Never>] = []
@@ -75,8 +116,9 @@ final class ManualClock: APNsClock, Sendable {
                 }
                 return false
             }
-            return due
+            return (due, state.dueTimers())
         }
+        for timer in timers { timer.loop.execute(timer.body) }
         for continuation in due { continuation.resume() }
     }
 }

@@ -45,6 +45,21 @@ struct DispatcherTests {
 
     /// A stored traditional message due at `due`, from real ScheduleRequest bytes.
     static func schedule(_ rig: Rig, key: String, ttl: UInt32?) async throws -> StoredMessage {
+        let bytes = requestBytes(bundle: bundle, key: key, ttl: ttl)
+        let message = StoredMessage(
+            id: MessageID.make(now: due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
+            idempotencyKey: key, deliveryMethod: .traditional, abTest: false,
+            windowStart: due, windowEnd: due + 3_600_000, dueAt: due, request: bytes, createdAt: due - 1000)
+        guard case .scheduled(let stored, _) = try await rig.store.schedule(message) else {
+            throw GRPCStatusForTest.unexpected
+        }
+        return stored
+    }
+
+    enum GRPCStatusForTest: Error { case unexpected }
+
+    /// Real ScheduleRequest bytes for user u1, campaign c1: "Hello" / "World".
+    static func requestBytes(bundle: String, key: String, ttl: UInt32?) -> [UInt8] {
         let arena = CArena()
         var request = Herald__V1__ScheduleRequest.initialized()
         request.bundle_id = arena.string(bundle)
@@ -66,18 +81,8 @@ struct DispatcherTests {
                 $0.text = arena.string("World")
             }
         }
-        let bytes = withExtendedLifetime(arena) { ProtobufC.pack(&request) }
-        let message = StoredMessage(
-            id: MessageID.make(now: due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
-            idempotencyKey: key, deliveryMethod: .traditional, abTest: false,
-            windowStart: due, windowEnd: due + 3_600_000, dueAt: due, request: bytes, createdAt: due - 1000)
-        guard case .scheduled(let stored, _) = try await rig.store.schedule(message) else {
-            throw GRPCStatusForTest.unexpected
-        }
-        return stored
+        return withExtendedLifetime(arena) { ProtobufC.pack(&request) }
     }
-
-    enum GRPCStatusForTest: Error { case unexpected }
 
     static func register(_ rig: Rig, token: String = token) async throws {
         _ = try await rig.store.registerDevice(Device(
@@ -149,5 +154,32 @@ struct DispatcherTests {
         await rig.dispatcher.dispatch(message.id)
         #expect(try await rig.store.message(id: message.id)?.state == .cancelled)
         #expect(rig.gateway.simulator?.deliveredCount == 0)
+    }
+
+    @Test("After a crash: the resumed push skips the UNCONFIRMED device, sends the other, and ends SENT even if that one fails")
+    func resumedPushSkipsDevicesHandedOverBeforeTheCrash() async throws {
+        let other = String(repeating: "d4", count: 32)
+        var faults = APNsSimulatorFaults()
+        faults.badTokens = [other]  // the device never handed over is rejected when sent after the restart
+        let rig = try await Self.rig(faults: faults)
+        defer { Task { await rig.close() } }
+        try await Self.register(rig)
+        try await Self.register(rig, token: other)
+        let message = try await Self.schedule(rig, key: "crashed", ttl: nil)
+        // The "crash": claimed, handed over to APNs for one device, no answer.
+        let claimed = try #require(try await rig.store.claim(id: message.id, from: .scheduled, now: Self.due))
+        try await rig.store.recordHandOver(messageID: message.id, deviceToken: Self.token, push: try #require(claimed.pushStartedAt), at: Self.due)
+        let recovery = try await rig.store.recoverInterrupted(now: Self.due + 1)
+        #expect(recovery == InterruptedRecovery(resumed: [message.id], unconfirmedDevices: 1))
+
+        rig.clock.advance(to: Self.due + 2)
+        await rig.dispatcher.dispatch(message.id)
+        #expect(rig.gateway.simulator?.deliveredCount == 0)  // the UNCONFIRMED device is never sent it again
+        #expect(rig.gateway.simulator?.statusCounts[400] == 1)  // the other one was sent (and rejected)
+        let stored = try #require(try await rig.store.message(id: message.id))
+        #expect(stored.state == .sent && !stored.isSending)
+        let outcomes = try await rig.store.outcomes(messageID: message.id)
+        #expect(Dictionary(uniqueKeysWithValues: outcomes.map { ($0.deviceToken, $0.status) })
+            == [Self.token: "unconfirmed", other: "rejected"])
     }
 }

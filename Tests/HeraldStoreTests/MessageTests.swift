@@ -230,35 +230,7 @@ struct MessageTests {
             }
         }
     }
-
-    @Test func crashMidSendIsResolvedWithoutResending() async throws {
-        try await withTemporaryDirectory { dir in
-            let path = dir + "/crash.sqlite"
-            let store = try SQLiteStore(path: path)
-            let silent = makeMessage(key: "silent"), delivered = makeMessage(key: "delivered"), idle = makeMessage(key: "idle")
-            for m in [silent, delivered, idle] { _ = try await store.schedule(m) }
-            _ = try await store.claim(id: silent.id, from: .scheduled, now: now)
-            _ = try await store.claim(id: delivered.id, from: .scheduled, now: now)
-            try await store.recordOutcome(DeviceOutcome(messageID: delivered.id, deviceToken: "aa", status: "sent", apnsID: "x", at: now + 1))
-            await store.close()  // the process "dies" with two sends in flight
-
-            let restarted = try SQLiteStore(path: path)
-            let recovered = try await restarted.recoverInterrupted(now: now + 1_000)
-            #expect(Set(recovered) == [silent.id, delivered.id])
-            let s = try #require(try await restarted.message(id: silent.id))
-            #expect(s.state == .failed && s.lastError?.hasPrefix("interrupted") == true && !s.isSending)
-            #expect(try await restarted.message(id: delivered.id)?.state == .sent)
-            #expect(try await restarted.pending(after: nil, limit: 10).map(\.id) == [idle.id])
-            // Their keys stay spent.
-            guard case .alreadyExists = try await restarted.schedule(makeMessage(key: "silent")) else {
-                Issue.record("an interrupted message's key was reused")
-                await restarted.close()
-                return
-            }
-            #expect(try await restarted.recoverInterrupted(now: now + 2_000).isEmpty)
-            await restarted.close()
-        }
-    }
+    // Crash mid-send: CrashRecoveryTests.
 }
 
 @Suite("Message IDs")

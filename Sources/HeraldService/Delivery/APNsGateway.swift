@@ -69,7 +69,9 @@ public final class APNsGateway: Sendable {
     /// Starts the bundled simulator on 127.0.0.1 (a free port, a fresh
     /// self-signed certificate, a fresh ES256 key whose public half it
     /// verifies) and one client for every bundle and environment.
-    public static func embedded(faults: APNsSimulatorFaults = APNsSimulatorFaults(), logger: Logger) async throws -> APNsGateway {
+    public static func embedded(
+        faults: APNsSimulatorFaults = APNsSimulatorFaults(), responseTimeout: Duration = .seconds(30), logger: Logger
+    ) async throws -> APNsGateway {
         let key = try PrivateKey.generateP256()
         var simulatorConfiguration = APNsSimulatorConfiguration()
         simulatorConfiguration.keyID = "HERALDSIM1"
@@ -84,6 +86,7 @@ public final class APNsGateway: Sendable {
             endpoint: APNsEndpoint(host: simulator.host, port: simulator.port),
             credentials: .token(keyID: "HERALDSIM1", teamID: "HERALDTEAM", privateKeyPEM: try key.privateKeyPEM()))
         clientConfiguration.trustedCAPEM = simulator.caCertificatePEM
+        clientConfiguration.responseTimeout = responseTimeout
         let client = try APNsClient(configuration: clientConfiguration, logger: logger)
         logger.info("no APNs credentials configured: delivering to the bundled APNs simulator",
                     metadata: ["endpoint": "\(simulator.host):\(simulator.port)"])

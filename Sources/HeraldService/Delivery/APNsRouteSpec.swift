@@ -87,7 +87,7 @@ public struct APNsRouteSpec: Sendable, Equatable {
 
     /// Builds the gateway's routes: token routes of one team and key share a
     /// pool per endpoint, and keys of different teams never share one.
-    public static func makeRoutes(_ specs: [APNsRouteSpec]) throws -> [APNsGateway.Route] {
+    public static func makeRoutes(_ specs: [APNsRouteSpec], responseTimeout: Duration = .seconds(30)) throws -> [APNsGateway.Route] {
         let registry = APNsPoolRegistry()
         var routes: [APNsGateway.Route] = []
         for spec in specs {
@@ -112,6 +112,7 @@ public struct APNsRouteSpec: Sendable, Equatable {
                 let client = try registry.client(for: key) {
                     var configuration = APNsClientConfiguration(endpoint: endpoint, credentials: credentials)
                     configuration.trustedCAFile = spec.caFile
+                    configuration.responseTimeout = responseTimeout
                     return configuration
                 }
                 routes.append(APNsGateway.Route(bundleIDs: spec.bundleIDs, environment: environment, client: client))

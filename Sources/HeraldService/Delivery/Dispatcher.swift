@@ -4,7 +4,60 @@ import HeraldCore
 import HeraldProtos
 import HeraldStore
 import Logging
+import Synchronization
 import TLSTransport
+
+/// Records pushes' hand-overs to APNs per device (the crash rule), just
+/// before each request's HEADERS are written: marks arriving while one batch
+/// is being written form the next, so a busy dispatcher pays one store write
+/// (one commit) per batch, not per device.
+final class HandOverLog: Sendable {
+    private struct Pending {
+        var marks: [HandOverMark] = []
+        var callbacks: [@Sendable ((any Error)?) -> Void] = []
+        var writing = false
+    }
+
+    private let store: any HeraldStore
+    private let clock: any HeraldClock
+    private let pending = Mutex(Pending())
+
+    init(store: any HeraldStore, clock: any HeraldClock) {
+        self.store = store
+        self.clock = clock
+    }
+
+    /// The hook for one device's request (``APNsRequest/willHandOver``).
+    func hook(messageID: String, deviceToken: String, push: Int64) -> APNsHandOverHook {
+        { [self] done in
+            let mark = HandOverMark(messageID: messageID, deviceToken: deviceToken, push: push, at: clock.now())
+            let start = pending.withLock { pending in
+                pending.marks.append(mark)
+                pending.callbacks.append(done)
+                defer { pending.writing = true }
+                return !pending.writing
+            }
+            if start { Task { await drain() } }
+        }
+    }
+
+    private func drain() async {
+        while true {
+            let batch = pending.withLock { pending -> ([HandOverMark], [@Sendable ((any Error)?) -> Void])? in
+                if pending.marks.isEmpty {
+                    pending.writing = false
+                    return nil
+                }
+                defer { pending.marks = []; pending.callbacks = [] }
+                return (pending.marks, pending.callbacks)
+            }
+            guard let (marks, callbacks) = batch else { return }
+            var failure: (any Error)?
+            do { try await store.recordHandOvers(marks) } catch { failure = error }
+            for done in callbacks { done(failure) }
+        }
+    }
+}
 
 /// Carries out a due message's next action: the alert push (traditional, or
 /// the context-aware fallback at window end) or the context-aware handoff
@@ -27,6 +80,24 @@ public final class Dispatcher: Sendable {
         case rejected(reason: String)
         case expired
         case failed(String)
+        /// Herald is shutting down (the client was shut down mid-send): no
+        /// outcome; the push resumes at the next start, like after a crash.
+        case interrupted
+    }
+
+    /// Per-route (per APNs client) admission limits.
+    public struct RouteLimits: Sendable {
+        /// Messages sending through one route at once.
+        public var inFlight: Int
+        /// Messages waiting for one of those; each holds a global dispatch
+        /// slot, so keep this well below the scheduler's slots (512): a hung
+        /// route can hold at most this many of them.
+        public var queue: Int
+
+        public init(inFlight: Int = 256, queue: Int = 64) {
+            self.inFlight = inFlight
+            self.queue = queue
+        }
     }
 
     let store: any HeraldStore
@@ -34,13 +105,21 @@ public final class Dispatcher: Sendable {
     let clock: any HeraldClock
     let scheduler: Scheduler
     let logger: Logger
+    let routeLimits: RouteLimits
+    private let handOvers: HandOverLog
+    private let gates = Mutex<[ObjectIdentifier: RouteGate]>([:])
 
-    public init(store: any HeraldStore, gateway: APNsGateway, clock: any HeraldClock, scheduler: Scheduler, logger: Logger) {
+    public init(
+        store: any HeraldStore, gateway: APNsGateway, clock: any HeraldClock, scheduler: Scheduler, logger: Logger,
+        routeLimits: RouteLimits = RouteLimits()
+    ) {
         self.store = store
         self.gateway = gateway
         self.clock = clock
         self.scheduler = scheduler
         self.logger = logger
+        self.routeLimits = routeLimits
+        self.handOvers = HandOverLog(store: store, clock: clock)
     }
 
     /// Runs the next action of message `id`, if it still has one.
@@ -48,7 +127,9 @@ public final class Dispatcher: Sendable {
     /// The claim is the read: it returns the message only if it was still
     /// waiting (SCHEDULED, or HANDED_OFF for the fallback) and marks it in
     /// flight, so a cancelled, superseded or displayed message is skipped.
-    public func dispatch(_ id: String) async {
+    /// `lease` (the scheduler's global slot) is given back once the
+    /// message's routes admitted it.
+    public func dispatch(_ id: String, lease: DispatchLease = .none) async {
         do {
             let now = clock.now()
             if let claimed = try await store.claim(id: id, from: .scheduled, now: now) {
@@ -56,58 +137,169 @@ public final class Dispatcher: Sendable {
                 // handoff could not go out before the window ends
                 // (DeliveryPlanner.plan).
                 let handoff = claimed.deliveryMethod == .contextAware && claimed.dueAt < claimed.windowEnd
-                try await deliver(claimed, from: .scheduled, push: handoff ? .handoff : .alert)
+                try await deliver(claimed, from: .scheduled, push: handoff ? .handoff : .alert, lease: lease)
             } else if let claimed = try await store.claim(id: id, from: .handedOff, now: now) {
-                try await deliver(claimed, from: .handedOff, push: .alert)  // no DISPLAYED by window end
+                try await deliver(claimed, from: .handedOff, push: .alert, lease: lease)  // no DISPLAYED by window end
             }
         } catch {
             logger.error("dispatch failed", metadata: ["message_id": "\(id)", "error": "\(error)"])
         }
     }
 
-    private func deliver(_ claimed: StoredMessage, from: MessageState, push: Push) async throws {
+    private func deliver(_ claimed: StoredMessage, from: MessageState, push: Push, lease: DispatchLease) async throws {
         let now = clock.now()
+        let pushStart = claimed.pushStartedAt ?? now
+        // A push resumed after a crash or a deferral: the devices with an
+        // outcome for it (sent, UNCONFIRMED, failed…) are done; never resend.
+        var prior: [DeviceOutcome] = []
+        if pushStart != claimed.sendingSince {
+            prior = try await store.outcomes(messageID: claimed.id).filter { $0.at >= pushStart }
+        }
+        let done = Set(prior.map(\.deviceToken))
         let pushMessage: PushMessage
         do {
             pushMessage = try Self.pushMessage(from: claimed)
         } catch {
-            try await finish(claimed, from: from, to: .failed, error: "stored request does not render: \(error)")
+            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.failed, "stored request does not render: \(error)"))
             return
         }
         guard claimed.platform == .ios else {
-            try await finish(claimed, from: from, to: .failed,
-                             error: "FCM sending is not configured: Herald delivers through APNs; Render shows the FCM message")
+            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (
+                .failed, "FCM sending is not configured: Herald delivers through APNs; Render shows the FCM message"))
             return
         }
         let ttlMilliseconds = Int64(pushMessage.ttl.rawValue) * 1000
         // "0 = now or never": a minute of slack for the scheduler itself.
         if now - claimed.dueAt > max(ttlMilliseconds, 60_000) {
-            try await finish(claimed, from: from, to: .expired, error: "TTL ran out before the push could be sent")
+            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.expired, "TTL ran out before the push could be sent"))
             return
         }
         let devices = try await store.devices(bundleID: claimed.bundleID, platform: claimed.platform, userID: claimed.userID)
+            .filter { !done.contains($0.deviceToken) }
         guard !devices.isEmpty else {
-            try await finish(claimed, from: from, to: .noDevices, error: nil)
+            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.noDevices, nil))
             return
         }
-        // APNs gets until the TTL runs out (ttl 0: one short attempt).
-        let deadline = EpochTime(timeIntervalSince1970: Double(now + max(ttlMilliseconds, 10_000)) / 1000)
-        let results = await withTaskGroup(of: (Device, DeviceResult).self) { group in
-            for device in devices {
-                group.addTask {
-                    (device, await self.send(pushMessage, of: claimed, push: push, to: device, deadline: deadline))
+        // Retries run until the TTL runs out (a handoff: or the window ends);
+        // TTL 0 is one attempt.
+        var deadlineMilliseconds = now + max(ttlMilliseconds, 10_000)
+        if push == .handoff { deadlineMilliseconds = min(deadlineMilliseconds, max(claimed.windowEnd, now + 10_000)) }
+        let deadline = EpochTime(timeIntervalSince1970: Double(deadlineMilliseconds) / 1000)
+        let singleAttempt = ttlMilliseconds == 0
+
+        var unrouted: [(Device, DeviceResult)] = []
+        var routes: [ObjectIdentifier: (client: APNsClient, devices: [Device])] = [:]
+        for device in devices {
+            guard let client = gateway.client(bundleID: claimed.bundleID, environment: device.environment) else {
+                unrouted.append((device, .failed("no APNs route for \(claimed.bundleID) (\(device.environment?.rawValue ?? "production"))")))
+                continue
+            }
+            routes[ObjectIdentifier(client), default: (client, [])].devices.append(device)
+        }
+        guard let entered = await admit(claimed.id, to: Array(routes.keys)) else { return }  // deferred
+        await lease.release()  // admitted: the send holds only its routes' slots
+
+        let sent = await withTaskGroup(of: (Device, DeviceResult).self) { group in
+            for route in routes.values {
+                for device in route.devices {
+                    group.addTask {
+                        (device, await self.send(pushMessage, of: claimed, push: push, to: device, with: route.client,
+                                                 deadline: deadline, singleAttempt: singleAttempt, pushStart: pushStart))
+                    }
                 }
             }
             var results: [(Device, DeviceResult)] = []
             for await result in group { results.append(result) }
             return results
         }
-        let outcomes = results.map { device, result in
+        for gate in entered { await reschedule(gate.leave(now: clock.now())) }
+        let finished = (unrouted + sent).filter { if case .interrupted = $0.1 { false } else { true } }
+        let outcomes = finished.map { device, result in
             result.outcome(messageID: claimed.id, deviceToken: device.deviceToken,
-                           delivered: push == .alert ? "sent" : "handed_off", at: clock.now())
+                           delivered: push == .alert ? DeviceOutcomeStatus.sent.rawValue : DeviceOutcomeStatus.handedOff.rawValue,
+                           at: clock.now())
         }
-        let delivered = results.compactMap { if case .delivered(let id) = $0.1 { id } else { nil } }
-        if let apnsID = delivered.first {
+        if finished.count < unrouted.count + sent.count {
+            // Stopped mid-push: keep the answers, leave the claim. The next
+            // start resolves it by the crash rule (handed over without an
+            // answer: UNCONFIRMED; never handed over: sent then).
+            for outcome in outcomes { try await store.recordOutcome(outcome) }
+            return
+        }
+        try await conclude(claimed, from: from, push: push, prior: prior, recording: outcomes, otherwise: (.noDevices, nil))
+    }
+
+    /// Admits message `id` on each of its routes. When one is saturated,
+    /// gives the claim back, parks the message on that route (it is
+    /// rescheduled when the route has room) and returns nil. A message on
+    /// several routes never waits (holding one route's slot while waiting
+    /// for another's could deadlock two such messages).
+    private func admit(_ id: String, to routes: [ObjectIdentifier]) async -> [RouteGate]? {
+        var entered: [(gate: RouteGate, ticket: Int?)] = []
+        var saturated: RouteGate?
+        for route in routes {
+            let gate = self.gate(route)
+            switch gate.enter(now: clock.now()) {
+            case .go:
+                entered.append((gate, nil))
+            case .wait(let ticket) where routes.count == 1:
+                entered.append((gate, ticket))
+            case .wait(let ticket):
+                _ = gate.leave(ticket: ticket, now: clock.now())
+                saturated = gate
+            case .full:
+                saturated = gate
+            }
+            if saturated != nil { break }
+        }
+        if saturated == nil, let waiting = entered.first(where: { $0.ticket != nil }), let ticket = waiting.ticket {
+            // Single route (see above): wait for it, or be sent back when it stalls.
+            if await waiting.gate.wait(ticket) { return [waiting.gate] }
+            entered = []
+            saturated = waiting.gate
+        }
+        guard let saturated else { return entered.map(\.gate) }
+        for entry in entered { await reschedule(entry.gate.leave(ticket: entry.ticket, now: clock.now())) }
+        do {
+            if try await store.releaseClaim(id: id, now: clock.now()) {
+                await reschedule(saturated.park(id))
+            }
+            logger.debug("APNs route saturated: message deferred until it has room", metadata: ["message_id": "\(id)"])
+        } catch {
+            logger.error("could not defer a message (it resumes at the next start)", metadata: [
+                "message_id": "\(id)", "error": "\(error)",
+            ])
+        }
+        return nil
+    }
+
+    private func gate(_ route: ObjectIdentifier) -> RouteGate {
+        gates.withLock { gates in
+            if let gate = gates[route] { return gate }
+            let gate = RouteGate(limit: routeLimits.inFlight, queueLimit: routeLimits.queue)
+            gates[route] = gate
+            return gate
+        }
+    }
+
+    private func reschedule(_ ids: [String]) async {
+        guard !ids.isEmpty else { return }
+        let now = clock.now()
+        for id in ids { await scheduler.schedule(id: id, dueAt: now) }
+    }
+
+    /// Ends the push from every device's outcome for it (`prior`, already
+    /// recorded, and `outcomes`, recorded now): any device delivered or
+    /// UNCONFIRMED makes it a success (SENT, or HANDED_OFF for a handoff),
+    /// never FAILED; with no device outcome at all, `otherwise`.
+    private func conclude(
+        _ claimed: StoredMessage, from: MessageState, push: Push, prior: [DeviceOutcome],
+        recording outcomes: [DeviceOutcome] = [], otherwise: (state: MessageState, error: String?)
+    ) async throws {
+        let all = prior + outcomes
+        let reached = all.filter { DeviceOutcomeStatus.reachedDevice($0.status) }
+        if !reached.isEmpty {
+            let apnsID = reached.lazy.compactMap(\.apnsID).first
             switch push {
             case .alert:
                 try await finish(claimed, from: from, to: .sent, apnsID: apnsID, error: nil, recording: outcomes)
@@ -123,22 +315,24 @@ public final class Dispatcher: Sendable {
                 }
             }
             logger.info("delivered", metadata: [
-                "message_id": "\(claimed.id)", "push": "\(push.rawValue)", "devices": "\(delivered.count)/\(devices.count)",
-                "apns_id": "\(apnsID)",
+                "message_id": "\(claimed.id)", "push": "\(push.rawValue)", "devices": "\(reached.count)/\(all.count)",
+                "apns_id": "\(apnsID ?? "-")",
             ])
-        } else if results.allSatisfy({ if case .expired = $0.1 { true } else { false } }) {
+        } else if all.isEmpty {
+            try await finish(claimed, from: from, to: otherwise.state, error: otherwise.error)
+        } else if all.allSatisfy({ $0.status == "expired" }) {
             try await finish(claimed, from: from, to: .expired, error: "TTL ran out before APNs accepted the push",
                              recording: outcomes)
         } else {
-            let reasons = results.map { "\($0.0.deviceToken.prefix(8))…: \(Self.describe($0.1))" }.joined(separator: "; ")
+            let reasons = all.map { "\($0.deviceToken.prefix(8))…: \($0.reason ?? $0.status)" }.joined(separator: "; ")
             try await finish(claimed, from: from, to: .failed, error: reasons, recording: outcomes)
         }
     }
 
-    private func send(_ message: PushMessage, of stored: StoredMessage, push: Push, to device: Device, deadline: EpochTime) async -> DeviceResult {
-        guard let client = gateway.client(bundleID: stored.bundleID, environment: device.environment) else {
-            return .failed("no APNs route for \(stored.bundleID) (\(device.environment?.rawValue ?? "production"))")
-        }
+    private func send(
+        _ message: PushMessage, of stored: StoredMessage, push: Push, to device: Device, with client: APNsClient,
+        deadline: EpochTime, singleAttempt: Bool, pushStart: Int64
+    ) async -> DeviceResult {
         let now = Timestamp(milliseconds: clock.now())
         let rendering: APNsRendering
         do {
@@ -154,13 +348,17 @@ public final class Dispatcher: Sendable {
         } catch {
             return .failed("render: \(error)")
         }
-        return await send(rendering, to: device, with: client, deadline: deadline)
+        return await send(rendering, to: device, with: client, deadline: deadline, singleAttempt: singleAttempt,
+                          willHandOver: handOvers.hook(messageID: stored.id, deviceToken: device.deviceToken, push: pushStart))
     }
 
-    private func send(_ rendering: APNsRendering, to device: Device, with client: APNsClient, deadline: EpochTime) async -> DeviceResult {
+    private func send(
+        _ rendering: APNsRendering, to device: Device, with client: APNsClient, deadline: EpochTime,
+        singleAttempt: Bool = false, willHandOver: APNsHandOverHook? = nil
+    ) async -> DeviceResult {
         let request = APNsRequest(
             deviceToken: device.deviceToken, headers: rendering.headers.map { ($0.name, $0.value) },
-            payload: rendering.payload, deadline: deadline)
+            payload: rendering.payload, deadline: deadline, singleAttempt: singleAttempt, willHandOver: willHandOver)
         do {
             let response = try await client.send(request)
             if response.isSuccess { return .delivered(apnsID: response.apnsID ?? rendering.header("apns-id") ?? "") }
@@ -174,6 +372,8 @@ public final class Dispatcher: Sendable {
             return .rejected(reason: reason)
         } catch APNsError.deadlineExceeded {
             return .expired
+        } catch APNsError.shutdown {
+            return .interrupted
         } catch {
             return .failed("\(error)")
         }
@@ -241,14 +441,6 @@ public final class Dispatcher: Sendable {
         return try Validator.validate(RenderInput(message: input), generateIdempotencyKey: { stored.idempotencyKey ?? "" })
     }
 
-    private static func describe(_ result: DeviceResult) -> String {
-        switch result {
-        case .delivered: "delivered"
-        case .rejected(let reason): reason
-        case .expired: "expired"
-        case .failed(let why): why
-        }
-    }
 }
 
 extension Dispatcher.DeviceResult {
@@ -261,6 +453,7 @@ extension Dispatcher.DeviceResult {
         case .rejected(let why): (otherwisePrefix + (why == "Unregistered" ? "unregistered" : "rejected"), nil, why)
         case .expired: (otherwisePrefix + "expired", nil, nil)
         case .failed(let why): (otherwisePrefix + "failed", nil, why)
+        case .interrupted: (otherwisePrefix + "failed", nil, "interrupted by shutdown")
         }
         return DeviceOutcome(messageID: messageID, deviceToken: deviceToken, status: status, apnsID: apnsID, reason: reason, at: at)
     }

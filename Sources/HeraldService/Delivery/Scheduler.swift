@@ -1,4 +1,24 @@
 import Logging
+import Synchronization
+
+/// A dispatch's global slot. The dispatcher gives it back as soon as its
+/// message's route admitted it, so a send waiting on a slow route never holds
+/// a slot other routes need; the scheduler gives it back (once) otherwise.
+public final class DispatchLease: Sendable {
+    private let scheduler: Scheduler?
+    private let held = Atomic<Bool>(true)
+
+    init(scheduler: Scheduler?) { self.scheduler = scheduler }
+
+    /// A lease that frees nothing (direct calls, tests).
+    public static let none = DispatchLease(scheduler: nil)
+
+    /// Frees the slot; later calls do nothing.
+    public func release() async {
+        guard let scheduler, held.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        await scheduler.releaseSlot()
+    }
+}
 
 /// Decides when each accepted message's next action runs: keeps the due
 /// index, wakes at the earliest due time (or when an earlier message
@@ -50,6 +70,11 @@ public actor Scheduler {
     /// On cancellation it stops taking new work and waits for the
     /// dispatches in flight, which are not cancelled.
     public func run(dispatch: @escaping @Sendable (String) async -> Void) async {
+        await run { id, _ in await dispatch(id) }
+    }
+
+    /// The same, handing each dispatch its lease to give back early.
+    public func run(dispatch: @escaping @Sendable (String, DispatchLease) async -> Void) async {
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
                 let due = index.popDue(now: clock.now(), limit: 256)
@@ -65,12 +90,13 @@ public actor Scheduler {
                         releaseSlot()
                         continue
                     }
+                    let lease = DispatchLease(scheduler: self)
                     group.addTask {
                         // Unstructured: stopping the scheduler must not cancel
                         // a push in flight (that would withdraw it from APNs
                         // and fail the message); it finishes on its own.
-                        await Task { await dispatch(id) }.value
-                        await self.releaseSlot()
+                        await Task { await dispatch(id, lease) }.value
+                        await lease.release()
                     }
                 }
             }
@@ -116,7 +142,7 @@ public actor Scheduler {
         await withCheckedContinuation { slotWaiters.append($0) }
     }
 
-    private func releaseSlot() {
+    fileprivate func releaseSlot() {
         if slotWaiters.isEmpty {
             inFlight -= 1
         } else {

@@ -12,8 +12,14 @@ import Logging
 /// Appends every delivery the bundled simulator accepts to a file, one JSON
 /// object per line: what a developer watches (`tail -f`) and what the
 /// end-to-end tests read.
-enum SimulatorRecorder {
-    static func record(_ simulator: APNsSimulator, to path: String, logger: Logger) async {
+public enum SimulatorRecorder {
+    public static func record(_ simulator: APNsSimulator, to path: String, logger: Logger) async {
+        await record(simulator.deliveryStream(), to: path, logger: logger)
+    }
+
+    /// The same for a delivery stream subscribed by the caller (so nothing
+    /// accepted after the subscription is missed).
+    public static func record(_ deliveries: AsyncStream<APNsDelivery>, to path: String, logger: Logger) async {
         // Appends: a restart on the same file keeps one record of everything.
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o666)
         guard fd >= 0 else {
@@ -21,7 +27,7 @@ enum SimulatorRecorder {
             return
         }
         defer { close(fd) }
-        for await delivery in simulator.deliveryStream() {
+        for await delivery in deliveries {
             var headers: [String: JSONValue] = [:]
             for header in delivery.headers where header.name != "authorization" {
                 headers[header.name] = .string(header.value)

@@ -1,7 +1,7 @@
 /// The versioned schema: migration `i` takes `PRAGMA user_version` from `i`
 /// to `i + 1`. Append new migrations; never edit a shipped one.
 enum Schema {
-    static let migrations: [String] = [v1]
+    static let migrations: [String] = [v1, v2]
 
     /// The schema version this build writes.
     static var version: Int { migrations.count }
@@ -22,6 +22,41 @@ enum Schema {
             try db.execute("PRAGMA user_version = \(version)")
         }
     }
+
+    /// Version 2: per-device hand-over marks and the push a resumed claim
+    /// continues (SPEC §4: a push handed to APNs with no answer before a
+    /// crash is UNCONFIRMED, never resent; one never handed over is sent).
+    /// Messages a v1 build left mid-send have no marks, so they are resolved
+    /// by v1's rule here (SENT when a device was recorded sent during that
+    /// attempt, else FAILED "interrupted"): they may have reached APNs.
+    static let v2 = """
+        ALTER TABLE messages ADD COLUMN push_started_at INTEGER;
+
+        UPDATE messages
+        SET state = CASE WHEN EXISTS (
+                SELECT 1 FROM outcomes o
+                WHERE o.message_id = messages.id AND o.status = 'sent' AND o.at >= messages.sending_since
+            ) THEN 'sent' ELSE 'failed' END,
+            last_error = CASE WHEN EXISTS (
+                SELECT 1 FROM outcomes o
+                WHERE o.message_id = messages.id AND o.status = 'sent' AND o.at >= messages.sending_since
+            ) THEN last_error
+            ELSE 'interrupted: the process stopped while sending; not retried, to never send twice' END,
+            sending_since = NULL
+        WHERE sending_since IS NOT NULL;
+
+        -- One row per device a push was handed to a connection for, written
+        -- (group commit) before its HEADERS go out; `push` is the message's
+        -- push_started_at, so the marks of a handoff and of its fallback differ.
+        -- `transition` (the push ends) deletes them: only pushes under way.
+        CREATE TABLE handovers (
+            message_id   TEXT    NOT NULL REFERENCES messages(id),
+            device_token TEXT    NOT NULL,
+            push         INTEGER NOT NULL,
+            at           INTEGER NOT NULL,
+            PRIMARY KEY (message_id, device_token, push)
+        ) WITHOUT ROWID;
+        """
 
     /// Version 1: messages, the live idempotency keys, outcomes, devices,
     /// pending revokes, and per-state counters kept by triggers.

@@ -1,0 +1,212 @@
+import Synchronization
+
+/// Per-route admission: how many messages may be sending through one APNs
+/// client (one endpoint and set of credentials) at once, how many may wait
+/// for that, and which were turned away while the route was full.
+///
+/// Why: the scheduler's global dispatch slots are shared by every app. A
+/// message takes a global slot only until its route admits it (or while it
+/// waits for it); the send itself holds only the route's slot. A route that
+/// is progressing (a send finished within `stallAfter`) makes messages wait:
+/// backpressure, which costs nothing and keeps a busy route's throughput. A
+/// route that is not (hung, or unknown yet) keeps at most `queueLimit`
+/// waiting; every message beyond that is given back to the store and parked
+/// here (an id, not a claim) until the route has room, so a hung route
+/// never holds the slots other routes need. When a busy route stalls, its
+/// waiters beyond `queueLimit` are sent back the same way.
+///
+/// A pure state machine: every event returns what to do.
+struct RouteAdmission {
+    /// Messages sending on the route at once.
+    let limit: Int
+    /// Messages waiting for one of those on a route that is not progressing
+    /// (each holds a global slot).
+    let queueLimit: Int
+    /// A route with no send finished for this long (ms) is not progressing.
+    let stallAfter: Int64
+
+    private(set) var sending = 0
+    /// When a send last finished (nil: never).
+    private var lastProgress: Int64?
+    private var waiting: [Int] = []
+    private var waitingHead = 0
+    private(set) var parked: [String] = []
+
+    init(limit: Int, queueLimit: Int, stallAfter: Int64 = 5_000) {
+        self.limit = max(1, limit)
+        self.queueLimit = max(0, queueLimit)
+        self.stallAfter = stallAfter
+    }
+
+    func progressing(now: Int64) -> Bool {
+        lastProgress.map { now - $0 <= stallAfter } ?? false
+    }
+
+    var waitingCount: Int { waiting.count - waitingHead }
+
+    enum Admission: Equatable {
+        /// Send now (a route slot is taken).
+        case go
+        /// Wait for ``Released/wake(_:)`` of this ticket.
+        case wait
+        /// Route saturated: give the claim back and ``park(_:)`` the message.
+        case full
+    }
+
+    mutating func admit(ticket: Int, now: Int64) -> Admission {
+        if sending < limit && waitingCount == 0 {
+            sending += 1
+            return .go
+        }
+        if progressing(now: now) || waitingCount < queueLimit {
+            waiting.append(ticket)
+            return .wait
+        }
+        return .full
+    }
+
+    /// On a route that stopped progressing: the waiters beyond `queueLimit`
+    /// (newest first), to be sent back (claim given back, parked).
+    mutating func evictIfStalled(now: Int64) -> [Int] {
+        guard waitingCount > queueLimit, !progressing(now: now) else { return [] }
+        let evicted = Array(waiting[(waitingHead + queueLimit)...])
+        waiting.removeLast(evicted.count)
+        return evicted
+    }
+
+    /// A slot came free (a send finished, or a `.go` was not used).
+    enum Released: Equatable {
+        /// Hand the slot to this waiting ticket (it now counts as sending).
+        case wake(Int)
+        /// Nothing waits: reschedule these parked messages now (up to the room there is).
+        case resume([String])
+    }
+
+    mutating func release(now: Int64) -> Released {
+        lastProgress = now
+        if waitingCount > 0 {
+            let next = waiting[waitingHead]
+            waitingHead += 1
+            compact()
+            return .wake(next)
+        }
+        sending -= 1
+        return .resume(takeParked())
+    }
+
+    /// A waiting ticket gave up (its message went elsewhere); true if it was waiting.
+    mutating func withdraw(ticket: Int) -> Bool {
+        guard let index = waiting[waitingHead...].firstIndex(of: ticket) else { return false }
+        waiting.remove(at: index)
+        return true
+    }
+
+    /// Parks a message turned away by `.full` (after its claim was given
+    /// back). Returns messages to reschedule now, when room came meanwhile.
+    mutating func park(_ id: String) -> [String] {
+        parked.append(id)
+        return waitingCount == 0 && sending < limit ? takeParked() : []
+    }
+
+    /// As many parked messages as the route has room for, oldest first.
+    private mutating func takeParked() -> [String] {
+        let room = limit - sending + queueLimit - waitingCount
+        guard room > 0, !parked.isEmpty else { return [] }
+        let taken = Array(parked.prefix(room))
+        parked.removeFirst(taken.count)
+        return taken
+    }
+
+    private mutating func compact() {
+        if waitingHead > 64 && waitingHead * 2 > waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+    }
+}
+
+/// ``RouteAdmission`` for one route, shared by the dispatcher's tasks:
+/// carries out its actions (resuming waiters).
+final class RouteGate: Sendable {
+    private struct State {
+        var admission: RouteAdmission
+        var nextTicket = 0
+        var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
+        /// Tickets answered before their task got to `wait`: true = a slot, false = evicted.
+        var woken: [Int: Bool] = [:]
+    }
+
+    private let state: Mutex<State>
+
+    init(limit: Int, queueLimit: Int, stallAfter: Int64 = 5_000) {
+        state = Mutex(State(admission: RouteAdmission(limit: limit, queueLimit: queueLimit, stallAfter: stallAfter)))
+    }
+
+    enum Entry {
+        case go
+        case wait(ticket: Int)
+        case full
+    }
+
+    func enter(now: Int64) -> Entry {
+        let (entry, evicted) = state.withLock { state -> (Entry, [CheckedContinuation<Bool, Never>]) in
+            state.nextTicket += 1
+            let ticket = state.nextTicket
+            let entry: Entry = switch state.admission.admit(ticket: ticket, now: now) {
+            case .go: .go
+            case .wait: .wait(ticket: ticket)
+            case .full: .full
+            }
+            let evicted = state.admission.evictIfStalled(now: now).compactMap { Self.take($0, answer: false, from: &state) }
+            return (entry, evicted)
+        }
+        for waiter in evicted { waiter.resume(returning: false) }
+        return entry
+    }
+
+    /// Waits until `ticket` (from `.wait`) is given a slot (true), or sent
+    /// back because the route stalled (false: give the claim back and park).
+    func wait(_ ticket: Int) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let ready = state.withLock { state -> Bool? in
+                if let answer = state.woken.removeValue(forKey: ticket) { return answer }
+                state.waiters[ticket] = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// Frees a slot (or a `.wait` ticket that will not be used); returns
+    /// parked messages to reschedule now.
+    func leave(ticket: Int? = nil, now: Int64) -> [String] {
+        let (wake, resume) = state.withLock { state -> (CheckedContinuation<Bool, Never>?, [String]) in
+            if let ticket {
+                if state.admission.withdraw(ticket: ticket) { return (nil, []) }
+                // Evicted: it holds nothing. Otherwise it was given a slot it will not use.
+                if state.woken.removeValue(forKey: ticket) == false { return (nil, []) }
+            }
+            switch state.admission.release(now: now) {
+            case .wake(let next):
+                return (Self.take(next, answer: true, from: &state), [])
+            case .resume(let ids):
+                return (nil, ids)
+            }
+        }
+        wake?.resume(returning: true)
+        return resume
+    }
+
+    /// Parks a message whose claim was given back; returns those to reschedule now.
+    func park(_ id: String) -> [String] {
+        state.withLock { $0.admission.park(id) }
+    }
+
+    /// The waiter of `ticket`, or (when the slot came free between its
+    /// `enter` and `wait`) a note that `wait` finds and returns at once.
+    private static func take(_ ticket: Int, answer: Bool, from state: inout State) -> CheckedContinuation<Bool, Never>? {
+        if let waiter = state.waiters.removeValue(forKey: ticket) { return waiter }
+        state.woken[ticket] = answer
+        return nil
+    }
+}

@@ -1,0 +1,239 @@
+import APNs
+import APNsSimulator
+import Foundation
+import HeraldCore
+import HeraldProtos
+import HeraldStore
+import Logging
+import NIOCore
+import Synchronization
+import Testing
+import TLSTransport
+
+@testable import HeraldService
+
+/// An APNs clock the test moves: sleeps (retry pauses) and timers (response
+/// timeouts) wake only when it passes them.
+final class ManualAPNsClock: APNsClock, Sendable {
+    private struct State {
+        var now: EpochTime
+        var sleepers: [(wake: EpochTime, continuation: CheckedContinuation<Void, Never>)] = []
+        var timers: [(id: Int, fire: EpochTime, loop: any EventLoop, body: @Sendable () -> Void)] = []
+        var nextTimer = 0
+        var waiters: [(ready: @Sendable (State) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+
+        mutating func readyWaiters() -> [CheckedContinuation<Void, Never>] {
+            let snapshot = self
+            var ready: [CheckedContinuation<Void, Never>] = []
+            waiters.removeAll { waiter in
+                guard waiter.ready(snapshot) else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+    }
+
+    private let state: Mutex<State>
+
+    init(start: EpochTime) { state = Mutex(State(now: start)) }
+
+    func now() -> EpochTime { state.withLock { $0.now } }
+
+    func sleep(for duration: Duration) async throws {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state in
+                state.sleepers.append((state.now.addingTimeInterval(Self.seconds(duration)), continuation))
+                return state.readyWaiters()
+            }
+            for waiter in ready { waiter.resume() }
+        }
+    }
+
+    func schedule(after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
+        let (id, ready) = state.withLock { state in
+            state.nextTimer += 1
+            state.timers.append((state.nextTimer, state.now.addingTimeInterval(Self.seconds(duration)), loop, body))
+            return (state.nextTimer, state.readyWaiters())
+        }
+        for waiter in ready { waiter.resume() }
+        return APNsTimer { [self] in state.withLock { $0.timers.removeAll { $0.id == id } } }
+    }
+
+    /// Returns once at least `count` tasks sleep on this clock.
+    func waitForSleepers(_ count: Int) async { await waitUntil { $0.sleepers.count >= count } }
+
+    /// Returns once at least `count` timers are pending.
+    func waitForTimers(_ count: Int) async { await waitUntil { $0.timers.count >= count } }
+
+    private func waitUntil(_ ready: @escaping @Sendable (State) -> Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state in
+                if ready(state) { return true }
+                state.waiters.append((ready, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func advance(by duration: Duration) {
+        let (sleepers, timers) = state.withLock { state in
+            state.now = state.now.addingTimeInterval(Self.seconds(duration))
+            let now = state.now
+            let sleepers = state.sleepers.filter { $0.wake <= now }.map(\.continuation)
+            state.sleepers.removeAll { $0.wake <= now }
+            let timers = state.timers.filter { $0.fire <= now }
+            state.timers.removeAll { $0.fire <= now }
+            return (sleepers, timers)
+        }
+        for timer in timers { timer.loop.execute(timer.body) }
+        for sleeper in sleepers { sleeper.resume() }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+@Suite("Route admission (state machine)")
+struct RouteAdmissionTests {
+    @Test func admitsUpToTheLimitQueuesBoundedlyThenTurnsAway() {
+        var route = RouteAdmission(limit: 2, queueLimit: 1)
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.admit(ticket: 2, now: 0) == .go)
+        #expect(route.admit(ticket: 3, now: 0) == .wait)
+        #expect(route.admit(ticket: 4, now: 0) == .full)
+        #expect(route.park("m4") == [])  // no room yet
+        #expect(route.release(now: 0) == .wake(3))  // the slot goes to the waiter
+        #expect(route.release(now: 0) == .resume(["m4"]))  // nothing waits: the parked message comes back
+        #expect(route.sending == 1)
+    }
+
+    @Test func aWithdrawnWaiterFreesItsPlace() {
+        var route = RouteAdmission(limit: 1, queueLimit: 1)
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.admit(ticket: 2, now: 0) == .wait)
+        let withdrawn = route.withdraw(ticket: 2)
+        let again = route.withdraw(ticket: 2)
+        #expect(withdrawn && !again)
+        #expect(route.admit(ticket: 3, now: 0) == .wait)
+        #expect(route.release(now: 0) == .wake(3))
+    }
+
+    @Test func aProgressingRouteMakesMessagesWaitAStalledOneSendsThemBack() {
+        var route = RouteAdmission(limit: 1, queueLimit: 1, stallAfter: 5_000)
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.release(now: 100) == .resume([]))  // a send finished: progressing
+        #expect(route.admit(ticket: 2, now: 200) == .go)
+        for ticket in 3...6 { #expect(route.admit(ticket: ticket, now: 300) == .wait) }  // backpressure, no churn
+        #expect(route.evictIfStalled(now: 5_100) == [])
+        #expect(route.evictIfStalled(now: 5_101) == [4, 5, 6])  // stalled: all but queueLimit go back
+        #expect(route.admit(ticket: 7, now: 5_102) == .full)
+        #expect(route.release(now: 6_000) == .wake(3))
+    }
+
+    @Test func parkingWhenRoomCameMeanwhileReturnsItAtOnce() {
+        var route = RouteAdmission(limit: 1, queueLimit: 0)
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.admit(ticket: 2, now: 0) == .full)
+        #expect(route.release(now: 0) == .resume([]))  // freed before m2 was parked
+        #expect(route.park("m2") == ["m2"])
+    }
+}
+
+/// One hung APNs route next to a healthy one, through the real scheduler,
+/// dispatcher, store and simulator (TLS, JWT); manual clocks for both the
+/// scheduler and the APNs client, so nothing waits on real time.
+@Suite("Route isolation", .timeLimit(.minutes(1)))
+struct RouteIsolationTests {
+    static let hung = "com.example.hung"
+    static let healthy = "com.example.ok"
+    static let due: Int64 = 1_800_000_000_000
+
+    @Test("A hung route fills only its own slots: the healthy route sends everything; then the hung requests time out and are retried")
+    func hungRouteDoesNotDelayAHealthyOne() async throws {
+        let directory = NSTemporaryDirectory() + "herald-routes-\(UUIDv4.make())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteStore(path: "\(directory)/herald.sqlite")
+        let logger = Logger(label: "test")
+        let apnsClock = ManualAPNsClock(start: EpochTime(timeIntervalSince1970: Double(Self.due) / 1000))
+
+        let key = try PrivateKey.generateP256()
+        var simulatorConfiguration = APNsSimulatorConfiguration()
+        simulatorConfiguration.publicKeyPEM = try key.publicKeyPEM()
+        simulatorConfiguration.faults.hang = [Self.hung]  // answers nothing for this topic
+        let simulator = try await APNsSimulator.start(simulatorConfiguration)
+        func client(team: String) throws -> APNsClient {
+            var configuration = APNsClientConfiguration(
+                endpoint: APNsEndpoint(host: simulator.host, port: simulator.port),
+                credentials: .token(keyID: "KEY\(team)", teamID: team, privateKeyPEM: try key.privateKeyPEM()))
+            configuration.trustedCAPEM = simulator.caCertificatePEM
+            configuration.clock = apnsClock
+            configuration.responseTimeout = .seconds(30)
+            return try APNsClient(configuration: configuration, logger: logger)
+        }
+        let gateway = APNsGateway(routes: [
+            .init(bundleIDs: [Self.hung], environment: nil, client: try client(team: "TEAMHUNG01")),
+            .init(bundleIDs: [Self.healthy], environment: nil, client: try client(team: "TEAMOKAY01")),
+        ])
+        let clock = ManualClock(now: Self.due)
+        let scheduler = Scheduler(clock: clock, maxInFlight: 8, logger: logger)
+        let dispatcher = Dispatcher(
+            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger,
+            routeLimits: .init(inFlight: 4, queue: 2))
+
+        var entries: [(id: String, dueAt: Int64)] = []
+        for (bundle, count, dueAt) in [(Self.hung, 30, Self.due - 1_000), (Self.healthy, 20, Self.due)] {
+            _ = try await store.registerDevice(Device(
+                bundleID: bundle, platform: .ios, userID: "u1", deviceToken: String(repeating: bundle == Self.hung ? "a1" : "b2", count: 32),
+                locale: "en", timezone: "UTC", environment: .production, registeredAt: Self.due - 10_000))
+            for index in 0..<count {
+                let key = "\(bundle)-\(index)"
+                let message = StoredMessage(
+                    id: MessageID.make(now: Self.due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
+                    idempotencyKey: key, deliveryMethod: .traditional, abTest: false, windowStart: dueAt,
+                    windowEnd: dueAt + 3_600_000, dueAt: dueAt, request: DispatcherTests.requestBytes(bundle: bundle, key: key, ttl: nil),
+                    createdAt: dueAt - 1000)
+                _ = try await store.schedule(message)
+                entries.append((message.id, dueAt))  // the hung route's messages come first
+            }
+        }
+        let events = simulator.events()
+        await scheduler.load(entries)
+        let run = Task { await scheduler.run { id, lease in await dispatcher.dispatch(id, lease: lease) } }
+
+        // Every healthy message is delivered and SENT while the hung route holds its 4 requests.
+        await simulator.waitForDeliveries(count: 20)
+        #expect(simulator.delivered.allSatisfy { $0.header("apns-topic") == Self.healthy })
+        try await Self.waitForState(store, .sent, count: 20)
+        var held = 0
+        for await event in events {
+            if case .requestHeld = event { held += 1 }
+            if held == 4 { break }
+        }
+        #expect(try await store.countsByState()[.failed] == nil)
+
+        // 30 s without an answer: the 4 streams are reset and retried after a backoff pause.
+        await apnsClock.waitForTimers(4)
+        apnsClock.advance(by: .seconds(30))
+        await apnsClock.waitForSleepers(4)
+        simulator.updateFaults { $0.hang = [] }  // the endpoint recovers
+        apnsClock.advance(by: .seconds(1))  // full jitter: each pause is at most 1 s
+        await simulator.waitForDeliveries(count: 50)
+        try await Self.waitForState(store, .sent, count: 50)
+        let ids = simulator.delivered.map(\.apnsID)
+        #expect(Set(ids).count == 50)  // each message delivered once
+        run.cancel()
+        await run.value
+        await gateway.shutdown()
+        try await simulator.stop()
+        await store.close()
+    }
+
+    /// Waits (yielding, never sleeping) until `count` messages are in `state`.
+    static func waitForState(_ store: SQLiteStore, _ state: MessageState, count: Int) async throws {
+        while try await store.countsByState()[state] ?? 0 < count { await Task.yield() }
+    }
+}

@@ -12,6 +12,8 @@
 # the interesting ones to fuzz/corpus/), findings to .build-fuzz/findings/.
 # Reproduce a finding without libFuzzer: swift build --product herald-fuzz &&
 # .build/debug/herald-fuzz TARGET FILE.
+# FUZZ_KEEP_GOING=1 runs libFuzzer in fork mode and goes on past crashes and
+# timeouts (to fuzz on while a known finding is still open).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +33,11 @@ bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path)/herald-
 # Swift's runtime caches (metadata, conformances) live for the process and
 # are not leaks; the harness itself frees everything per input.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1}"
+# Swift's own crash backtracer would catch the trap first (and trips ASan);
+# libFuzzer must see the signal to save the input.
+export SWIFT_BACKTRACE=enable=no
+keep_going=()
+[ "${FUZZ_KEEP_GOING:-0}" = 1 ] && keep_going=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 
 status=0
 summary=()
@@ -51,7 +58,7 @@ for target in "${targets[@]}"; do
   # A slow input is a finding (-timeout): the issue is about quadratic costs.
   { time HERALD_FUZZ_TARGET="$target" nice -n 10 "$bin" "$work" "fuzz/corpus/$target" \
       -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len="$max_len" \
-      -artifact_prefix="$findings/" -print_final_stats=1 "${extra[@]}" >"$log" 2>&1 ; } 2>"$log.time" || true
+      -artifact_prefix="$findings/" -print_final_stats=1 "${extra[@]}" "${keep_going[@]}" >"$log" 2>&1 ; } 2>"$log.time" || true
   read -r user sys <"$log.time"
   cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.0f", u + s }')
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)

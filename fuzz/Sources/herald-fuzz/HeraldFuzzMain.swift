@@ -13,24 +13,41 @@ func printError(_ line: String) {
 }
 
 #if HERALD_LIBFUZZER
-// Built by fuzz/run.sh with -sanitize=fuzzer: libFuzzer supplies `main` and
-// calls this entry per input. The target comes from the environment because
-// libFuzzer owns the command line.
-let fuzzTarget: FuzzTarget = {
+// Built by fuzz/run.sh with -sanitize=fuzzer. SwiftPM links an executable's
+// `main` to `<module>_main`, so that is defined here (no @main in this mode)
+// and hands the command line to libFuzzer's driver. The target comes from
+// the environment because libFuzzer owns the command line.
+@_silgen_name("LLVMFuzzerRunDriver")
+func llvmFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+@_cdecl("herald_fuzz_main")
+func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
     let name = getenv("HERALD_FUZZ_TARGET").map { String(cString: $0) } ?? ""
     guard let target = FuzzTarget(rawValue: name) else {
         let names = FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")
         printError("set HERALD_FUZZ_TARGET to one of: \(names)")
-        exit(2)
+        return 2
     }
-    return target
-}()
+    selectedTarget = target
+    var count = argc
+    var arguments = argv
+    return llvmFuzzerRunDriver(&count, &arguments, fuzzerTestOneInput)
+}
 
+/// libFuzzer's entry, per input (its archive refers to it by this name).
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    fuzzTarget.run(UnsafeRawBufferPointer(start: data, count: size))
+func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    selectedTarget.run(UnsafeRawBufferPointer(start: data, count: size))
     return 0
 }
+
+/// Set once in `fuzzMain` before libFuzzer's first callback (a C callback
+/// cannot capture it), read only by the fuzzing thread.
+nonisolated(unsafe) var selectedTarget = FuzzTarget.json
 #else
 /// Without libFuzzer: `herald-fuzz TARGET PATH…` runs every file under the
 /// paths through the target once (reproduce a crash file, replay a corpus);

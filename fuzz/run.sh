@@ -13,7 +13,8 @@
 # Reproduce a finding without libFuzzer: swift build --product herald-fuzz &&
 # .build/debug/herald-fuzz TARGET FILE.
 # FUZZ_KEEP_GOING=1 runs libFuzzer in fork mode and goes on past crashes and
-# timeouts (to fuzz on while a known finding is still open).
+# timeouts; FUZZ_MAX_LEN overrides -max_len (e.g. 1023 keeps requests under
+# the nesting walk's threshold while its open finding would stop every run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +49,7 @@ for target in "${targets[@]}"; do
     requests) max_len=65536; extra=() ;;
     *) echo "unknown target $target (deframer, requests, json)" >&2; exit 2 ;;
   esac
+  max_len=${FUZZ_MAX_LEN:-$max_len}
   work="$scratch/corpus/$target"
   findings="$scratch/findings/$target"
   log="$scratch/logs/$target.log"

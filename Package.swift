@@ -123,7 +123,10 @@ let package = Package(
         // shared by the libFuzzer binary and the corpus replay test.
         .target(
             name: "HeraldFuzz",
-            dependencies: ["CInterop", "HeraldProtos", "HeraldCore", "GRPCServer", "HeraldStore", "HeraldService"],
+            dependencies: [
+                "CInterop", "HeraldProtos", "HeraldCore", "GRPCServer", "HeraldStore", "HeraldService",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "fuzz/Sources/HeraldFuzz"
         ),
         // `fuzz/run.sh` builds it with -sanitize=fuzzer (libFuzzer's main);

@@ -7,10 +7,12 @@ Seeds are named by what they exercise, so reruns overwrite rather than pile up.
 """
 from __future__ import annotations
 
+import atexit
 import gzip
 import importlib
 import json
 import pathlib
+import shutil
 import struct
 import sys
 import tempfile
@@ -26,6 +28,7 @@ def stubs():
     from grpc_tools import protoc
 
     out = pathlib.Path(tempfile.mkdtemp(prefix="herald-fuzz-stubs-"))
+    atexit.register(shutil.rmtree, out, True)  # the modules are loaded by then
     include = pathlib.Path(protoc.__file__).parent / "_proto"
     protos = [str(p.relative_to(ROOT / "Protos")) for p in (ROOT / "Protos" / "herald" / "v1").glob("*.proto")]
     rc = protoc.main(["protoc", f"-I{ROOT / 'Protos'}", f"-I{include}", f"--python_out={out}", *protos])
@@ -166,7 +169,9 @@ def main() -> None:
     push, device, types = stubs()
     requests = request_seeds(push, device, types)
     for name, data in requests:
-        write("requests", name, data)
+        # Prefixed with the selector: replayed in RPC order, Cancel and
+        # ReportEvent find what Schedule stored.
+        write("requests", f"{data[0]}-{name}", data)
     for name, data in deframer_seeds(requests[0][1][1:]):
         write("deframer", name, data)
     for name, data in json_seeds():

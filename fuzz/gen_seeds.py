@@ -73,44 +73,44 @@ def request_seeds(push, device, types) -> list[tuple[str, bytes]]:
                                  idempotency_key="k1", deliver_within_hours=24, content=plain,
                                  priority=types.PRIORITY_HIGH, ttl_seconds=3600, collapse_id="col")
     sched.ios.update({"interruption-level": "time-sensitive"})
-    seeds.append(("schedule-ios", bytes([SCHEDULE]) + sched.SerializeToString()))
+    seeds.append(("schedule-ios", bytes([SCHEDULE]) + sched.SerializeToString(deterministic=True)))
     ctx = push.ScheduleRequest(bundle_id="com.example.app", platform=ios, user_id="bob", campaign_id="c2",
                                delivery_method=types.DELIVERY_METHOD_CONTEXT_AWARE,
                                target_delivery_time="2026-01-01T12:00:00+01:00", deliver_after="2026-01-01T06:00:00Z",
                                content=translated)
-    seeds.append(("schedule-context-aware-translated", bytes([SCHEDULE]) + ctx.SerializeToString()))
+    seeds.append(("schedule-context-aware-translated", bytes([SCHEDULE]) + ctx.SerializeToString(deterministic=True)))
     droid = push.ScheduleRequest(bundle_id="com.example.app", platform=android, user_id="carol", campaign_id="c3",
                                  delivery_method=types.DELIVERY_METHOD_TRADITIONAL, deliver_within_hours=1,
                                  content=translated)
     droid.android.update({"notification": {"color": "#ff0000"}})
-    seeds.append(("schedule-android", bytes([SCHEDULE]) + droid.SerializeToString()))
+    seeds.append(("schedule-android", bytes([SCHEDULE]) + droid.SerializeToString(deterministic=True)))
     wide = push.ScheduleRequest(bundle_id="com.example.app", platform=ios, user_id="dave", campaign_id="c4",
                                 deliver_within_hours=2, content=many_locales)
-    seeds.append(("schedule-many-locales", bytes([SCHEDULE]) + wide.SerializeToString()))
+    seeds.append(("schedule-many-locales", bytes([SCHEDULE]) + wide.SerializeToString(deterministic=True)))
 
     seeds.append(("cancel", bytes([CANCEL]) + push.CancelRequest(
         bundle_id="com.example.app", platform=ios, user_id="alice", campaign_id="c1",
-        idempotency_key="k1").SerializeToString()))
+        idempotency_key="k1").SerializeToString(deterministic=True)))
 
     render = push.RenderRequest(bundle_id="com.example.app", platform=ios, content=translated, locale="de-AT",
                                 device_token="ab" * 32, ttl_seconds=0, priority=types.PRIORITY_LOW)
-    seeds.append(("render-ios", bytes([RENDER]) + render.SerializeToString()))
+    seeds.append(("render-ios", bytes([RENDER]) + render.SerializeToString(deterministic=True)))
     render_fcm = push.RenderRequest(bundle_id="com.example.app", platform=android, content=plain, locale="pt-BR",
                                     device_token="fcm-token:abc")
     render_fcm.android.update({"priority": "high"})
-    seeds.append(("render-android", bytes([RENDER]) + render_fcm.SerializeToString()))
+    seeds.append(("render-android", bytes([RENDER]) + render_fcm.SerializeToString(deterministic=True)))
 
     seeds.append(("register-ios", bytes([REGISTER]) + device.RegisterDeviceRequest(
         bundle_id="com.example.app", platform=ios, user_id="alice", device_token="AB" * 32, locale="de_CH",
-        timezone="Europe/Zurich", environment=types.APNS_ENVIRONMENT_SANDBOX).SerializeToString()))
+        timezone="Europe/Zurich", environment=types.APNS_ENVIRONMENT_SANDBOX).SerializeToString(deterministic=True)))
     seeds.append(("register-android", bytes([REGISTER]) + device.RegisterDeviceRequest(
         bundle_id="com.example.app", platform=android, user_id="carol", device_token="fcm:tok",
-        locale="pt-BR", timezone="America/Sao_Paulo").SerializeToString()))
+        locale="pt-BR", timezone="America/Sao_Paulo").SerializeToString(deterministic=True)))
     seeds.append(("unregister", bytes([UNREGISTER]) + device.UnregisterDeviceRequest(
-        bundle_id="com.example.app", device_token="ab" * 32).SerializeToString()))
+        bundle_id="com.example.app", device_token="ab" * 32).SerializeToString(deterministic=True)))
     seeds.append(("report-displayed", bytes([REPORT]) + push.ReportEventRequest(
         bundle_id="com.example.app", platform=ios, user_id="alice", idempotency_key="k1",
-        event=push.MESSAGE_EVENT_DISPLAYED, device_token="ab" * 32).SerializeToString()))
+        event=push.MESSAGE_EVENT_DISPLAYED, device_token="ab" * 32).SerializeToString(deterministic=True)))
 
     # Hostile: a Struct nested past the 100-level limit (large enough to be walked).
     nested = {}
@@ -120,26 +120,26 @@ def request_seeds(push, device, types) -> list[tuple[str, bytes]]:
         node = node["k"]
     deep = push.RenderRequest(bundle_id="com.example.app", platform=ios, content=plain)
     deep.ios.update(nested)
-    seeds.append(("render-deep-struct", bytes([RENDER]) + deep.SerializeToString()))
+    seeds.append(("render-deep-struct", bytes([RENDER]) + deep.SerializeToString(deterministic=True)))
     # Hostile: invalid UTF-8 in a string field, and an unknown enum number.
     bad = push.CancelRequest(bundle_id="x", platform=ios, user_id="u", campaign_id="c",
-                             idempotency_key="k").SerializeToString().replace(b"\x1a\x01u", b"\x1a\x01\xff")
+                             idempotency_key="k").SerializeToString(deterministic=True).replace(b"\x1a\x01u", b"\x1a\x01\xff")
     seeds.append(("cancel-bad-utf8", bytes([CANCEL]) + bad + b"\x10\x63"))
     return seeds
 
 
 def deframer_seeds(first_request: bytes) -> list[tuple[str, bytes]]:
     body = first_request
-    bomb = gzip.compress(bytes(5 * 1024 * 1024), 9)  # inflates past the 4 MiB limit
+    bomb = gzip.compress(bytes(5 * 1024 * 1024), 9, mtime=0)  # inflates past the 4 MiB limit
     # Control byte: bit 0 clear = gzip negotiated; high nibble = log2 of the largest chunk.
     return [
         ("one-message", bytes([0x40]) + grpc_frame(body)),
         ("two-messages-1-byte-chunks", bytes([0x00]) + grpc_frame(body) + grpc_frame(b"")),
-        ("gzip", bytes([0x80]) + grpc_frame(gzip.compress(body), compressed=True)),
-        ("gzip-not-negotiated", bytes([0x81]) + grpc_frame(gzip.compress(body), compressed=True)),
+        ("gzip", bytes([0x80]) + grpc_frame(gzip.compress(body, mtime=0), compressed=True)),
+        ("gzip-not-negotiated", bytes([0x81]) + grpc_frame(gzip.compress(body, mtime=0), compressed=True)),
         ("gzip-bomb", bytes([0xF0]) + grpc_frame(bomb, compressed=True)),
-        ("gzip-corrupt", bytes([0x30]) + grpc_frame(gzip.compress(body)[:-3] + b"\0\0\0", compressed=True)),
-        ("gzip-trailing", bytes([0x30]) + grpc_frame(gzip.compress(body) + b"junk", compressed=True)),
+        ("gzip-corrupt", bytes([0x30]) + grpc_frame(gzip.compress(body, mtime=0)[:-3] + b"\0\0\0", compressed=True)),
+        ("gzip-trailing", bytes([0x30]) + grpc_frame(gzip.compress(body, mtime=0) + b"junk", compressed=True)),
         ("truncated", bytes([0x20]) + grpc_frame(body)[:-4]),
         ("too-large", bytes([0x10]) + struct.pack(">BI", 0, 0x7FFFFFFF) + b"abc"),
         ("bad-flags", bytes([0x10]) + b"\x02\x00\x00\x00\x01x"),

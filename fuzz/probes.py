@@ -35,16 +35,16 @@ def main() -> None:
         render = push.RenderRequest(bundle_id="com.example.app", platform=ios, content=types.Content(
             title=types.LocalizedText(text="t"), body=types.LocalizedText(text="b")))
         render.content.user_info.update({f"k{i:07d}": "v" for i in range(n, 0, -1)})
-        write("requests", f"render-user-info-keys-{n}", bytes([gen_seeds.RENDER]) + render.SerializeToString())
+        write("requests", f"render-user-info-keys-{n}", bytes([gen_seeds.RENDER]) + render.SerializeToString(deterministic=True))
         # n translations in title and body: locale sets are compared.
         locales = {f"x{i}": "t" for i in range(n)}
         content = types.Content(title=types.LocalizedText(translations=locales),
                                 body=types.LocalizedText(translations=locales), default_locale="x0")
         render = push.RenderRequest(bundle_id="com.example.app", platform=ios, content=content, locale="x1")
-        write("requests", f"render-translations-{n}", bytes([gen_seeds.RENDER]) + render.SerializeToString())
+        write("requests", f"render-translations-{n}", bytes([gen_seeds.RENDER]) + render.SerializeToString(deterministic=True))
         schedule = push.ScheduleRequest(bundle_id="com.example.app", platform=ios, user_id="u", campaign_id="c",
                                         deliver_within_hours=1, content=content)
-        write("requests", f"schedule-translations-{n}", bytes([gen_seeds.SCHEDULE]) + schedule.SerializeToString())
+        write("requests", f"schedule-translations-{n}", bytes([gen_seeds.SCHEDULE]) + schedule.SerializeToString(deterministic=True))
         # A JSON object of n keys, written in reverse key order.
         write("json", f"object-keys-{n}", json.dumps({f"k{i:07d}": i for i in range(n, 0, -1)}).encode())
         # n empty gRPC messages in 1-byte-to-64-KiB chunks.

@@ -36,6 +36,11 @@ def main() -> None:
             title=types.LocalizedText(text="t"), body=types.LocalizedText(text="b")))
         render.content.user_info.update({f"k{i:07d}": "v" for i in range(n, 0, -1)})
         write("requests", f"render-user-info-keys-{n}", bytes([gen_seeds.RENDER]) + render.SerializeToString(deterministic=True))
+        # An `ios` override with n keys, merged into the payload root.
+        render = push.RenderRequest(bundle_id="com.example.app", platform=ios, content=types.Content(
+            title=types.LocalizedText(text="t"), body=types.LocalizedText(text="b")))
+        render.ios.update({f"k{i:07d}": "v" for i in range(n, 0, -1)})
+        write("requests", f"render-ios-override-keys-{n}", bytes([gen_seeds.RENDER]) + render.SerializeToString(deterministic=True))
         # n translations in title and body: locale sets are compared.
         locales = {f"x{i}": "t" for i in range(n)}
         content = types.Content(title=types.LocalizedText(translations=locales),

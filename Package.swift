@@ -120,6 +120,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Fuzz targets (deframer, request decoders, JSON) as plain functions,
+        // shared by the libFuzzer binary and the corpus replay test.
+        .target(
+            name: "HeraldFuzz",
+            dependencies: [
+                "CInterop", "HeraldProtos", "HeraldCore", "GRPCServer", "HeraldStore", "HeraldService",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "fuzz/Sources/HeraldFuzz"
+        ),
+        // `fuzz/run.sh` builds it with -sanitize=fuzzer (libFuzzer's main);
+        // a normal build gives a corpus replay tool (`herald-fuzz TARGET PATH…`).
+        .executableTarget(name: "herald-fuzz", dependencies: ["HeraldFuzz"], path: "fuzz/Sources/herald-fuzz"),
+        .testTarget(name: "HeraldFuzzTests", dependencies: ["HeraldFuzz"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
         .testTarget(name: "GRPCServerTests", dependencies: ["GRPCServer"]),
         .testTarget(

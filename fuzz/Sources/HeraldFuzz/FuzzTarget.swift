@@ -1,0 +1,34 @@
+/// The fuzz targets, as plain functions of the input bytes.
+///
+/// A target returns normally for every input the server would answer
+/// (rejections included); a finding is a crash, a failed property check
+/// (`precondition`), a sanitizer report, or an input slow enough to trip
+/// libFuzzer's `-timeout` (the point of "bounded under hostile input").
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// gRPC length-prefixed framing as DATA frames deliver it, plus gzip.
+    case deframer
+    /// Every RPC's request decoding and validation (first byte picks the RPC).
+    case requests
+    /// The JSON parser and the parse → write → parse round trip.
+    case json
+
+    public func run(_ input: UnsafeRawBufferPointer) {
+        let bytes = Array(input)
+        switch self {
+        case .deframer: DeframerTarget.run(bytes)
+        case .requests: RequestsTarget.run(bytes)
+        case .json: JSONTarget.run(bytes)
+        }
+    }
+
+    public func run(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { run($0) }
+    }
+
+    /// How the server would answer a `requests` input ("ok" or the error),
+    /// to check that seeds get past validation; nil for other targets.
+    public func answer(_ bytes: [UInt8]) -> String? {
+        guard self == .requests else { return nil }
+        return RequestsTarget.answer(bytes)
+    }
+}

@@ -13,8 +13,7 @@
 # Reproduce a finding without libFuzzer: swift build --product herald-fuzz &&
 # .build/debug/herald-fuzz TARGET FILE.
 # FUZZ_KEEP_GOING=1 runs libFuzzer in fork mode and goes on past crashes and
-# timeouts; FUZZ_MAX_LEN overrides -max_len (e.g. 1023 keeps requests under
-# the nesting walk's threshold while its open finding would stop every run).
+# timeouts; FUZZ_MAX_LEN overrides -max_len.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

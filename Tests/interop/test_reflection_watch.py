@@ -16,6 +16,7 @@ import grpc
 import pytest
 
 from conftest import ROOT, start_herald
+from test_grpcio import channel  # noqa: F401  (the fixture: a ready channel to `herald`)
 
 try:
     from google.protobuf.descriptor_pool import DescriptorPool
@@ -94,13 +95,6 @@ def reflection_call(channel, path: str, requests):
     except grpc.RpcError as error:
         _skip_if_unimplemented(error, path)
         raise
-
-
-@pytest.fixture
-def channel(herald):
-    with grpc.insecure_channel(herald.address) as ch:
-        grpc.channel_ready_future(ch).result(timeout=30)
-        yield ch
 
 
 # -- Health/Watch ---------------------------------------------------------------

@@ -130,12 +130,15 @@ struct ReflectionService: Sendable {
             response.original_request = original
             response.valid_host = original.pointee.host
         }
-        // Descriptor bytes for file_descriptor_proto: one block, freed below.
+        // C copies of byte and number arrays, which protobuf-c reads while
+        // packing below; freed on return (CArena holds strings and messages).
         var blob: UnsafeMutableBufferPointer<UInt8>?
         var entries: UnsafeMutableBufferPointer<ProtobufCBinaryData>?
+        var numbersCopy: UnsafeMutableBufferPointer<Int32>?
         defer {
             blob?.deallocate()
             entries?.deallocate()
+            numbersCopy?.deallocate()
         }
         switch answer {
         case .files(let files):
@@ -155,17 +158,15 @@ struct ReflectionService: Sendable {
                 $0.file_descriptor_proto = list.baseAddress
             }
         case .extensionNumbers(let baseType, let numbers):
-            // protobuf-c reads the numbers while packing, inside this scope.
-            let numbersCopy = UnsafeMutableBufferPointer<Int32>.allocate(capacity: max(1, numbers.count))
-            _ = numbersCopy.initialize(from: numbers)
-            defer { numbersCopy.deallocate() }
+            let copy = UnsafeMutableBufferPointer<Int32>.allocate(capacity: max(1, numbers.count))
+            _ = copy.initialize(from: numbers)
+            numbersCopy = copy
             response.message_response_case = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__MESSAGE_RESPONSE_ALL_EXTENSION_NUMBERS_RESPONSE
             response.all_extension_numbers_response = arena.message(Grpc__Reflection__V1__ExtensionNumberResponse.self) {
                 $0.base_type_name = arena.string(baseType)
                 $0.n_extension_number = numbers.count
-                $0.extension_number = numbersCopy.baseAddress
+                $0.extension_number = copy.baseAddress
             }
-            return withExtendedLifetime(arena) { ProtobufC.pack(&response) }
         case .services(let names):
             let entries = names.map { name in
                 arena.message(Grpc__Reflection__V1__ServiceResponse.self) { $0.name = arena.string(name) }

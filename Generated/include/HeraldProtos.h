@@ -3,7 +3,10 @@
 #define HERALD_PROTOS_H
 #include "google/protobuf/struct.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "grpc/reflection/v1/reflection.pb-c.h"
+#include "grpc/reflection/v1alpha/reflection.pb-c.h"
 #include "herald/v1/device_service.pb-c.h"
 #include "herald/v1/push_service.pb-c.h"
 #include "herald/v1/types.pb-c.h"
+#include "herald_descriptor_set.h"
 #endif

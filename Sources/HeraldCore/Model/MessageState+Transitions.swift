@@ -21,7 +21,8 @@ public struct StateTransitionError: Error, Sendable, Hashable, CustomStringConve
 }
 
 extension MessageState {
-    /// Every allowed transition, in one table.
+    /// Every allowed transition, in one table. The store enforces it: every
+    /// state write goes through it (`StoreError.illegalTransition`).
     ///
     /// - `scheduled` → `handed_off` (context-aware handoff sent), `sent`
     ///   (alert accepted by APNs), `cancelled`, `superseded` (same key

@@ -187,7 +187,7 @@ extension SQLiteStore {
             """) {
             try $0.bind(outcome.messageID, at: 1)
             try $0.bind(outcome.deviceToken, at: 2)
-            try $0.bind(outcome.status, at: 3)
+            try $0.bind(outcome.kind.rawValue, at: 3)
             try $0.bind(outcome.apnsID, at: 4)
             try $0.bind(outcome.reason, at: 5)
             try $0.bind(outcome.at, at: 6)
@@ -205,7 +205,7 @@ extension SQLiteStore {
             while try statement.step() {
                 outcomes.append(DeviceOutcome(
                     messageID: statement.string(0), deviceToken: statement.string(1),
-                    status: statement.string(2), apnsID: statement.optionalString(3),
+                    kind: DeviceOutcomeKind(rawValue: statement.string(2)), apnsID: statement.optionalString(3),
                     reason: statement.optionalString(4), at: statement.int64(5)))
             }
             return outcomes
@@ -264,8 +264,8 @@ extension SQLiteStore {
                     WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= m.push_started_at)
                 """)
             try unconfirm.bind(now, at: 1)
-            try unconfirm.bind(DeviceOutcomeStatus.unconfirmed.rawValue, at: 2)
-            try unconfirm.bind(DeviceOutcomeStatus.unconfirmedReason, at: 3)
+            try unconfirm.bind(DeviceOutcomeKind.unconfirmed.rawValue, at: 2)
+            try unconfirm.bind(DeviceOutcomeKind.unconfirmedReason, at: 3)
             try unconfirm.run()
             let unconfirmed = db.changes
             let release = try db.cached(MessageRows.release + " RETURNING id")

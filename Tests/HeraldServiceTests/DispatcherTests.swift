@@ -103,7 +103,7 @@ struct DispatcherTests {
         #expect(delivery.header("apns-priority") == "5")
         #expect(try await rig.store.message(id: message.id)?.state == .sent)
         let outcomes = try await rig.store.outcomes(messageID: message.id)
-        #expect(outcomes.map(\.status) == ["sent"])
+        #expect(outcomes.map(\.kind) == [.sent])
         #expect(outcomes.first?.apnsID == delivery.apnsID)
     }
 
@@ -139,7 +139,7 @@ struct DispatcherTests {
         let stored = try #require(try await rig.store.message(id: message.id))
         #expect(stored.state == .failed)
         #expect(stored.lastError?.contains("Unregistered") == true)
-        #expect(try await rig.store.outcomes(messageID: message.id).map(\.status) == ["unregistered"])
+        #expect(try await rig.store.outcomes(messageID: message.id).map(\.kind) == [.unregistered])
         #expect(try await rig.store.devices(bundleID: Self.bundle, platform: .ios, userID: "u1").isEmpty)
     }
 
@@ -179,7 +179,7 @@ struct DispatcherTests {
         let stored = try #require(try await rig.store.message(id: message.id))
         #expect(stored.state == .sent && !stored.isSending)
         let outcomes = try await rig.store.outcomes(messageID: message.id)
-        #expect(Dictionary(uniqueKeysWithValues: outcomes.map { ($0.deviceToken, $0.status) })
-            == [Self.token: "unconfirmed", other: "rejected"])
+        #expect(Dictionary(uniqueKeysWithValues: outcomes.map { ($0.deviceToken, $0.kind) })
+            == [Self.token: .unconfirmed, other: .badDeviceToken])
     }
 }

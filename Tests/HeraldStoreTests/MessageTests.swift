@@ -224,14 +224,14 @@ struct MessageTests {
         try await withStore { store, _ in
             let message = makeMessage()
             _ = try await store.schedule(message)
-            let a = DeviceOutcome(messageID: message.id, deviceToken: "aa", status: "sent", apnsID: "id-1", at: now)
-            let b = DeviceOutcome(messageID: message.id, deviceToken: "bb", status: "unregistered", reason: "Unregistered", at: now + 1)
+            let a = DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .sent, apnsID: "id-1", at: now)
+            let b = DeviceOutcome(messageID: message.id, deviceToken: "bb", kind: .unregistered, reason: "Unregistered", at: now + 1)
             try await store.recordOutcome(a)
             try await store.recordOutcome(b)
             #expect(try await store.outcomes(messageID: message.id) == [a, b])
             // Foreign key: no outcome for an unknown message.
             await #expect(throws: StoreError.self) {
-                try await store.recordOutcome(DeviceOutcome(messageID: "nope", deviceToken: "aa", status: "sent", at: now))
+                try await store.recordOutcome(DeviceOutcome(messageID: "nope", deviceToken: "aa", kind: .sent, at: now))
             }
         }
     }

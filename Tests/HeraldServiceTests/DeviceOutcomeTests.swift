@@ -5,7 +5,7 @@ import Testing
 
 @testable import HeraldService
 
-@Suite("Device outcomes: one mapping from APNs answers, revoke records")
+@Suite("Device outcomes: one mapping from APNs answers, revoke records, the stored-request decoder")
 struct DeviceOutcomeTests {
     static let refusals: [(status: Int, reason: APNsReason?, kind: DeviceOutcomeKind)] = [
         (410, .unregistered, .unregistered),
@@ -48,5 +48,16 @@ struct DeviceOutcomeTests {
             #expect(revoke.kind == .revokeFailed)
             #expect(revoke.reason == kind.rawValue + (reason.map { ": \($0)" } ?? ""))
         }
+    }
+
+    @Test func theStoredRequestDecoderValidatesAndUsesTheStoredKeyWhenTheRequestHasNone() throws {
+        let bytes = DispatcherTests.requestBytes(bundle: "com.example.decode", key: "k-1", ttl: 60)
+        let message = try StoredRequest.decode(bytes, idempotencyKey: "ignored: the request has one")
+        #expect(message.bundleID == "com.example.decode" && message.idempotencyKey == "k-1")
+        #expect(message.ttl.rawValue == 60)
+
+        let keyless = DispatcherTests.requestBytes(bundle: "com.example.decode", key: "", ttl: nil)
+        #expect(try StoredRequest.decode(keyless, idempotencyKey: "generated").idempotencyKey == "generated")
+        #expect(throws: (any Error).self) { try StoredRequest.decode([0xFF, 0xFF, 0xFF], idempotencyKey: nil) }
     }
 }

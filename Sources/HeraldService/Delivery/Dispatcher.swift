@@ -1,7 +1,5 @@
 import APNs
-import CInterop
 import HeraldCore
-import HeraldProtos
 import HeraldStore
 import Logging
 import Synchronization
@@ -110,13 +108,16 @@ public final class Dispatcher: Sendable {
     let scheduler: Scheduler
     let logger: Logger
     let routeLimits: RouteLimits
+    /// The wire layer's decoder of stored requests (`StoredRequest.decode`).
+    let decode: StoredRequestDecoder
     private let handOvers: HandOverLog
     private let gates = Mutex<[ObjectIdentifier: RouteGate]>([:])
 
     public init(
         store: any HeraldStore, gateway: APNsGateway, clock: any HeraldClock, scheduler: Scheduler, logger: Logger,
-        routeLimits: RouteLimits = RouteLimits()
+        routeLimits: RouteLimits = RouteLimits(), decode: @escaping StoredRequestDecoder
     ) {
+        self.decode = decode
         self.store = store
         self.gateway = gateway
         self.clock = clock
@@ -162,9 +163,9 @@ public final class Dispatcher: Sendable {
         let done = Set(prior.map(\.deviceToken))
         let pushMessage: PushMessage
         do {
-            pushMessage = try Self.pushMessage(from: claimed)
+            pushMessage = try decode(claimed.request, claimed.idempotencyKey)
         } catch {
-            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.failed, "stored request does not render: \(error)"))
+            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.failed, "stored request does not decode: \(error)"))
             return
         }
         guard claimed.platform == .ios else {
@@ -430,18 +431,6 @@ public final class Dispatcher: Sendable {
             logger.error("resuming revokes failed", metadata: ["error": "\(error)"])
         }
     }
-
-    /// The stored Schedule request, as the core's validated message.
-    static func pushMessage(from stored: StoredMessage) throws -> PushMessage {
-        let input = try ProtobufC.withUnpacked(Herald__V1__ScheduleRequest.self, from: stored.request) { wire in
-            var decoder = RequestDecoder()
-            let input = decoder.scheduleInput(wire).message
-            try decoder.finish()
-            return input
-        }
-        return try Validator.validate(RenderInput(message: input), generateIdempotencyKey: { stored.idempotencyKey ?? "" })
-    }
-
 }
 
 extension Dispatcher.DeviceResult {

@@ -4,7 +4,7 @@ import Testing
 
 /// The store applies only the changes `MessageState.allowedTransitions`
 /// allows; a refused one is a typed error and writes nothing.
-@Suite("Life cycle: the store enforces the transition table")
+@Suite("Life cycle: the store enforces the transition table", .timeLimit(.minutes(1)))
 struct LifecycleTests {
     @Test("transition: every pair of states against the table", arguments: MessageState.allCases, MessageState.allCases)
     func transition(from: MessageState, to: MessageState) async throws {

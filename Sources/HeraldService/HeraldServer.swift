@@ -147,7 +147,8 @@ public final class HeraldServer: Sendable {
         }
         let scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)
         let dispatcher = Dispatcher(
-            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits)
+            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits,
+            decode: StoredRequest.decode)
 
         let rebuildStart = ContinuousClock.now
         var entries: [(id: String, dueAt: Int64)] = []

@@ -85,13 +85,18 @@ public protocol HeraldStore: Sendable {
     /// Claims a message for sending (compare-and-set on `from`, and not in
     /// flight): marks it in flight, counts an attempt, spends its key.
     /// Returns the claimed message, or nil when it changed meanwhile
-    /// (cancelled, superseded, already claimed).
+    /// (cancelled, superseded, already claimed). Throws
+    /// `StoreError.illegalTransition(from:to: .sent)` for a state no push can
+    /// end from (a push may always end SENT), writing nothing.
     func claim(id: String, from: MessageState, now: Int64) async throws -> StoredMessage?
 
     /// Compare-and-set state change: applies only while the state is `from`;
     /// clears the in-flight marker and ends the push (its hand-over marks
     /// are dropped; the outcomes stay). Returns false when the state changed
     /// meanwhile. `dueAt`, `apnsID` and `lastError` are updated when given.
+    /// Throws `StoreError.illegalTransition` (writing nothing, outcomes
+    /// included) when `MessageState.allowedTransitions` has no `from → to`,
+    /// `from == to` too: every state write of the store is checked.
     func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
         apnsID: String?, lastError: String?, now: Int64

@@ -12,10 +12,7 @@ extension SQLiteStore {
                         return .alreadyExists(existing)
                     }
                     if existing.state == .scheduled {
-                        try db.run("UPDATE messages SET state = 'superseded', updated_at = ?2 WHERE id = ?1") {
-                            try $0.bind(existing.id, at: 1)
-                            try $0.bind(message.createdAt, at: 2)
-                        }
+                        try MessageRows.setState(db, id: existing.id, from: .scheduled, to: .superseded, now: message.createdAt)
                         supersededID = existing.id
                     }
                 }
@@ -49,10 +46,7 @@ extension SQLiteStore {
                 return .cancelled(message, revokeDue: false)
             case .scheduled, .handedOff:
                 let handedOff = message.state == .handedOff
-                try db.run("UPDATE messages SET state = 'cancelled', updated_at = ?2 WHERE id = ?1") {
-                    try $0.bind(message.id, at: 1)
-                    try $0.bind(now, at: 2)
-                }
+                try MessageRows.setState(db, id: message.id, from: message.state, to: .cancelled, now: now)
                 if handedOff {
                     try db.run("INSERT OR IGNORE INTO revokes(message_id, due_at) VALUES (?1, ?2)") {
                         try $0.bind(message.id, at: 1)
@@ -128,7 +122,10 @@ extension SQLiteStore {
     }
 
     public func claim(id: String, from: MessageState, now: Int64) async throws -> StoredMessage? {
-        try await write { db in
+        // A claim opens a push, and every push may end SENT: a state that
+        // cannot go there has no push to claim (checked before any write).
+        try MessageRows.check(id: id, from: from, to: .sent)
+        return try await write { db in
             let statement = try db.cached(MessageRows.claim)
             try statement.bind(id, at: 1)
             try statement.bind(from.rawValue, at: 2)
@@ -152,7 +149,9 @@ extension SQLiteStore {
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
         apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
     ) async throws -> Bool {
-        try await write { db in
+        // Before the write: a refused change records nothing, not even the outcomes.
+        try MessageRows.check(id: id, from: from, to: to)
+        return try await write { db in
             for outcome in outcomes { try Self.insert(outcome, into: db) }
             // The push ends: its marks served their purpose (the outcomes are
             // recorded), so the table holds only pushes under way.
@@ -188,7 +187,7 @@ extension SQLiteStore {
             """) {
             try $0.bind(outcome.messageID, at: 1)
             try $0.bind(outcome.deviceToken, at: 2)
-            try $0.bind(outcome.status, at: 3)
+            try $0.bind(outcome.kind.rawValue, at: 3)
             try $0.bind(outcome.apnsID, at: 4)
             try $0.bind(outcome.reason, at: 5)
             try $0.bind(outcome.at, at: 6)
@@ -206,7 +205,7 @@ extension SQLiteStore {
             while try statement.step() {
                 outcomes.append(DeviceOutcome(
                     messageID: statement.string(0), deviceToken: statement.string(1),
-                    status: statement.string(2), apnsID: statement.optionalString(3),
+                    kind: DeviceOutcomeKind(rawValue: statement.string(2)), apnsID: statement.optionalString(3),
                     reason: statement.optionalString(4), at: statement.int64(5)))
             }
             return outcomes
@@ -265,8 +264,8 @@ extension SQLiteStore {
                     WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= m.push_started_at)
                 """)
             try unconfirm.bind(now, at: 1)
-            try unconfirm.bind(DeviceOutcomeStatus.unconfirmed.rawValue, at: 2)
-            try unconfirm.bind(DeviceOutcomeStatus.unconfirmedReason, at: 3)
+            try unconfirm.bind(DeviceOutcomeKind.unconfirmed.rawValue, at: 2)
+            try unconfirm.bind(DeviceOutcomeKind.unconfirmedReason, at: 3)
             try unconfirm.run()
             let unconfirmed = db.changes
             let release = try db.cached(MessageRows.release + " RETURNING id")
@@ -375,6 +374,28 @@ enum MessageRows {
         (EXISTS (SELECT 1 FROM handovers h WHERE h.message_id = messages.id AND h.push = messages.push_started_at) \
         OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at))
         """
+
+    /// Refuses a change the life cycle does not allow. Every state write of
+    /// the store (schedule's supersede, cancel, claim, transition) passes
+    /// here first, so the table in `MessageState.allowedTransitions` is the
+    /// only place that decides.
+    static func check(id: String, from: MessageState, to: MessageState) throws(StoreError) {
+        guard from.canTransition(to: to) else { throw .illegalTransition(from: from, to: to, id: id) }
+    }
+
+    /// A checked compare-and-set of the state alone (supersede, cancel):
+    /// applies only while the row is still `from`. Returns whether it did.
+    @discardableResult
+    static func setState(_ db: Database, id: String, from: MessageState, to: MessageState, now: Int64) throws -> Bool {
+        try check(id: id, from: from, to: to)
+        try db.run("UPDATE messages SET state = ?3, updated_at = ?4 WHERE id = ?1 AND state = ?2") {
+            try $0.bind(id, at: 1)
+            try $0.bind(from.rawValue, at: 2)
+            try $0.bind(to.rawValue, at: 3)
+            try $0.bind(now, at: 4)
+        }
+        return db.changes > 0
+    }
 
     /// The live message of (bundleID, key).
     static func live(_ db: Database, bundleID: String, key: String) throws -> StoredMessage? {

@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// Why the store refused to open or could not complete an operation.
 ///
 /// Open-time errors name the path and never leave a changed file behind: a
@@ -23,6 +25,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The caller's deadline passed (or it was cancelled) before the write
     /// joined a transaction: nothing was written.
     case abandoned
+    /// A state change `MessageState.allowedTransitions` does not allow for
+    /// message `id`: nothing was written (a bug in the caller, not a race —
+    /// a race shows as a compare-and-set that applies nothing).
+    case illegalTransition(from: MessageState, to: MessageState, id: String)
     /// Any other SQLite failure.
     case sqlite(SQLiteError)
 
@@ -44,6 +50,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "store: closed"
         case .abandoned:
             return "store: the caller's deadline passed before the write; nothing was written"
+        case .illegalTransition(let from, let to, let id):
+            return "store: message \(id) cannot go from \(from.rawValue) to \(to.rawValue); nothing was written"
         case .sqlite(let error):
             return "store: \(error)"
         }

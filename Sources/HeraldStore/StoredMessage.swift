@@ -163,42 +163,27 @@ public struct PendingRevoke: Sendable, Hashable {
     }
 }
 
-/// The result of sending one message to one device.
+/// The result of sending one message to one device (or of an app's report).
 public struct DeviceOutcome: Sendable, Hashable {
     public var messageID: String
     public var deviceToken: String
-    /// e.g. "sent", "handed_off", "revoked", "unregistered", "failed", "retry".
-    public var status: String
+    /// Stored as its raw value in the `status` column.
+    public var kind: DeviceOutcomeKind
     public var apnsID: String?
-    /// APNs' reason (e.g. "BadDeviceToken") or a local one.
+    /// The provider's reason (e.g. "BadTopic") or a local one.
     public var reason: String?
     public var at: Int64
 
-    public init(messageID: String, deviceToken: String, status: String, apnsID: String? = nil, reason: String? = nil, at: Int64) {
+    public init(
+        messageID: String, deviceToken: String, kind: DeviceOutcomeKind, apnsID: String? = nil, reason: String? = nil,
+        at: Int64
+    ) {
         self.messageID = messageID
         self.deviceToken = deviceToken
-        self.status = status
+        self.kind = kind
         self.apnsID = apnsID
         self.reason = reason
         self.at = at
-    }
-}
-
-/// Device outcomes the crash rule reads (the others stay strings for now).
-public enum DeviceOutcomeStatus: String, Sendable {
-    /// Accepted by APNs: an alert push.
-    case sent
-    /// Accepted by APNs: a context-aware handoff (background) push.
-    case handedOff = "handed_off"
-    /// Handed to APNs, no answer before a crash: never resent (SPEC §4).
-    case unconfirmed
-
-    public static let unconfirmedReason = "handed to APNs, no answer before the crash"
-
-    /// Whether a device with this outcome may have the push: the message
-    /// counts as delivered and the device is never sent it again.
-    public static func reachedDevice(_ status: String) -> Bool {
-        status == sent.rawValue || status == handedOff.rawValue || status == unconfirmed.rawValue
     }
 }
 

@@ -31,7 +31,9 @@ struct DispatcherTests {
         }
     }
 
-    static func rig(faults: APNsSimulatorFaults = APNsSimulatorFaults()) async throws -> Rig {
+    static func rig(
+        faults: APNsSimulatorFaults = APNsSimulatorFaults(), decode: @escaping StoredRequestDecoder = StoredRequest.decode
+    ) async throws -> Rig {
         let directory = NSTemporaryDirectory() + "herald-dispatcher-\(UUIDv4.make())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let store = try SQLiteStore(path: "\(directory)/herald.sqlite")
@@ -39,7 +41,8 @@ struct DispatcherTests {
         let gateway = try await APNsGateway.embedded(faults: faults, logger: logger)
         let clock = ManualClock(now: due)
         let scheduler = Scheduler(clock: clock, logger: logger)
-        let dispatcher = Dispatcher(store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger)
+        let dispatcher = Dispatcher(
+            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, decode: decode)
         return Rig(store: store, gateway: gateway, clock: clock, dispatcher: dispatcher, directory: directory)
     }
 
@@ -103,7 +106,7 @@ struct DispatcherTests {
         #expect(delivery.header("apns-priority") == "5")
         #expect(try await rig.store.message(id: message.id)?.state == .sent)
         let outcomes = try await rig.store.outcomes(messageID: message.id)
-        #expect(outcomes.map(\.status) == ["sent"])
+        #expect(outcomes.map(\.kind) == [.sent])
         #expect(outcomes.first?.apnsID == delivery.apnsID)
     }
 
@@ -139,8 +142,24 @@ struct DispatcherTests {
         let stored = try #require(try await rig.store.message(id: message.id))
         #expect(stored.state == .failed)
         #expect(stored.lastError?.contains("Unregistered") == true)
-        #expect(try await rig.store.outcomes(messageID: message.id).map(\.status) == ["unregistered"])
+        #expect(try await rig.store.outcomes(messageID: message.id).map(\.kind) == [.unregistered])
         #expect(try await rig.store.devices(bundleID: Self.bundle, platform: .ios, userID: "u1").isEmpty)
+    }
+
+    @Test func aStoredRequestThatDoesNotDecodeFailsTheMessageWithTheReason() async throws {
+        struct Undecodable: Error, CustomStringConvertible {
+            var description: String { "field 7 is not a ScheduleRequest field" }
+        }
+        let rig = try await Self.rig(decode: { _, _ in throw Undecodable() })
+        defer { Task { await rig.close() } }
+        try await Self.register(rig)
+        let message = try await Self.schedule(rig, key: "garbled", ttl: nil)
+        await rig.dispatcher.dispatch(message.id)
+        let stored = try #require(try await rig.store.message(id: message.id))
+        #expect(stored.state == .failed && !stored.isSending)
+        #expect(stored.lastError == "stored request does not decode: field 7 is not a ScheduleRequest field")
+        #expect(try await rig.store.outcomes(messageID: message.id).isEmpty)  // no device was tried
+        #expect(rig.gateway.simulator?.deliveredCount == 0)
     }
 
     @Test func aCancelledMessageIsNotSent() async throws {
@@ -179,7 +198,7 @@ struct DispatcherTests {
         let stored = try #require(try await rig.store.message(id: message.id))
         #expect(stored.state == .sent && !stored.isSending)
         let outcomes = try await rig.store.outcomes(messageID: message.id)
-        #expect(Dictionary(uniqueKeysWithValues: outcomes.map { ($0.deviceToken, $0.status) })
-            == [Self.token: "unconfirmed", other: "rejected"])
+        #expect(Dictionary(uniqueKeysWithValues: outcomes.map { ($0.deviceToken, $0.kind) })
+            == [Self.token: .unconfirmed, other: .badDeviceToken])
     }
 }

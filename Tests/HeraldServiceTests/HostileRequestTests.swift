@@ -241,7 +241,7 @@ struct HostileRequestTests {
         _ = try await service.schedule(GRPCRequest(path: ScheduleService.path, message: request))
         let stored = try #require(try await store.message(bundleID: "com.example.app", idempotencyKey: "hostile-1"))
         #expect(stored.request.count < 200)
-        let message = try Dispatcher.pushMessage(from: stored)
+        let message = try StoredRequest.decode(stored.request, idempotencyKey: stored.idempotencyKey)
         #expect(message.android == nil)
         #expect(message.ios == ["sound": "ios.caf"])
         #expect(message.content.title == .text("Hi"))

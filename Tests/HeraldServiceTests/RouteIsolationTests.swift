@@ -182,7 +182,7 @@ struct RouteIsolationTests {
         let scheduler = Scheduler(clock: clock, maxInFlight: 8, logger: logger)
         let dispatcher = Dispatcher(
             store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger,
-            routeLimits: .init(inFlight: 4, queue: 2))
+            routeLimits: .init(inFlight: 4, queue: 2), decode: StoredRequest.decode)
 
         var entries: [(id: String, dueAt: Int64)] = []
         for (bundle, count, dueAt) in [(Self.hung, 30, Self.due - 1_000), (Self.healthy, 20, Self.due)] {

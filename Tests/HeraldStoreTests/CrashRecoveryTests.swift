@@ -49,7 +49,7 @@ struct CrashRecoveryTests {
             _ = try await store.claim(id: message.id, from: .scheduled, now: now)
             // aa: answered 200; bb: handed over, no answer; cc: never handed over.
             try await store.recordHandOver(messageID: message.id, deviceToken: "aa", push: now, at: now + 1)
-            try await store.recordOutcome(DeviceOutcome(messageID: message.id, deviceToken: "aa", status: "sent", apnsID: "x", at: now + 2))
+            try await store.recordOutcome(DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .sent, apnsID: "x", at: now + 2))
             try await store.recordHandOver(messageID: message.id, deviceToken: "bb", push: now, at: now + 3)
             try await store.recordHandOver(messageID: message.id, deviceToken: "bb", push: now, at: now + 4)  // a retry: one mark
         }) { store, recovery async throws in
@@ -60,8 +60,8 @@ struct CrashRecoveryTests {
             #expect(stored.keySpent)
             let outcomes = try await store.outcomes(messageID: message.id)
             #expect(outcomes.map(\.deviceToken) == ["aa", "bb"])
-            #expect(outcomes.map(\.status) == ["sent", "unconfirmed"])
-            #expect(outcomes[1].reason == DeviceOutcomeStatus.unconfirmedReason)
+            #expect(outcomes.map(\.kind) == [.sent, .unconfirmed])
+            #expect(outcomes[1].reason == DeviceOutcomeKind.unconfirmedReason)
             // The resumed claim continues the same push.
             let resumed = try #require(try await store.claim(id: message.id, from: .scheduled, now: now + 5_000))
             #expect(resumed.pushStartedAt == now && resumed.sendingSince == now + 5_000)
@@ -77,10 +77,10 @@ struct CrashRecoveryTests {
         try await afterCrash([message], { store in
             _ = try await store.claim(id: message.id, from: .scheduled, now: now)
             try await store.recordHandOver(messageID: message.id, deviceToken: "aa", push: now, at: now + 1)
-            try await store.recordOutcome(DeviceOutcome(messageID: message.id, deviceToken: "aa", status: "rejected", reason: "BadTopic", at: now + 2))
+            try await store.recordOutcome(DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .rejected, reason: "BadTopic", at: now + 2))
         }) { store, recovery async throws in
             #expect(recovery.unconfirmedDevices == 0)
-            #expect(try await store.outcomes(messageID: message.id).map(\.status) == ["rejected"])
+            #expect(try await store.outcomes(messageID: message.id).map(\.kind) == [.rejected])
             #expect(try await store.message(id: message.id)?.state == .scheduled)
         }
     }
@@ -93,13 +93,13 @@ struct CrashRecoveryTests {
             try await store.recordHandOver(messageID: message.id, deviceToken: "aa", push: now, at: now + 1)
             #expect(try await store.transition(
                 id: message.id, from: .scheduled, to: .handedOff, dueAt: now + 3_600_000, apnsID: "h", lastError: nil,
-                now: now + 2, recording: [DeviceOutcome(messageID: message.id, deviceToken: "aa", status: "handed_off", at: now + 2)]))
+                now: now + 2, recording: [DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .handedOff, at: now + 2)]))
             _ = try await store.claim(id: message.id, from: .handedOff, now: now + 3_600_000)
         }) { store, recovery async throws in
             #expect(recovery == InterruptedRecovery(resumed: [message.id], unconfirmedDevices: 0))
             let stored = try #require(try await store.message(id: message.id))
             #expect(stored.state == .handedOff && stored.pushStartedAt == nil && stored.keySpent)
-            #expect(try await store.outcomes(messageID: message.id).map(\.status) == ["handed_off"])
+            #expect(try await store.outcomes(messageID: message.id).map(\.kind) == [.handedOff])
         }
     }
 

@@ -195,10 +195,15 @@ struct MessageTests {
             #expect(try await store.claim(id: message.id, from: .scheduled, now: now) != nil)
             #expect(try await store.claim(id: message.id, from: .scheduled, now: now) == nil)
             #expect(try await store.due(before: .max, limit: 10).isEmpty)
-            // A retry: back to waiting, later.
-            #expect(try await store.transition(id: message.id, from: .scheduled, to: .scheduled, dueAt: now + 90_000, apnsID: nil, lastError: "TooManyRequests", now: now))
+            // Waiting again is not a state change: a same-state "transition"
+            // is refused (the APNs client retries within the TTL; a claim
+            // goes back unsent through releaseClaim).
+            await #expect(throws: StoreError.illegalTransition(from: .scheduled, to: .scheduled, id: message.id)) {
+                try await store.transition(id: message.id, from: .scheduled, to: .scheduled, dueAt: now + 90_000, apnsID: nil, lastError: "TooManyRequests", now: now)
+            }
+            #expect(try await store.releaseClaim(id: message.id, now: now + 1))
             let retried = try #require(try await store.due(before: .max, limit: 10).first)
-            #expect(retried.dueAt == now + 90_000 && retried.lastError == "TooManyRequests" && !retried.isSending)
+            #expect(retried.id == message.id && retried.lastError == nil && !retried.isSending)
             #expect(try await !(store.transition(id: message.id, from: .handedOff, to: .sent, dueAt: nil, apnsID: nil, lastError: nil, now: now)))
         }
     }
@@ -219,14 +224,14 @@ struct MessageTests {
         try await withStore { store, _ in
             let message = makeMessage()
             _ = try await store.schedule(message)
-            let a = DeviceOutcome(messageID: message.id, deviceToken: "aa", status: "sent", apnsID: "id-1", at: now)
-            let b = DeviceOutcome(messageID: message.id, deviceToken: "bb", status: "unregistered", reason: "Unregistered", at: now + 1)
+            let a = DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .sent, apnsID: "id-1", at: now)
+            let b = DeviceOutcome(messageID: message.id, deviceToken: "bb", kind: .unregistered, reason: "Unregistered", at: now + 1)
             try await store.recordOutcome(a)
             try await store.recordOutcome(b)
             #expect(try await store.outcomes(messageID: message.id) == [a, b])
             // Foreign key: no outcome for an unknown message.
             await #expect(throws: StoreError.self) {
-                try await store.recordOutcome(DeviceOutcome(messageID: "nope", deviceToken: "aa", status: "sent", at: now))
+                try await store.recordOutcome(DeviceOutcome(messageID: "nope", deviceToken: "aa", kind: .sent, at: now))
             }
         }
     }

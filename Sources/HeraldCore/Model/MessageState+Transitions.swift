@@ -21,7 +21,8 @@ public struct StateTransitionError: Error, Sendable, Hashable, CustomStringConve
 }
 
 extension MessageState {
-    /// Every allowed transition, in one table.
+    /// Every allowed transition, in one table. The store enforces it: every
+    /// state write goes through it (`StoreError.illegalTransition`).
     ///
     /// - `scheduled` → `handed_off` (context-aware handoff sent), `sent`
     ///   (alert accepted by APNs), `cancelled`, `superseded` (same key
@@ -29,10 +30,12 @@ extension MessageState {
     ///   `expired` (the window or TTL ran out before it could go),
     ///   `no_devices` (the user had no enabled device when it was due).
     /// - `handed_off` → `displayed` (the app reported it shown), `sent` (the
-    ///   alert fallback at window end), `cancelled` and `superseded` (both
-    ///   send a revoke push and stop the fallback), `failed` (the fallback
-    ///   was rejected), `expired`, `no_devices` (every device went away
-    ///   before the fallback).
+    ///   alert fallback at window end), `cancelled` (sends a revoke push and
+    ///   stops the fallback), `superseded` (allowed, but the SQLite store
+    ///   never takes it: a handed-off message's key is spent, so a new
+    ///   Schedule with it is ALREADY_EXISTS), `failed` (the fallback was
+    ///   rejected), `expired`, `no_devices` (every device went away before
+    ///   the fallback).
     /// - `sent` → `displayed` (the app reported the alert opened/shown).
     /// - `displayed`, `cancelled`, `superseded`, `failed`, `expired` and
     ///   `no_devices` are terminal.

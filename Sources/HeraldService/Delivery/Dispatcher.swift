@@ -1,7 +1,5 @@
 import APNs
-import CInterop
 import HeraldCore
-import HeraldProtos
 import HeraldStore
 import Logging
 import Synchronization
@@ -72,12 +70,16 @@ public final class Dispatcher: Sendable {
     enum Push: String, Sendable {
         case alert
         case handoff
+
+        /// A device's outcome when the provider accepted this push.
+        var delivered: DeviceOutcomeKind { self == .alert ? .sent : .handedOff }
     }
 
     /// One device's result.
     enum DeviceResult: Sendable {
         case delivered(apnsID: String)
-        case rejected(reason: String)
+        /// The provider refused it: `kind` from ``DeviceOutcomeKind/init(refusal:)``.
+        case refused(DeviceOutcomeKind, reason: String)
         case expired
         case failed(String)
         /// Herald is shutting down (the client was shut down mid-send): no
@@ -106,13 +108,16 @@ public final class Dispatcher: Sendable {
     let scheduler: Scheduler
     let logger: Logger
     let routeLimits: RouteLimits
+    /// The wire layer's decoder of stored requests (`StoredRequest.decode`).
+    let decode: StoredRequestDecoder
     private let handOvers: HandOverLog
     private let gates = Mutex<[ObjectIdentifier: RouteGate]>([:])
 
     public init(
         store: any HeraldStore, gateway: APNsGateway, clock: any HeraldClock, scheduler: Scheduler, logger: Logger,
-        routeLimits: RouteLimits = RouteLimits()
+        routeLimits: RouteLimits = RouteLimits(), decode: @escaping StoredRequestDecoder
     ) {
+        self.decode = decode
         self.store = store
         self.gateway = gateway
         self.clock = clock
@@ -158,9 +163,9 @@ public final class Dispatcher: Sendable {
         let done = Set(prior.map(\.deviceToken))
         let pushMessage: PushMessage
         do {
-            pushMessage = try Self.pushMessage(from: claimed)
+            pushMessage = try decode(claimed.request, claimed.idempotencyKey)
         } catch {
-            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.failed, "stored request does not render: \(error)"))
+            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.failed, "stored request does not decode: \(error)"))
             return
         }
         guard claimed.platform == .ios else {
@@ -215,9 +220,7 @@ public final class Dispatcher: Sendable {
         for gate in entered { await reschedule(gate.leave(now: clock.now())) }
         let finished = (unrouted + sent).filter { if case .interrupted = $0.1 { false } else { true } }
         let outcomes = finished.map { device, result in
-            result.outcome(messageID: claimed.id, deviceToken: device.deviceToken,
-                           delivered: push == .alert ? DeviceOutcomeStatus.sent.rawValue : DeviceOutcomeStatus.handedOff.rawValue,
-                           at: clock.now())
+            result.outcome(messageID: claimed.id, deviceToken: device.deviceToken, delivered: push.delivered, at: clock.now())
         }
         if finished.count < unrouted.count + sent.count {
             // Stopped mid-push: keep the answers, leave the claim. The next
@@ -297,7 +300,7 @@ public final class Dispatcher: Sendable {
         recording outcomes: [DeviceOutcome] = [], otherwise: (state: MessageState, error: String?)
     ) async throws {
         let all = prior + outcomes
-        let reached = all.filter { DeviceOutcomeStatus.reachedDevice($0.status) }
+        let reached = all.filter(\.kind.reachedDevice)
         if !reached.isEmpty {
             let apnsID = reached.lazy.compactMap(\.apnsID).first
             switch push {
@@ -307,7 +310,7 @@ public final class Dispatcher: Sendable {
                 try await finish(claimed, from: from, to: .handedOff, dueAt: claimed.windowEnd, apnsID: apnsID, error: nil,
                                  recording: outcomes)
                 // The app may have reported it displayed while this was recorded.
-                let shown = try await store.outcomes(messageID: claimed.id).contains { $0.status == "displayed" }
+                let shown = try await store.outcomes(messageID: claimed.id).contains { $0.kind == .displayed }
                 if shown {
                     try await finish(claimed, from: .handedOff, to: .displayed, error: nil)
                 } else {
@@ -320,11 +323,11 @@ public final class Dispatcher: Sendable {
             ])
         } else if all.isEmpty {
             try await finish(claimed, from: from, to: otherwise.state, error: otherwise.error)
-        } else if all.allSatisfy({ $0.status == "expired" }) {
+        } else if all.allSatisfy({ $0.kind == .expired }) {
             try await finish(claimed, from: from, to: .expired, error: "TTL ran out before APNs accepted the push",
                              recording: outcomes)
         } else {
-            let reasons = all.map { "\($0.deviceToken.prefix(8))…: \($0.reason ?? $0.status)" }.joined(separator: "; ")
+            let reasons = all.map { "\($0.deviceToken.prefix(8))…: \($0.reason ?? $0.kind.rawValue)" }.joined(separator: "; ")
             try await finish(claimed, from: from, to: .failed, error: reasons, recording: outcomes)
         }
     }
@@ -362,14 +365,14 @@ public final class Dispatcher: Sendable {
         do {
             let response = try await client.send(request)
             if response.isSuccess { return .delivered(apnsID: response.apnsID ?? rendering.header("apns-id") ?? "") }
-            let reason = response.reason?.rawValue ?? "HTTP \(response.status)"
-            if response.reason == .unregistered || response.status == 410 {
-                let registeredBefore = response.timestampMilliseconds ?? clock.now()
+            let kind = DeviceOutcomeKind(refusal: response)
+            if kind.dropsDevice {
+                // Unregistered: only a registration older than APNs' verdict
+                // (a re-registration since then is a new token life).
+                let registeredBefore = kind == .unregistered ? (response.timestampMilliseconds ?? clock.now()) : .max
                 _ = try? await store.removeDevice(bundleID: device.bundleID, deviceToken: device.deviceToken, ifRegisteredBefore: registeredBefore)
-            } else if response.reason == .badDeviceToken {
-                _ = try? await store.removeDevice(bundleID: device.bundleID, deviceToken: device.deviceToken, ifRegisteredBefore: .max)
             }
-            return .rejected(reason: reason)
+            return .refused(kind, reason: response.reason?.rawValue ?? "HTTP \(response.status)")
         } catch APNsError.deadlineExceeded {
             return .expired
         } catch APNsError.shutdown {
@@ -409,9 +412,8 @@ public final class Dispatcher: Sendable {
                     bundleID: message.bundleID, idempotencyKey: key, deviceToken: device.deviceToken,
                     apnsID: UUIDv4.make(), expiresAt: Timestamp(milliseconds: message.windowEnd))
                 let result = await send(rendering, to: device, with: client, deadline: deadline)
-                try await store.recordOutcome(result.outcome(
-                    messageID: message.id, deviceToken: device.deviceToken, delivered: "revoked", otherwisePrefix: "revoke_",
-                    at: clock.now()))
+                try await store.recordOutcome(result.revokeOutcome(
+                    messageID: message.id, deviceToken: device.deviceToken, at: clock.now()))
             }
             try await store.completeRevoke(messageID: message.id)
         } catch {
@@ -429,32 +431,30 @@ public final class Dispatcher: Sendable {
             logger.error("resuming revokes failed", metadata: ["error": "\(error)"])
         }
     }
-
-    /// The stored Schedule request, as the core's validated message.
-    static func pushMessage(from stored: StoredMessage) throws -> PushMessage {
-        let input = try ProtobufC.withUnpacked(Herald__V1__ScheduleRequest.self, from: stored.request) { wire in
-            var decoder = RequestDecoder()
-            let input = decoder.scheduleInput(wire).message
-            try decoder.finish()
-            return input
-        }
-        return try Validator.validate(RenderInput(message: input), generateIdempotencyKey: { stored.idempotencyKey ?? "" })
-    }
-
 }
 
 extension Dispatcher.DeviceResult {
-    /// The per-device record: `delivered` names a success; failures are
-    /// `unregistered`, `rejected`, `expired` or `failed`, after
-    /// `otherwisePrefix` (e.g. `revoke_failed`).
-    func outcome(messageID: String, deviceToken: String, delivered: String, otherwisePrefix: String = "", at: Int64) -> DeviceOutcome {
-        let (status, apnsID, reason): (String, String?, String?) = switch self {
+    /// The per-device record: `delivered` names a success (sent, handed
+    /// off, revoked); every failure's kind comes from the result itself.
+    func outcome(messageID: String, deviceToken: String, delivered: DeviceOutcomeKind, at: Int64) -> DeviceOutcome {
+        let (kind, apnsID, reason): (DeviceOutcomeKind, String?, String?) = switch self {
         case .delivered(let id): (delivered, id, nil)
-        case .rejected(let why): (otherwisePrefix + (why == "Unregistered" ? "unregistered" : "rejected"), nil, why)
-        case .expired: (otherwisePrefix + "expired", nil, nil)
-        case .failed(let why): (otherwisePrefix + "failed", nil, why)
-        case .interrupted: (otherwisePrefix + "failed", nil, "interrupted by shutdown")
+        case .refused(let kind, let why): (kind, nil, why)
+        case .expired: (.expired, nil, nil)
+        case .failed(let why): (.failed, nil, why)
+        case .interrupted: (.failed, nil, "interrupted by shutdown")
         }
-        return DeviceOutcome(messageID: messageID, deviceToken: deviceToken, status: status, apnsID: apnsID, reason: reason, at: at)
+        return DeviceOutcome(messageID: messageID, deviceToken: deviceToken, kind: kind, apnsID: apnsID, reason: reason, at: at)
+    }
+
+    /// A revoke push's record: `revoked`, or `revoke_failed` with the
+    /// failure's own kind in front of its reason (a revoke's failure must not
+    /// read as the message's delivery outcome).
+    func revokeOutcome(messageID: String, deviceToken: String, at: Int64) -> DeviceOutcome {
+        var outcome = outcome(messageID: messageID, deviceToken: deviceToken, delivered: .revoked, at: at)
+        if case .delivered = self { return outcome }
+        outcome.reason = outcome.kind.rawValue + (outcome.reason.map { ": \($0)" } ?? "")
+        outcome.kind = .revokeFailed
+        return outcome
     }
 }

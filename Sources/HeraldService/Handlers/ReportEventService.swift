@@ -55,7 +55,7 @@ struct ReportEventService: Sendable {
         // HANDED_OFF (the device can be faster), the dispatcher finds this
         // record right after its transition and applies DISPLAYED itself.
         try await store.recordOutcome(DeviceOutcome(
-            messageID: message.id, deviceToken: token, status: displayed ? "displayed" : "opened", at: now))
+            messageID: message.id, deviceToken: token, kind: displayed ? .displayed : .opened, at: now))
         var state = try await store.message(id: message.id)?.state ?? message.state
         if displayed && (state == .handedOff || state == .sent) {
             if try await store.transition(id: message.id, from: state, to: .displayed, dueAt: nil, apnsID: nil, lastError: nil, now: now) {

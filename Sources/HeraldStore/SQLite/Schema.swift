@@ -1,7 +1,7 @@
 /// The versioned schema: migration `i` takes `PRAGMA user_version` from `i`
 /// to `i + 1`. Append new migrations; never edit a shipped one.
 enum Schema {
-    static let migrations: [String] = [v1, v2]
+    static let migrations: [String] = [v1, v2, v3]
 
     /// The schema version this build writes.
     static var version: Int { migrations.count }
@@ -22,6 +22,22 @@ enum Schema {
             try db.execute("PRAGMA user_version = \(version)")
         }
     }
+
+    /// Version 3: device outcomes are typed (`DeviceOutcomeKind`); rows an
+    /// older build wrote are mapped onto the kinds this one writes, so every
+    /// stored status is one of `DeviceOutcomeKind.allKnown`:
+    /// - `rejected` with reason BadDeviceToken → `bad_device_token` (the
+    ///   device was dropped, like `unregistered`);
+    /// - `revoke_unregistered`, `revoke_rejected`, `revoke_expired` →
+    ///   `revoke_failed`, the old suffix moving to the front of the reason
+    ///   (as `revoke_failed` is written now: "unregistered: Unregistered").
+    static let v3 = """
+        UPDATE outcomes SET status = 'bad_device_token'
+        WHERE status = 'rejected' AND reason = 'BadDeviceToken';
+
+        UPDATE outcomes SET reason = substr(status, 8) || coalesce(': ' || reason, ''), status = 'revoke_failed'
+        WHERE status IN ('revoke_unregistered', 'revoke_rejected', 'revoke_expired');
+        """
 
     /// Version 2: per-device hand-over marks and the push a resumed claim
     /// continues (SPEC §4: a push handed to APNs with no answer before a

@@ -1,0 +1,29 @@
+import CInterop
+import HeraldCore
+import HeraldProtos
+
+/// Turns a stored message's request bytes into the validated domain message.
+/// `idempotencyKey` is the message's stored key: a request scheduled without
+/// one carries none, and the service generated it.
+///
+/// Injected into the `Dispatcher` so delivery stays free of protobuf-c and C
+/// (the wire format is this layer's business), and so a test can hand it
+/// bytes that do not decode.
+public typealias StoredRequestDecoder = @Sendable (_ request: [UInt8], _ idempotencyKey: String?) throws -> PushMessage
+
+/// The stored form of an accepted message: the Schedule request's protobuf
+/// bytes, cleaned as `ScheduleService` stored them.
+public enum StoredRequest {
+    /// Decodes and re-validates a stored ScheduleRequest. Validation runs
+    /// again because limits may have tightened since it was accepted; what it
+    /// refuses is reported as the thrown error (the message ends FAILED).
+    public static func decode(_ request: [UInt8], idempotencyKey: String?) throws -> PushMessage {
+        let input = try ProtobufC.withUnpacked(Herald__V1__ScheduleRequest.self, from: request) { wire in
+            var decoder = RequestDecoder()
+            let input = decoder.scheduleInput(wire).message
+            try decoder.finish()
+            return input
+        }
+        return try Validator.validate(RenderInput(message: input), generateIdempotencyKey: { idempotencyKey ?? "" })
+    }
+}

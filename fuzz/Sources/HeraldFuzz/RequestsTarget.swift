@@ -67,7 +67,7 @@ enum RequestsTarget {
             deliveryMethod: validated.method, abTest: validated.abTest,
             windowStart: validated.window.start.milliseconds, windowEnd: validated.window.end.milliseconds,
             dueAt: validated.plan.sendAt.milliseconds, request: bytes, createdAt: now)
-        let sendable = try Dispatcher.pushMessage(from: stored)
+        let sendable = try StoredRequest.decode(stored.request, idempotencyKey: stored.idempotencyKey)
         let sendTime = validated.plan.sendAt
         for locale in deviceLocales {
             switch sendable.platform {

@@ -47,7 +47,8 @@ final class ServiceHarness: Sendable {
         }
         let scheduler = Scheduler(clock: clock, logger: logger)
         let dispatcher = Dispatcher(
-            store: store, gateway: APNsGateway(routes: []), clock: clock, scheduler: scheduler, logger: logger)
+            store: store, gateway: APNsGateway(routes: []), clock: clock, scheduler: scheduler, logger: logger,
+            decode: StoredRequest.decode)
         schedule = ScheduleService(
             policy: policy, store: store, scheduler: scheduler, clock: clock, split: ABSplit(), graceSeconds: 30)
         cancel = CancelService(policy: policy, store: store, scheduler: scheduler, dispatcher: dispatcher, clock: clock)

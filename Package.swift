@@ -123,13 +123,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
+        // Helpers shared by the test targets (PRNG, manual clock, temporary
+        // directories), so each exists once.
+        .target(name: "HeraldTestSupport", dependencies: ["HeraldService"], path: "Tests/HeraldTestSupport"),
+        .testTarget(
+            name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldTestSupport"],
+            exclude: ["Golden"]),  // read by path, not a resource bundle
         .testTarget(name: "GRPCServerTests", dependencies: ["GRPCServer"]),
         .testTarget(
             name: "APNsTests",
             dependencies: ["APNs", "APNsSimulator", "TLSTransport", .product(name: "NIOCore", package: "swift-nio")]),
-        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"]),
-        .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos"]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

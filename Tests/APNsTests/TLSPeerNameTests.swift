@@ -9,16 +9,25 @@ struct TLSPeerNameTests {
         try TLSContext.client(trustedCAPEM: Self.certificate.get().certificatePEM)
     }
 
-    @Test("A name OpenSSL cannot check is refused before any handshake", arguments: [
-        "[::1]",                                   // bracketed: not an IP literal OpenSSL parses
-        "fe80::1%lo",                              // scoped IPv6: likewise
-        "api.push.apple.com\u{0}.evil.example",   // embedded NUL: would otherwise be checked cut short
-        String(repeating: "a", count: 250) + ".example",  // longer than SNI allows (255)
-    ])
-    func impossibleName(_ name: String) throws {
+    /// Names OpenSSL refuses to check (cases, so test output shows no raw NUL).
+    enum ImpossibleName: String, CaseIterable, Sendable {
+        case bracketedIPv6, scopedIPv6, embeddedNUL, longerThanSNI
+
+        var name: String {
+            switch self {
+            case .bracketedIPv6: "[::1]"  // not an IP literal OpenSSL parses
+            case .scopedIPv6: "fe80::1%lo"  // likewise
+            case .embeddedNUL: "api.push.apple.com\u{0}.evil.example"  // would otherwise be checked cut short
+            case .longerThanSNI: String(repeating: "a", count: 250) + ".example"  // SNI allows 255 bytes
+            }
+        }
+    }
+
+    @Test("A name OpenSSL cannot check is refused before any handshake", arguments: ImpossibleName.allCases)
+    func impossibleName(_ impossible: ImpossibleName) throws {
         let tls = try client()
         #expect {
-            _ = try OpenSSLHandler(context: tls, serverName: name)
+            _ = try OpenSSLHandler(context: tls, serverName: impossible.name)
         } throws: { error in
             (error as? TLSError)?.kind == .peerName
         }

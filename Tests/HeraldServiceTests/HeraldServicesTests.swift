@@ -6,7 +6,7 @@ import Testing
 @testable import HeraldService
 
 @Suite("Herald as services: start, serve, graceful shutdown", .timeLimit(.minutes(1)))
-struct LifecycleTests {
+struct HeraldServicesTests {
     static func configuration(_ directory: String) -> HeraldConfiguration {
         var configuration = HeraldConfiguration()
         configuration.port = 0

@@ -11,6 +11,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The one thin C-interop module: nghttp2, protobuf-c, OpenSSL, SQLite
@@ -103,6 +104,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Micro-benchmarks of the pure core (bench/core.sh runs it in release).
@@ -118,6 +120,7 @@ let package = Package(
                 "TLSTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Fuzz targets (deframer, request decoders, JSON) as plain functions,
@@ -134,13 +137,18 @@ let package = Package(
         // a normal build gives a corpus replay tool (`herald-fuzz TARGET PATH…`).
         .executableTarget(name: "herald-fuzz", dependencies: ["HeraldFuzz"], path: "fuzz/Sources/herald-fuzz"),
         .testTarget(name: "HeraldFuzzTests", dependencies: ["HeraldFuzz"]),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
+        // Helpers shared by the test targets (PRNG, manual clock, temporary
+        // directories), so each exists once.
+        .target(name: "HeraldTestSupport", dependencies: ["HeraldService"], path: "Tests/HeraldTestSupport"),
+        .testTarget(
+            name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldTestSupport"],
+            exclude: ["Golden"]),  // read by path, not a resource bundle
         .testTarget(name: "GRPCServerTests", dependencies: ["GRPCServer"]),
         .testTarget(
             name: "APNsTests",
             dependencies: ["APNs", "APNsSimulator", "TLSTransport", .product(name: "NIOCore", package: "swift-nio")]),
-        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"]),
-        .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos"]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,6 +5,7 @@ import GRPCServer
 import HeraldCore
 import HeraldStore
 import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// Herald's version, reported by Status and `herald --version`.
@@ -64,14 +65,17 @@ public struct ConfigurationError: Error, CustomStringConvertible {
 
 /// One Herald instance: the gRPC server with Herald's services registered,
 /// the durable store, the scheduler and dispatcher, and the APNs gateway.
-public final class HeraldServer: Sendable {
-    /// The parts that exist once started.
-    struct Runtime: Sendable {
-        var store: SQLiteStore
-        var gateway: APNsGateway
-        var scheduler: Scheduler
-        var dispatcher: Dispatcher
-        var background: [Task<Void, Never>]
+///
+/// A `Service`: `run()` opens the store and starts delivery, then runs the
+/// parts as services of one `ServiceGroup` (see `HeraldServices.swift` for the
+/// order) until a graceful shutdown (the parent group's, e.g. on SIGTERM, or
+/// `shutdown()`), and returns once the store is closed.
+public final class HeraldServer: Service, Sendable {
+    /// Where `run()` is: waiting for the bound address, serving, or over.
+    private enum Phase {
+        case starting(waiters: [CheckedContinuation<(host: String, port: Int), any Error>])
+        case serving((host: String, port: Int))
+        case ended(any Error)
     }
 
     /// Render requests up to this size run on the event loop (typical ones are
@@ -84,7 +88,12 @@ public final class HeraldServer: Sendable {
     private let server: GRPCServer
     private let logger: Logger
     private let snapshot = OperatorSnapshotCell()
-    private let runtime = Mutex<Runtime?>(nil)
+    private let phase = Mutex(Phase.starting(waiters: []))
+    private let gatewayCell = Mutex<APNsGateway?>(nil)
+    /// The running group, for `shutdown()` when no parent group drives this one.
+    private let group = Mutex<ServiceGroup?>(nil)
+    /// `start()`'s run, awaited by `shutdown()`.
+    private let started = Mutex<Task<Void, any Error>?>(nil)
 
     public init(configuration: HeraldConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -114,15 +123,84 @@ public final class HeraldServer: Sendable {
     }
 
     /// Where pushes go, once started.
-    public var apnsGateway: APNsGateway? { runtime.withLock { $0?.gateway } }
+    public var apnsGateway: APNsGateway? { gatewayCell.withLock { $0 } }
 
     /// Opens the store (refusing a corrupt or unwritable one), resolves
-    /// messages caught mid-send by a crash, rebuilds the due index, starts
-    /// delivery, then binds and serves. Returns the bound address.
+    /// messages caught mid-send by a crash, rebuilds the due index, then runs
+    /// delivery and the server until a graceful shutdown, and closes the store.
     ///
     /// - Throws: `ConfigurationError` when no tokens are configured and the
-    ///   host is not loopback; the store's error when it cannot be opened.
+    ///   host is not loopback; the store's error when it cannot be opened;
+    ///   the server's when it cannot bind.
+    public func run() async throws {
+        do {
+            let services = try await prepare()
+            let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger))
+            self.group.withLock { $0 = group }
+            try await group.run()
+            end(with: ConfigurationError(description: "Herald stopped"))
+            logger.info("stopped")
+        } catch {
+            end(with: error)
+            throw error
+        }
+    }
+
+    /// The bound address, once serving; throws `run()`'s error when it ended
+    /// before binding.
+    public func listeningAddress() async throws -> (host: String, port: Int) {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready: Result<(host: String, port: Int), any Error>? = phase.withLock { phase in
+                switch phase {
+                case .starting(var waiters):
+                    waiters.append(continuation)
+                    phase = .starting(waiters: waiters)
+                    return nil
+                case .serving(let address): return .success(address)
+                case .ended(let error): return .failure(error)
+                }
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+    }
+
+    /// Runs the server without a parent group (in-process tests, tools):
+    /// returns the bound address once serving. Pair with `shutdown()`.
     public func start() async throws -> (host: String, port: Int) {
+        let task = Task { try await self.run() }
+        started.withLock { $0 = task }
+        return try await listeningAddress()
+    }
+
+    /// Shuts down what `start()` started, as SIGTERM does under `herald
+    /// serve`: Health turns NOT_SERVING, GOAWAY, in-flight RPCs finish within
+    /// the drain bound, pushes in flight finish, the store is closed.
+    public func shutdown() async {
+        await group.withLock { $0 }?.triggerGracefulShutdown()
+        _ = try? await started.withLock { $0 }?.value
+    }
+
+    private func bound(_ address: (host: String, port: Int)) {
+        let waiters = phase.withLock { phase -> [CheckedContinuation<(host: String, port: Int), any Error>] in
+            guard case .starting(let waiters) = phase else { return [] }
+            phase = .serving(address)
+            return waiters
+        }
+        for waiter in waiters { waiter.resume(returning: address) }
+    }
+
+    private func end(with error: any Error) {
+        let waiters = phase.withLock { phase -> [CheckedContinuation<(host: String, port: Int), any Error>] in
+            defer { phase = .ended(error) }
+            guard case .starting(let waiters) = phase else { return [] }
+            return waiters
+        }
+        for waiter in waiters { waiter.resume(throwing: error) }
+    }
+
+    /// Everything up to serving: the store, recovery, the gateway, the due
+    /// index, the handlers; returns the services in start order.
+    private func prepare() async throws -> [any Service] {
         if configuration.accessPolicy.isOpen && !AccessPolicy.isLoopback(configuration.host) {
             throw ConfigurationError(description:
                 "no access tokens are configured, so Herald serves on loopback only; "
@@ -133,53 +211,62 @@ public final class HeraldServer: Sendable {
         var storeOptions = SQLiteStore.Options()
         storeOptions.durability = configuration.durability
         let store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)
-        let interrupted = try await store.recoverInterrupted(now: clock.now())
-        if !interrupted.resumed.isEmpty {
-            logger.warning("messages caught mid-send by a crash resume; devices handed to APNs without an answer are UNCONFIRMED, never resent",
-                           metadata: ["messages": "\(interrupted.resumed.count)", "unconfirmed_devices": "\(interrupted.unconfirmedDevices)"])
-        }
         let gateway: APNsGateway
-        if let routes = configuration.apnsRoutes {
-            gateway = APNsGateway(routes: routes)
-        } else {
-            gateway = try await APNsGateway.embedded(
-                faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout, logger: logger)
+        let scheduler: Scheduler
+        let pending: Int
+        do {
+            let interrupted = try await store.recoverInterrupted(now: clock.now())
+            if !interrupted.resumed.isEmpty {
+                logger.warning("messages caught mid-send by a crash resume; devices handed to APNs without an answer are UNCONFIRMED, never resent",
+                               metadata: ["messages": "\(interrupted.resumed.count)", "unconfirmed_devices": "\(interrupted.unconfirmedDevices)"])
+            }
+            if let routes = configuration.apnsRoutes {
+                gateway = APNsGateway(routes: routes)
+            } else {
+                gateway = try await APNsGateway.embedded(
+                    faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout, logger: logger)
+            }
+            let rebuildStart = ContinuousClock.now
+            var entries: [(id: String, dueAt: Int64)] = []
+            try await store.forEachPendingBatch { page in
+                entries.append(contentsOf: page.lazy.map { (id: $0.id, dueAt: $0.dueAt) })
+            }
+            pending = entries.count
+            scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)
+            await scheduler.load(entries)
+            logger.info("due index rebuilt", metadata: [
+                "pending": "\(pending)", "elapsed": "\(ContinuousClock.now - rebuildStart)",
+            ])
+        } catch {
+            // Not yet a service: nothing else would close it.
+            await store.close()
+            throw error
         }
-        let scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)
+        gatewayCell.withLock { $0 = gateway }
         let dispatcher = Dispatcher(
             store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits,
             decode: StoredRequest.decode)
+        let revokes = RevokeQueue()
+        registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes)
 
-        let rebuildStart = ContinuousClock.now
-        var entries: [(id: String, dueAt: Int64)] = []
-        try await store.forEachPendingBatch { page in
-            entries.append(contentsOf: page.lazy.map { (id: $0.id, dueAt: $0.dueAt) })
-        }
-        let pending = entries.count
-        await scheduler.load(entries)
-        entries = []
-        logger.info("due index rebuilt", metadata: [
-            "pending": "\(pending)", "elapsed": "\(ContinuousClock.now - rebuildStart)",
-        ])
-
-        registerDeliveryHandlers(store: store, scheduler: scheduler, dispatcher: dispatcher)
-        var background = [
-            Task { await scheduler.run { id, lease in await dispatcher.dispatch(id, lease: lease) } },
-            Task { await dispatcher.resumeRevokes() },
-            Task { [snapshot, logger] in await Self.refreshSnapshots(snapshot, store: store, gateway: gateway, clock: clock, logger: logger) },
-        ]
+        let stopper = GatewayStopper(gateway)
+        var services: [any Service] = [StoreService(store: store)]
         if let path = configuration.simulatorRecordPath, let simulator = gateway.simulator {
-            background.append(Task { await SimulatorRecorder.record(simulator, to: path, logger: logger) })
+            // Subscribed now, before any push, so no delivery is missed.
+            services.append(SimulatorRecorderService(deliveries: simulator.deliveryStream(), path: path, logger: logger))
         }
-        runtime.withLock { $0 = Runtime(store: store, gateway: gateway, scheduler: scheduler, dispatcher: dispatcher, background: background) }
-
-        let address = try await server.start()
-        state.set(.serving)
-        logger.info("serving", metadata: ["host": "\(address.host)", "port": "\(address.port)", "pending": "\(pending)"])
-        return address
+        services.append(GatewayService(stopper: stopper))
+        services.append(StatusSnapshotService(cell: snapshot, store: store, gateway: gateway, clock: clock, logger: logger))
+        services.append(DeliveryService(
+            scheduler: scheduler, dispatcher: dispatcher, revokes: revokes, gateway: stopper,
+            drainTimeout: configuration.drainTimeout, logger: logger))
+        services.append(GRPCService(
+            server: server, state: state, drainTimeout: configuration.drainTimeout, pending: pending, logger: logger,
+            bound: { [weak self] address in self?.bound(address) }))
+        return services
     }
 
-    private func registerDeliveryHandlers(store: SQLiteStore, scheduler: Scheduler, dispatcher: Dispatcher) {
+    private func registerDeliveryHandlers(store: SQLiteStore, scheduler: Scheduler, revokes: RevokeQueue) {
         let policy = configuration.accessPolicy
         let clock = configuration.clock
         let schedule = ScheduleService(
@@ -187,77 +274,12 @@ public final class HeraldServer: Sendable {
             split: ABSplit(contextAwareShare: configuration.contextAwareShare), graceSeconds: configuration.graceSeconds)
         let admission = policy.admission
         server.register(ScheduleService.path, DomainStatus.async(schedule.schedule), admission: admission)
-        let cancel = CancelService(policy: policy, store: store, scheduler: scheduler, dispatcher: dispatcher, clock: clock)
+        let cancel = CancelService(policy: policy, store: store, scheduler: scheduler, revokes: revokes, clock: clock)
         server.register(CancelService.path, DomainStatus.async(cancel.cancel), admission: admission)
         let report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
         server.register(ReportEventService.path, DomainStatus.async(report.report), admission: admission)
         let devices = DeviceHandlers(policy: policy, store: store, clock: clock)
         server.register(DeviceHandlers.registerPath, DomainStatus.async(devices.register), admission: admission)
         server.register(DeviceHandlers.unregisterPath, DomainStatus.async(devices.unregister), admission: admission)
-    }
-
-    /// Stops taking work (Health turns NOT_SERVING), sends GOAWAY, lets
-    /// in-flight RPCs finish within the drain bound, stops delivery (pushes in
-    /// flight finish), and closes the store (every commit flushed).
-    public func shutdown() async {
-        state.set(.draining)
-        logger.info("draining", metadata: ["timeout": "\(configuration.drainTimeout)"])
-        await server.shutdownGracefully(timeout: configuration.drainTimeout)
-        let parts = runtime.withLock { runtime -> Runtime? in
-            defer { runtime = nil }
-            return runtime
-        }
-        if let parts {
-            // Pushes in flight finish (bounded by the drain timeout); what is
-            // still claimed after that is resolved at the next start.
-            for task in parts.background { task.cancel() }
-            let finished = await Self.wait(for: parts.background, upTo: configuration.drainTimeout)
-            if !finished { logger.warning("pushes still in flight at the drain bound; they resolve at the next start") }
-            await parts.gateway.shutdown()
-            await parts.store.close()
-        }
-        logger.info("stopped")
-    }
-
-    /// Waits for `tasks` to end, at most `bound`; true when they all ended.
-    /// (Awaiting a task's value cannot be cancelled, so the two waits race
-    /// as unstructured tasks and the first to finish answers.)
-    private static func wait(for tasks: [Task<Void, Never>], upTo bound: Duration) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let answered = Mutex(false)
-            let answer = { @Sendable (value: Bool) in
-                if answered.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: value) }
-            }
-            Task {
-                for task in tasks { await task.value }
-                answer(true)
-            }
-            Task {
-                try? await Task.sleep(for: bound)
-                answer(false)
-            }
-        }
-    }
-
-    private static func refreshSnapshots(
-        _ cell: OperatorSnapshotCell, store: SQLiteStore, gateway: APNsGateway, clock: any HeraldClock, logger: Logger
-    ) async {
-        while !Task.isCancelled {
-            let began = ContinuousClock.now
-            var snapshot = OperatorSnapshot()
-            do {
-                snapshot.counts = try await store.countsByState()
-                let now = clock.now()
-                snapshot.oldestDueLagMilliseconds = try await store.oldestDue(now: now).map { max(0, now - $0) } ?? 0
-            } catch {
-                logger.warning("status refresh failed", metadata: ["error": "\(error)"])
-            }
-            snapshot.store = await store.health()
-            snapshot.pools = await gateway.poolStatuses()
-            cell.set(snapshot)
-            // Every second, or less often when counting is costly (a million
-            // rows): the refresh takes at most ~5% of the time.
-            try? await Task.sleep(for: max(.seconds(1), (ContinuousClock.now - began) * 20))
-        }
     }
 }

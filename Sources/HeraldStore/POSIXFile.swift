@@ -4,13 +4,17 @@ import Glibc
 import Darwin
 #endif
 
-/// A failed file-system call: which call, which path, `strerror(errno)`.
+/// A failed file-system call: which call, which path, `strerror(code)`.
 public struct POSIXFileError: Error, Sendable, CustomStringConvertible {
     public var operation: String
     public var path: String
     public var code: Int32
 
-    public init(_ operation: String, path: String, code: Int32 = errno) {
+    /// `code` has no default: `errno` must be read right after the failing
+    /// call (`let code = errno`), before building the operation text or any
+    /// clean-up (`close`, `unlink`, an allocation) can overwrite it; a default
+    /// argument would be read only after the other arguments were evaluated.
+    public init(_ operation: String, path: String, code: Int32) {
         self.operation = operation
         self.path = path
         self.code = code
@@ -55,14 +59,15 @@ public enum POSIXFile {
     /// The whole file's bytes.
     public static func readBytes(_ path: String) throws(POSIXFileError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw POSIXFileError("open", path: path) }
+        guard fd >= 0 else { let code = errno; throw POSIXFileError("open", path: path, code: code) }
         defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw POSIXFileError("read", path: path) }
+            let code = errno
+            if n < 0 && code == EINTR { continue }
+            guard n >= 0 else { throw POSIXFileError("read", path: path, code: code) }
             if n == 0 { return bytes }
             bytes.append(contentsOf: chunk[..<n])
         }
@@ -87,7 +92,10 @@ public enum POSIXFile {
         }
         let parent = deletingLastPathComponent(path)
         if !parent.isEmpty && parent != path { try createDirectories(parent) }
-        if mkdir(path, 0o777) != 0 && errno != EEXIST { throw POSIXFileError("mkdir", path: path) }
+        if mkdir(path, 0o777) != 0 {
+            let code = errno
+            if code != EEXIST { throw POSIXFileError("mkdir", path: path, code: code) }
+        }
     }
 
     /// `path` without its last component, as `NSString.deletingLastPathComponent`:
@@ -105,18 +113,26 @@ public enum POSIXFile {
 
 extension POSIXFile {
     /// Writes every byte to `fd`, retrying short writes and EINTR; false on
-    /// an error (errno says which).
+    /// an error (errno, read right after the failing `write`, says which).
     @discardableResult
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        writeAllOrErrno(fd, bytes) == nil
+    }
+
+    /// Writes every byte to `fd`, retrying short writes and EINTR; nil when
+    /// all were written, else the errno of the failing `write`, captured at once.
+    static func writeAllOrErrno(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
                 let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return false }
+                let code = errno
+                if n < 0 && code == EINTR { continue }
+                // write(2) returning 0 for a non-empty buffer sets no errno.
+                guard n > 0 else { return n == 0 ? EIO : code }
                 offset += n
             }
-            return true
+            return nil
         }
     }
 
@@ -124,17 +140,26 @@ extension POSIXFile {
     public static func writeAtomically(_ path: String, bytes: [UInt8]) throws(POSIXFileError) {
         let temporary = "\(path).tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
-        guard fd >= 0 else { throw POSIXFileError("open", path: temporary) }
-        guard writeAll(fd, bytes) else {
-            let error = POSIXFileError("write", path: temporary)
+        guard fd >= 0 else { let code = errno; throw POSIXFileError("open", path: temporary, code: code) }
+        if let code = writeAllOrErrno(fd, bytes) {
+            let error = POSIXFileError("write", path: temporary, code: code)
             close(fd)
             unlink(temporary)
             throw error
         }
-        _ = fsync(fd)
+        // A failed fsync means the bytes may not be on disk: renaming over
+        // the old file would then trade a good copy for a possibly torn one.
+        if fsync(fd) != 0 {
+            let code = errno
+            let error = POSIXFileError("fsync", path: temporary, code: code)
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
         close(fd)
         guard rename(temporary, path) == 0 else {
-            let error = POSIXFileError("rename to \(path)", path: temporary)
+            let code = errno
+            let error = POSIXFileError("rename to \(path)", path: temporary, code: code)
             unlink(temporary)
             throw error
         }

@@ -47,6 +47,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
             SSL_free(ssl)
             throw TLSError(.configuration, "BIO_new failed")
         }
+        // The BIO ctrl returns the previous setting, not a status.
         _ = cinterop_BIO_set_mem_eof_return(readBIO, -1)
         _ = cinterop_BIO_set_mem_eof_return(writeBIO, -1)
         SSL_set_bio(ssl, readBIO, writeBIO)
@@ -55,17 +56,41 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
         self.writeBIO = writeBIO
         if tls.role == .client {
             SSL_set_connect_state(ssl)
+            // Fail closed: a name OpenSSL refuses (an unparsable IP literal,
+            // an embedded NUL, an over-long SNI) throws here, so no handshake
+            // runs with the peer-name check silently off. (`deinit` frees `ssl`.)
             if let serverName {
-                if isIPAddress(serverName) {
-                    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName)
-                } else {
-                    _ = cinterop_SSL_set_tlsext_host_name(ssl, serverName)
-                    SSL_set1_host(ssl, serverName)
+                do {
+                    try Self.requirePeerName(serverName, ssl: ssl)
+                } catch {
+                    throw TLSError(.peerName, "cannot require the peer name \(serverName.debugDescription): \(error.message)")
                 }
             }
         } else {
             SSL_set_accept_state(ssl)
         }
+    }
+
+    /// Makes the handshake check that the peer's certificate names `name`
+    /// (a DNS name, or an IP literal) and sends a DNS name as SNI.
+    static func requirePeerName(_ name: String, ssl: OpaquePointer) throws(TLSError) {
+        if isIPAddress(name) {
+            try OpenSSLCall.check("X509_VERIFY_PARAM_set1_ip_asc", .peerName) {
+                X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name)
+            }
+            return
+        }
+        // With the length given, OpenSSL refuses an embedded NUL instead of
+        // checking the name cut at it (SSL_set1_host takes a C string).
+        let bytes = Array(name.utf8)
+        try OpenSSLCall.check("X509_VERIFY_PARAM_set1_host", .peerName) {
+            bytes.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) {
+                    X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl), $0.baseAddress, $0.count)
+                }
+            }
+        }
+        try OpenSSLCall.check("SSL_set_tlsext_host_name", .peerName) { cinterop_SSL_set_tlsext_host_name(ssl, name) }
     }
 
     deinit {
@@ -96,15 +121,23 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard state != .closed, let readBIO else { return }
         var buffer = unwrapInboundIn(data)
-        buffer.withUnsafeReadableBytes { raw in
+        let stored = buffer.withUnsafeReadableBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let written = BIO_write(readBIO, raw.baseAddress! + offset, Int32(raw.count - offset))
-                if written <= 0 { break }
+                ERR_clear_error()
+                let written = BIO_write(readBIO, raw.baseAddress! + offset, Int32(min(raw.count - offset, 1 << 30)))
+                if written <= 0 { return false }
                 offset += Int(written)
             }
+            return true
         }
         buffer.moveReaderIndex(to: buffer.writerIndex)
+        // A memory BIO refuses bytes only when it cannot grow; dropping them
+        // would corrupt the record stream, so the connection fails instead.
+        guard stored else {
+            fail(context: context, TLSError(.protocolError, "BIO_write failed: \(TLSError.openSSLErrors())"))
+            return
+        }
         if state == .handshaking {
             doHandshake(context: context)
         }

@@ -32,7 +32,9 @@ public final class TLSContext: @unchecked Sendable {
             guard !certificates.isEmpty else { throw TLSError(.configuration, "no certificate in CA PEM") }
             let store = SSL_CTX_get_cert_store(tls.context)
             for certificate in certificates {
-                X509_STORE_add_cert(store, certificate.pointer)
+                // A CA that did not go in would fail every handshake later
+                // with a misleading verify error.
+                try OpenSSLCall.check("X509_STORE_add_cert") { X509_STORE_add_cert(store, certificate.pointer) }
             }
         }
         if trustedCAFile == nil && trustedCAPEM == nil {
@@ -71,9 +73,17 @@ public final class TLSContext: @unchecked Sendable {
         guard let context = SSL_CTX_new(method) else {
             throw TLSError(.configuration, "SSL_CTX_new: \(TLSError.openSSLErrors())")
         }
+        // Checked: without it a context would accept TLS 1.0/1.1 peers. (Before
+        // `self` is complete, so the context is freed here, not by deinit.)
+        do {
+            try OpenSSLCall.check("SSL_CTX_set_min_proto_version") { cinterop_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) }
+        } catch {
+            SSL_CTX_free(context)
+            throw error
+        }
         self.context = context
         self.role = role
-        _ = cinterop_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
+        // set_mode and set_options return the new bit mask, not a status.
         _ = cinterop_SSL_CTX_set_mode(context, Int(SSL_MODE_RELEASE_BUFFERS))
         // RFC 7540 §9.2.2: no renegotiation, no compression for HTTP/2.
         // SSL_OP_NO_COMPRESSION (bit 17) | SSL_OP_NO_RENEGOTIATION (bit 30):
@@ -89,7 +99,9 @@ public final class TLSContext: @unchecked Sendable {
         }
         for extra in chain.dropFirst() {
             // SSL_CTX_add1_chain_cert is a macro over SSL_CTX_ctrl.
-            _ = SSL_CTX_ctrl(context, SSL_CTRL_CHAIN_CERT, 1, UnsafeMutableRawPointer(extra.pointer))
+            try OpenSSLCall.check("SSL_CTX_add1_chain_cert") {
+                SSL_CTX_ctrl(context, SSL_CTRL_CHAIN_CERT, 1, UnsafeMutableRawPointer(extra.pointer))
+            }
         }
         let key = try PrivateKey(pem: keyPEM)
         guard SSL_CTX_use_PrivateKey(context, key.pointer) == 1,

@@ -10,6 +10,9 @@ public struct TLSError: Error, CustomStringConvertible, Sendable, Equatable {
         case handshakeFailed
         /// The peer's certificate did not verify against the trusted CAs or name.
         case certificateVerifyFailed
+        /// The name the peer's certificate must match could not be set, so
+        /// the connection is refused before its handshake starts.
+        case peerName
         /// The peer did not agree to ALPN `h2`.
         case alpnNotNegotiated
         /// Reading or writing records after the handshake failed.

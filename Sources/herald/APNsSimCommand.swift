@@ -107,28 +107,31 @@ struct APNsSimCommand: AsyncParsableCommand {
         if let caOut {
             try POSIXFile.writeAtomically(caOut, bytes: Array(simulator.caCertificatePEM.utf8))
         }
-        if !quiet {
-            let deliveries = simulator.deliveryStream()
-            Task.detached {
-                for await delivery in deliveries {
-                    let line = "delivered apns-id=\(delivery.apnsID) token=\(delivery.deviceToken.prefix(8))… "
-                        + "topic=\(delivery.header("apns-topic") ?? "-") type=\(delivery.header("apns-push-type") ?? "-") "
-                        + "bytes=\(delivery.payload.count) connection=\(delivery.connectionID)\n"
-                    writeUnbuffered(line, to: 2)
+        // Child tasks, not detached ones: both end when the simulator stops
+        // (its delivery streams finish), and the group awaits them, so every
+        // accepted notification is logged and recorded before exit.
+        try await withThrowingDiscardingTaskGroup { group in
+            if !quiet {
+                let deliveries = simulator.deliveryStream()
+                group.addTask {
+                    for await delivery in deliveries {
+                        let line = "delivered apns-id=\(delivery.apnsID) token=\(delivery.deviceToken.prefix(8))… "
+                            + "topic=\(delivery.header("apns-topic") ?? "-") type=\(delivery.header("apns-push-type") ?? "-") "
+                            + "bytes=\(delivery.payload.count) connection=\(delivery.connectionID)\n"
+                        writeUnbuffered(line, to: 2)
+                    }
                 }
             }
+            if let record {
+                let logger = Logger(label: "herald.apns-sim")
+                let deliveries = simulator.deliveryStream()  // subscribed before `listening` is printed
+                group.addTask { await SimulatorRecorder.record(deliveries, to: record, logger: logger) }
+            }
+            // Unbuffered: scripts wait for this line on a pipe.
+            writeUnbuffered("listening on \(simulator.host):\(simulator.port)\n", to: 1)
+            await Self.waitForTerminationSignal()
+            try await simulator.stop()
         }
-        var recorder: Task<Void, Never>?
-        if let record {
-            let logger = Logger(label: "herald.apns-sim")
-            let deliveries = simulator.deliveryStream()  // subscribed before `listening` is printed
-            recorder = Task.detached { await SimulatorRecorder.record(deliveries, to: record, logger: logger) }
-        }
-        // Unbuffered: scripts wait for this line on a pipe.
-        writeUnbuffered("listening on \(simulator.host):\(simulator.port)\n", to: 1)
-        await Self.waitForTerminationSignal()
-        try await simulator.stop()
-        await recorder?.value  // every accepted notification is in the record before exit
     }
 
     /// Returns on SIGTERM or SIGINT (so the simulator exits 0 and closes its connections).

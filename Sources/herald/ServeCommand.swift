@@ -1,9 +1,9 @@
 import ArgumentParser
 import TLSTransport
-import Dispatch
 import HeraldService
 import HeraldStore
 import Logging
+import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
@@ -177,38 +177,16 @@ struct ServeCommand: AsyncParsableCommand {
             logger.info("access tokens loaded", metadata: ["labels": "\(configuration.accessPolicy.grants.map(\.label))"])
         }
 
-        let signals = ShutdownSignals()
         let server = HeraldServer(configuration: configuration, logger: logger)
-        let address = try await server.start()
-        // The first stdout line names the bound port (port 0 picks one).
-        print("listening on \(address.host):\(address.port)")
-        fflush(nil)  // all streams: `stdout` is not concurrency-safe to name
-
-        let received = await signals.next()
-        logger.info("signal received, shutting down", metadata: ["signal": "\(received)"])
-        await server.shutdown()
-    }
-}
-
-/// Turns SIGTERM and SIGINT into an awaitable event.
-final class ShutdownSignals: Sendable {
-    private let stream: AsyncStream<Int32>
-    private nonisolated(unsafe) let sources: [DispatchSourceSignal]
-
-    init(_ signals: [Int32] = [SIGTERM, SIGINT]) {
-        let (stream, continuation) = AsyncStream<Int32>.makeStream()
-        self.stream = stream
-        sources = signals.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield(number) }
-            source.resume()
-            return source
+        // SIGTERM and SIGINT start the graceful shutdown (HeraldServices.swift
+        // gives its order); `run()` returns once the store is closed.
+        let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await withThrowingDiscardingTaskGroup { tasks in
+            tasks.addTask { try await group.run() }
+            let address = try await server.listeningAddress()
+            // The first stdout line names the bound port (port 0 picks one).
+            print("listening on \(address.host):\(address.port)")
+            fflush(nil)  // all streams: `stdout` is not concurrency-safe to name
         }
-    }
-
-    func next() async -> Int32 {
-        for await number in stream { return number }
-        return 0
     }
 }

@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 import TLSTransport
 
-@Suite("APNs client against the simulator (real TLS on loopback)")
+@Suite("APNs client against the simulator (real TLS on loopback)", .timeLimit(.minutes(1)))
 struct APNsClientTests {
     @Test("Headers reach the simulator exactly as rendered", arguments: [
         ("10", "alert"), ("5", "alert"), ("1", "alert"), ("5", "background"),
@@ -427,7 +427,7 @@ struct APNsClientTests {
     }
 }
 
-@Suite("Pool registry")
+@Suite("Pool registry", .timeLimit(.minutes(1)))
 struct APNsPoolRegistryTests {
     @Test("One pool per team and endpoint; teams never share connections")
     func poolsPerTeam() async throws {

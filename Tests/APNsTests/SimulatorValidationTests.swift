@@ -5,7 +5,7 @@ import NIOCore
 import NIOPosix
 import Testing
 
-@Suite("APNs simulator validates like APNs")
+@Suite("APNs simulator validates like APNs", .timeLimit(.minutes(1)))
 struct SimulatorValidationTests {
     struct Case: Sendable, CustomStringConvertible {
         let name: String

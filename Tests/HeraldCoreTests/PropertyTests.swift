@@ -1,17 +1,6 @@
+import HeraldTestSupport
 import Testing
 @testable import HeraldCore
-
-/// SplitMix64: a tiny deterministic PRNG so property runs are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 struct Generator {
     var rng: SplitMix64
@@ -89,7 +78,7 @@ struct Generator {
 struct PropertyTests {
     @Test("1000 random valid messages")
     func randomMessages() throws {
-        var g = Generator(rng: SplitMix64(state: 0x4845_5241_4C44))  // "HERALD"
+        var g = Generator(rng: SplitMix64(seed: 0x4845_5241_4C44))  // "HERALD"
         var rendered = 0, rejected = 0
         for _ in 0..<1000 {
             let input = g.message()

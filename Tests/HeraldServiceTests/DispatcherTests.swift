@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldProtos
 import HeraldStore
 import Logging
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldService
@@ -27,15 +28,14 @@ struct DispatcherTests {
         func close() async {
             await gateway.shutdown()
             await store.close()
-            try? FileManager.default.removeItem(atPath: directory)
+            removeTemporaryDirectory(directory)
         }
     }
 
     static func rig(
         faults: APNsSimulatorFaults = APNsSimulatorFaults(), decode: @escaping StoredRequestDecoder = StoredRequest.decode
     ) async throws -> Rig {
-        let directory = NSTemporaryDirectory() + "herald-dispatcher-\(UUIDv4.make())"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try makeTemporaryDirectory(prefix: "herald-dispatcher")
         let store = try SQLiteStore(path: "\(directory)/herald.sqlite")
         let logger = Logger(label: "test")
         let gateway = try await APNsGateway.embedded(faults: faults, logger: logger)

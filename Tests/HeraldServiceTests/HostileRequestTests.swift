@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldProtos
 import HeraldStore
 import Logging
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldService
@@ -52,7 +53,7 @@ enum WireBytes {
 
 /// Hostile request content through the real decoding path (protobuf-c,
 /// the wire walk, the decoder, the handlers).
-@Suite("Hostile requests")
+@Suite("Hostile requests", .timeLimit(.minutes(1)))
 struct HostileRequestTests {
     let render = RenderService(policy: AccessPolicy(), now: { 1_800_000_000_000 })
 
@@ -221,10 +222,9 @@ struct HostileRequestTests {
 
     @Test func scheduleStoresNeitherTheOtherPlatformsOverrideNorUnknownFields() async throws {
         typealias W = WireBytes
-        let directory = NSTemporaryDirectory() + "herald-hostile-\(UUIDv4.make())"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try makeTemporaryDirectory(prefix: "herald-hostile")
         let store = try SQLiteStore(path: "\(directory)/herald.sqlite")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer { removeTemporaryDirectory(directory) }
         let clock = ManualClock(now: 1_800_000_000_000)
         let scheduler = Scheduler(clock: clock, logger: Logger(label: "test"))
         let service = ScheduleService(

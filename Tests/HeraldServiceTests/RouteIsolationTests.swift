@@ -7,6 +7,7 @@ import HeraldStore
 import Logging
 import NIOCore
 import Synchronization
+import HeraldTestSupport
 import Testing
 import TLSTransport
 
@@ -96,7 +97,7 @@ final class ManualAPNsClock: APNsClock, Sendable {
     }
 }
 
-@Suite("Route admission (state machine)")
+@Suite("Route admission (state machine)", .timeLimit(.minutes(1)))
 struct RouteAdmissionTests {
     @Test func admitsUpToTheLimitQueuesBoundedlyThenTurnsAway() {
         var route = RouteAdmission(limit: 2, queueLimit: 1)
@@ -153,9 +154,8 @@ struct RouteIsolationTests {
 
     @Test("A hung route fills only its own slots: the healthy route sends everything; then the hung requests time out and are retried")
     func hungRouteDoesNotDelayAHealthyOne() async throws {
-        let directory = NSTemporaryDirectory() + "herald-routes-\(UUIDv4.make())"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try makeTemporaryDirectory(prefix: "herald-routes")
+        defer { removeTemporaryDirectory(directory) }
         let store = try SQLiteStore(path: "\(directory)/herald.sqlite")
         let logger = Logger(label: "test")
         let apnsClock = ManualAPNsClock(start: EpochTime(timeIntervalSince1970: Double(Self.due) / 1000))

@@ -1,43 +1,9 @@
+import HeraldTestSupport
 import Logging
 import Synchronization
 import Testing
 
 @testable import HeraldService
-
-/// A clock the test moves by hand; sleepers wake when it passes their time.
-final class ManualClock: HeraldClock {
-    private struct State {
-        var now: Int64
-        var sleepers: [(until: Int64, continuation: CheckedContinuation<Void, any Error>)] = []
-    }
-
-    private let state: Mutex<State>
-
-    init(now: Int64) { state = Mutex(State(now: now)) }
-
-    func now() -> Int64 { state.withLock { $0.now } }
-
-    func sleep(until milliseconds: Int64) async throws {
-        try await withCheckedThrowingContinuation { continuation in
-            let ready = state.withLock { state -> Bool in
-                if milliseconds <= state.now { return true }
-                state.sleepers.append((milliseconds, continuation))
-                return false
-            }
-            if ready { continuation.resume() }
-        }
-    }
-
-    func advance(to milliseconds: Int64) {
-        let due = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            state.now = milliseconds
-            let due = state.sleepers.filter { $0.until <= milliseconds }.map(\.continuation)
-            state.sleepers.removeAll { $0.until <= milliseconds }
-            return due
-        }
-        for continuation in due { continuation.resume() }
-    }
-}
 
 @Suite("Due index", .timeLimit(.minutes(1)))
 struct DueIndexTests {
@@ -100,18 +66,6 @@ struct DueIndexTests {
                 for id in expected { model[id] = nil }
             }
         }
-    }
-}
-
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

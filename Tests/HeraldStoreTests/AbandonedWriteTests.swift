@@ -1,12 +1,13 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import Testing
 @testable import HeraldStore
 
 /// A Schedule whose caller gave up while it waited for the writer (deadline
 /// passed, call cancelled) is dropped before its transaction: the caller was
 /// told DEADLINE_EXCEEDED, so nothing may appear in the store.
-@Suite("Abandoned writes")
+@Suite("Abandoned writes", .timeLimit(.minutes(1)))
 struct AbandonedWriteTests {
     /// Holds the writer thread until `release` is signalled, so that writes queue.
     private static func holdWriter(_ store: SQLiteStore) async -> (Task<Void, any Error>, DispatchSemaphore) {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import Testing
 @testable import HeraldStore
 
@@ -8,7 +9,7 @@ import Testing
 /// outcome keep it, and the message waits again in its pre-claim state so the
 /// devices never handed over are sent. Each test closes the store with claims
 /// open (the "crash") and reopens it.
-@Suite("Crash recovery (hand-over marks)")
+@Suite("Crash recovery (hand-over marks)", .timeLimit(.minutes(1)))
 struct CrashRecoveryTests {
     /// Schedules `messages`, runs `crash` on the store, closes it, reopens and recovers.
     func afterCrash(

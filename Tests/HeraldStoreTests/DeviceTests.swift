@@ -2,7 +2,7 @@ import HeraldCore
 import Testing
 @testable import HeraldStore
 
-@Suite("Devices")
+@Suite("Devices", .timeLimit(.minutes(1)))
 struct DeviceTests {
     func device(_ token: String, user: String = "user-1", locale: String = "en-US", at: Int64 = now) -> Device {
         Device(bundleID: "com.example.app", platform: .ios, userID: user, deviceToken: token,

@@ -1,9 +1,10 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import Testing
 @testable import HeraldStore
 
-@Suite("Group commit")
+@Suite("Group commit", .timeLimit(.minutes(1)))
 struct GroupCommitTests {
     @Test func concurrentWritesShareOneTransaction() async throws {
         try await withTemporaryDirectory { dir in

@@ -3,7 +3,7 @@ import HeraldCore
 import Testing
 @testable import HeraldStore
 
-@Suite("Messages: last request wins, cancel, dispatch")
+@Suite("Messages: last request wins, cancel, dispatch", .timeLimit(.minutes(1)))
 struct MessageTests {
     @Test func scheduleStoresEverything() async throws {
         try await withStore { store, _ in
@@ -238,7 +238,7 @@ struct MessageTests {
     // Crash mid-send: CrashRecoveryTests.
 }
 
-@Suite("Message IDs")
+@Suite("Message IDs", .timeLimit(.minutes(1)))
 struct MessageIDTests {
     @Test func uuidV7IsWellFormedAndTimeOrdered() throws {
         let a = MessageID.make(now: now), b = MessageID.make(now: now + 1)

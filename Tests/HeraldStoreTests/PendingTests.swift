@@ -3,7 +3,7 @@ import HeraldCore
 import Testing
 @testable import HeraldStore
 
-@Suite("Pending index rebuild")
+@Suite("Pending index rebuild", .timeLimit(.minutes(1)))
 struct PendingTests {
     @Test func iterates100kPendingInDueOrder() async throws {
         try await withStore { store, _ in

@@ -5,7 +5,7 @@ import Testing
 
 /// Benchmarks, run by `bench/store.sh` (release). Skipped unless
 /// `HERALD_BENCH=1`; `HERALD_BENCH_DIR` holds the database files.
-@Suite("Store benchmarks", .enabled(if: ProcessInfo.processInfo.environment["HERALD_BENCH"] == "1"), .serialized)
+@Suite("Store benchmarks", .enabled(if: ProcessInfo.processInfo.environment["HERALD_BENCH"] == "1"), .serialized, .timeLimit(.minutes(10)))
 struct StoreBenchmarks {
     static var directory: String {
         ProcessInfo.processInfo.environment["HERALD_BENCH_DIR"] ?? (NSTemporaryDirectory() + "herald-bench")

@@ -1,15 +1,7 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 @testable import HeraldStore
-
-/// A fresh temporary directory, removed after `body`.
-func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws -> T {
-    let dir = FileManager.default.temporaryDirectory
-        .appendingPathComponent("herald-store-tests-\(UUID().uuidString)").path
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    return try await body(dir)
-}
 
 /// Opens a store on a fresh database in a temporary directory and closes it.
 func withStore<T>(
@@ -54,12 +46,4 @@ func makeMessage(
 
 func fileBytes(_ path: String) -> Data? {
     FileManager.default.contents(atPath: path)
-}
-
-/// A flag set on one thread and polled (with `Task.yield`, no sleeping) on another.
-final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.lock(); value = true; lock.unlock() }
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
 }

@@ -5,14 +5,15 @@ import HeraldStore
 
 /// `herald.v1.PushService/Cancel`: every field must match, or NOT_FOUND
 /// (another user's message is never revealed). Idempotent. A handed-off
-/// message gets a background revoke push and loses its fallback.
+/// message gets a background revoke push (queued for the delivery service,
+/// owed durably until sent) and loses its fallback.
 struct CancelService: Sendable {
     static let path = "/herald.v1.PushService/Cancel"
 
     let policy: AccessPolicy
     let store: any HeraldStore
     let scheduler: Scheduler
-    let dispatcher: Dispatcher
+    let revokes: RevokeQueue
     let clock: any HeraldClock
 
     func cancel(_ request: GRPCRequest) async throws -> [UInt8] {
@@ -41,10 +42,7 @@ struct CancelService: Sendable {
             throw GRPCStatus(.notFound, "no message of this user and campaign has idempotency_key \(ErrorText.quote(key)) in \(ErrorText.quote(bundleID))")
         case .cancelled(let message, let revokeDue):
             await scheduler.unschedule(id: message.id)
-            if revokeDue {
-                let dispatcher = self.dispatcher
-                Task { await dispatcher.revoke(message) }  // owed durably: resumed after a restart
-            }
+            if revokeDue { revokes.enqueue(message) }
         case .notCancelled:
             break
         }

@@ -46,12 +46,10 @@ final class ServiceHarness: Sendable {
             fatalError("herald-fuzz: cannot open the store: \(error)")
         }
         let scheduler = Scheduler(clock: clock, logger: logger)
-        let dispatcher = Dispatcher(
-            store: store, gateway: APNsGateway(routes: []), clock: clock, scheduler: scheduler, logger: logger,
-            decode: StoredRequest.decode)
         schedule = ScheduleService(
             policy: policy, store: store, scheduler: scheduler, clock: clock, split: ABSplit(), graceSeconds: 30)
-        cancel = CancelService(policy: policy, store: store, scheduler: scheduler, dispatcher: dispatcher, clock: clock)
+        // Revokes owed by cancels are queued, never sent: no delivery runs here.
+        cancel = CancelService(policy: policy, store: store, scheduler: scheduler, revokes: RevokeQueue(), clock: clock)
         render = RenderService(policy: policy, now: { ServiceHarness.nowMilliseconds })
         devices = DeviceHandlers(policy: policy, store: store, clock: clock)
         report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)

@@ -9,22 +9,9 @@ import Testing
 /// told DEADLINE_EXCEEDED, so nothing may appear in the store.
 @Suite("Abandoned writes", .timeLimit(.minutes(1)))
 struct AbandonedWriteTests {
-    /// Holds the writer thread until `release` is signalled, so that writes queue.
-    private static func holdWriter(_ store: SQLiteStore) async -> (Task<Void, any Error>, DispatchSemaphore) {
-        let taken = Flag(), release = DispatchSemaphore(value: 0)
-        let gate = Task {
-            try await store.write { _ in
-                taken.set()
-                release.wait()
-            }
-        }
-        while !taken.isSet { await Task.yield() }
-        return (gate, release)
-    }
-
     @Test func pastDeadlineWhileQueuedIsNotStored() async throws {
         try await withStore { (store: SQLiteStore, _: String) async throws -> Void in
-            let (gate, release) = await Self.holdWriter(store)
+            let (gate, release) = await holdWriter(store)
             let late = makeMessage(key: "late")
             let kept = makeMessage(key: "kept")
             let deadline = ContinuousClock.now + .milliseconds(1)
@@ -43,7 +30,7 @@ struct AbandonedWriteTests {
 
     @Test func cancelledWhileQueuedIsNotStored() async throws {
         try await withStore { (store: SQLiteStore, _: String) async throws -> Void in
-            let (gate, release) = await Self.holdWriter(store)
+            let (gate, release) = await holdWriter(store)
             let message = makeMessage(key: "cancelled")
             let write = Task { try await store.schedule(message, deadline: .now + .seconds(3600)) }
             while store.writer.queuedCount < 1 { await Task.yield() }

@@ -13,14 +13,7 @@ struct GroupCommitTests {
             let count = 1_000
 
             // Hold the writer so that every schedule queues behind the gate.
-            let gateTaken = Flag(), release = DispatchSemaphore(value: 0)
-            let gate = Task {
-                try await store.write { _ in
-                    gateTaken.set()
-                    release.wait()
-                }
-            }
-            while !gateTaken.isSet { await Task.yield() }
+            let (gate, release) = await holdWriter(store)
 
             let messages = (0..<count).map { makeMessage(key: "k\($0)") }
             let writes = Task {
@@ -83,9 +76,7 @@ struct GroupCommitTests {
         try await withStore { store, _ in
             let message = makeMessage(key: nil)
             _ = try await store.schedule(message)
-            let gateTaken = Flag(), release = DispatchSemaphore(value: 0)
-            let gate = Task { try await store.write { _ in gateTaken.set(); release.wait() } }
-            while !gateTaken.isSet { await Task.yield() }
+            let (gate, release) = await holdWriter(store)
 
             let good = makeMessage(key: nil)
             let duplicate = Task { try await store.schedule(message) }  // same id: constraint error

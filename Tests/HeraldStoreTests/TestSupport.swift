@@ -47,3 +47,17 @@ func makeMessage(
 func fileBytes(_ path: String) -> Data? {
     FileManager.default.contents(atPath: path)
 }
+
+/// Holds the store's writer thread inside a write until `release` is
+/// signalled, so that later writes queue behind it; returns once it is held.
+func holdWriter(_ store: SQLiteStore) async -> (gate: Task<Void, any Error>, release: DispatchSemaphore) {
+    let taken = Flag(), release = DispatchSemaphore(value: 0)
+    let gate = Task {
+        try await store.write { _ in
+            taken.set()
+            release.wait()
+        }
+    }
+    while !taken.isSet { await Task.yield() }
+    return (gate, release)
+}

@@ -41,11 +41,21 @@ let package = Package(
             // links libm into a binary that uses only the core.
             linkerSettings: [.linkedLibrary("m")]
         ),
+        // The one nghttp2 session wrapper (options, callbacks -> events,
+        // checked submits, one DATA provider) for servers and clients.
+        .target(
+            name: "HTTP2Core",
+            dependencies: [
+                "CInterop",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // Generic gRPC server on nghttp2 (h2c), knows nothing about pushes.
         .target(
             name: "GRPCServer",
             dependencies: [
                 "CInterop",
+                "HTTP2Core",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -57,6 +67,7 @@ let package = Package(
             name: "TLSTransport",
             dependencies: [
                 "CInterop",
+                "HTTP2Core",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -121,7 +132,10 @@ let package = Package(
             ]
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
-        .testTarget(name: "GRPCServerTests", dependencies: ["GRPCServer"]),
+        .testTarget(name: "GRPCServerTests", dependencies: [
+            "GRPCServer", "HTTP2Core", "CInterop",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
         .testTarget(
             name: "APNsTests",
             dependencies: ["APNs", "APNsSimulator", "TLSTransport", .product(name: "NIOCore", package: "swift-nio")]),

@@ -1,4 +1,5 @@
 import CInterop
+import HTTP2Core
 import NIOCore
 import Synchronization
 
@@ -27,6 +28,7 @@ final class GRPCStream: @unchecked Sendable {
     var path: String?
     var route: GRPCRoute?
     var isPost = false
+    var isHead = false
     var contentType: ContentType = .absent
     var timeout: GRPCTimeout?
     var timeoutInvalid: String?
@@ -50,9 +52,8 @@ final class GRPCStream: @unchecked Sendable {
     /// Set while a `.compute` call is queued or running on the compute threads.
     var cancellation: GRPCCallCancellation?
 
-    // Response body (prefix is produced on the fly).
-    var responseBody: [UInt8] = []
-    var responseOffset = 0
+    /// The response's DATA source, kept alive until nghttp2 closes the stream.
+    var responseBody: HTTP2OutboundBody?
 
     enum ContentType { case absent, grpc, other }
 

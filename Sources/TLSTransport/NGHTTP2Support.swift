@@ -1,35 +1,16 @@
 import CInterop
+import HTTP2Core
 import NIOCore
 
 /// Helpers around an nghttp2 session in memory mode, shared by the APNs
 /// client and the simulator.
 public enum NGHTTP2 {
-    /// Calls `body` with an `nghttp2_nv` array for `headers` (names lowercase).
-    /// nghttp2 copies the array on submit, so it only lives for the call.
+    /// Calls `body` with an `nghttp2_nv` array for `headers` (see `NGHTTP2Headers.with`).
     public static func withHeaders<R>(
         _ headers: [(name: String, value: String)],
         _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
     ) -> R {
-        var storage: [UInt8] = []
-        storage.reserveCapacity(headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count })
-        var ranges: [(Int, Int, Int, Int)] = []
-        ranges.reserveCapacity(headers.count)
-        for header in headers {
-            let nameStart = storage.count
-            storage.append(contentsOf: header.name.utf8)
-            let valueStart = storage.count
-            storage.append(contentsOf: header.value.utf8)
-            ranges.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart))
-        }
-        return storage.withUnsafeMutableBufferPointer { bytes in
-            let base = bytes.baseAddress ?? UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
-            var nva = ranges.map { range in
-                nghttp2_nv(
-                    name: base + range.0, value: base + range.2,
-                    namelen: range.1, valuelen: range.3, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            return nva.withUnsafeMutableBufferPointer { body(UnsafePointer($0.baseAddress!), $0.count) }
-        }
+        NGHTTP2Headers.with(headers, body)
     }
 
     /// Appends everything the session wants to send to `buffer`.

@@ -6,6 +6,10 @@ import NIOCore
 extension GRPCConnection {
     /// END_STREAM from the client: run the handler.
     func requestEnded(_ stream: GRPCStream) {
+        if stream.inbound != nil {
+            inboundEnded(stream)
+            return
+        }
         guard stream.phase == .receiving, stream.counted else { return }
         // The request stays counted against the buffers until the call is
         // answered: a handler still running holds its bytes.
@@ -17,7 +21,7 @@ extension GRPCConnection {
         } catch {
             return
         }
-        guard let message = stream.message, let handler = stream.route?.handler, let path = stream.path else {
+        guard let message = stream.message, let route = stream.route, let path = stream.path else {
             respondError(stream, GRPCStatus(.unimplemented, "unary method requires exactly one request message, received none"))
             return
         }
@@ -29,6 +33,12 @@ extension GRPCConnection {
         let request = GRPCRequest(
             path: path, metadata: stream.metadata, message: message, deadline: stream.deadline,
             remoteAddress: remoteAddress)
+        guard let handler = route.handler else {
+            if case .serverStreaming(let body) = route.streaming {
+                startStreaming(stream) { writer in try await body(request, writer) }
+            }
+            return
+        }
         switch handler {
         case .sync(let body):
             runInline(stream, request, body)
@@ -104,9 +114,6 @@ extension GRPCConnection {
         scheduleFlush()
     }
 
-    /// Coalesces the writes of async completions that land in the same loop tick
-    /// (e.g. a group commit releasing many calls) into one write.
-
     func deadlineExpired(_ stream: GRPCStream) {
         stream.deadlineTimer = nil
         guard stream.phase == .receiving || stream.phase == .running, session != nil else { return }
@@ -136,6 +143,7 @@ extension GRPCConnection {
         }
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil
+        endStreamingWork(stream)
         if stream.counted {
             stream.counted = false
             counters.rpcFinished()

@@ -114,9 +114,16 @@ extension GRPCConnection {
                 }
             }
         }
+        if case .bidirectional(let body) = route.streaming {
+            startBidirectional(stream, body)
+        }
     }
 
     func data(_ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer) {
+        if stream.inbound != nil {
+            inboundData(stream, bytes)
+            return
+        }
         guard stream.phase == .receiving, stream.counted else { return }
         if stream.message != nil {
             // Unary: anything after the first message is a cardinality violation.

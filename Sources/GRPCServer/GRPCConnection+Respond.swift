@@ -32,7 +32,13 @@ extension GRPCConnection {
     /// Trailers-Only: one HEADERS frame with END_STREAM carrying the status.
     func respondError(_ stream: GRPCStream, _ status: GRPCStatus) {
         guard let session else { return }
+        if stream.responseBody != nil, stream.phase != .responded {
+            // A streaming call that already sent messages ends with trailers.
+            finishStreaming(stream, status)
+            return
+        }
         stream.phase = .responded
+        endStreamingWork(stream)
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil
         releaseBuffered(stream)

@@ -30,6 +30,8 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     private var spareOutput: ByteBuffer?
     private var flushScheduled = false
     var state = GRPCConnectionStateMachine()
+    /// Streams whose handler waits in `send` for the queue to drain.
+    var waitingWriters: [GRPCStream] = []
     private(set) var remoteAddress: String?
 
     // Handshake, idle, keepalive and request-receive timeouts: one timer,
@@ -159,6 +161,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
                 pendingRead = false
                 context.read()
             }
+            wakeWriters()
         }
         context.fireChannelWritabilityChanged()
     }
@@ -172,6 +175,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
             finishStream(stream)
         }
         streams.removeAll()
+        waitingWriters.removeAll()
         session = nil
         shared.connectionClosed(self)
         logger.debug("connection closed")
@@ -212,6 +216,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
             }
             context.writeAndFlush(wrapOutboundOut(output), promise: nil)
             spareOutput = output
+            if !waitingWriters.isEmpty { wakeWriters() }
         } else if closing {
             context.close(promise: nil)
         }
@@ -297,6 +302,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         guard let session, state.acceptsInput else { return }
         let payload = UInt64.random(in: 1...UInt64.max)
         guard case .sendShutdownNoticeAndPing = state.beginGracefulShutdown(pingPayload: payload) else { return }
+        streamsDraining()
         do {
             try session.submitShutdownNotice()
             try session.submitPing(payload: payload)

@@ -55,6 +55,16 @@ final class GRPCStream: @unchecked Sendable {
     /// The response's DATA source, kept alive until nghttp2 closes the stream.
     var responseBody: HTTP2OutboundBody?
 
+    // Streaming calls.
+    /// Request messages of a bidirectional call, not yet taken by the handler.
+    var inbound: AsyncThrowingStream<[UInt8], any Error>.Continuation?
+    /// Bytes yielded to `inbound` and not yet taken.
+    var inboundQueuedBytes = 0
+    /// A `send` waiting for nghttp2 and the socket to take what is queued.
+    var waitingWriter: CheckedContinuation<Void, any Error>?
+    /// Whether the call's handler is a streaming one (drain cancels it).
+    var isStreaming = false
+
     enum ContentType { case absent, grpc, other }
 
     init(id: Int32, maxMessageBytes: Int, receiveStartedAt: NIODeadline) {

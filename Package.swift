@@ -78,6 +78,7 @@ let package = Package(
             name: "APNs",
             dependencies: [
                 "CInterop",
+                "HTTP2Core",
                 "HeraldCore",
                 "TLSTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -90,6 +91,7 @@ let package = Package(
             name: "APNsSimulator",
             dependencies: [
                 "CInterop",
+                "HTTP2Core",
                 "HeraldCore",
                 "TLSTransport",
                 .product(name: "NIOCore", package: "swift-nio"),

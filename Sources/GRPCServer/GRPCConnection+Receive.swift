@@ -192,13 +192,6 @@ extension GRPCConnection {
     /// END_STREAM from the client: run the handler.
 }
 
-@inline(__always)
-func bytesEqual(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
-    guard bytes.count == literal.utf8CodeUnitCount else { return false }
-    let pointer = literal.utf8Start
-    for index in 0..<bytes.count where bytes[index] != pointer[index] { return false }
-    return true
-}
 
 /// `application/grpc`, `application/grpc+<subtype>` or `application/grpc;<params>`.
 func isGRPCContentType(_ value: UnsafeRawBufferPointer) -> Bool {

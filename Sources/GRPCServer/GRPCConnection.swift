@@ -365,7 +365,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
             perform(state.pingAcked(payload: payload))
         case .endStreamSent(let streamID):
             streamEndSent(streamID: streamID)
-        case .resetReceived, .goaway:
+        case .resetReceived, .goaway, .pingReceived:
             break
         }
     }

@@ -56,7 +56,9 @@ enum HTTP2Callbacks {
                         errorCode: frame.pointee.rst_stream.error_code))
                 case NGHTTP2_SETTINGS.rawValue where !isAck:
                     owner.emit(.settings)
-                case NGHTTP2_PING.rawValue where isAck:
+                case NGHTTP2_PING.rawValue where !isAck:
+                    owner.emit(.pingReceived)
+                case NGHTTP2_PING.rawValue:
                     let payload = withUnsafeBytes(of: frame.pointee.ping.opaque_data) { bytes in
                         bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
                     }

@@ -24,6 +24,8 @@ public enum HTTP2SessionEvent {
     case streamClosed(streamID: Int32, streamData: UnsafeMutableRawPointer?, errorCode: UInt32)
     /// A SETTINGS frame (not an ack) arrived.
     case settings
+    /// A PING (not an ack) arrived; nghttp2 answers it.
+    case pingReceived
     /// A PING ack arrived, with the 8-byte payload we sent (big-endian).
     case pingAck(payload: UInt64)
     /// A GOAWAY arrived.

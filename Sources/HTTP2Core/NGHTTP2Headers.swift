@@ -34,3 +34,12 @@ public enum NGHTTP2Headers {
         }
     }
 }
+
+/// Whether a header name or value from an event equals `literal` (bytewise).
+@inlinable @inline(__always)
+public func bytesEqual(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+    guard bytes.count == literal.utf8CodeUnitCount else { return false }
+    let pointer = literal.utf8Start
+    for index in 0..<bytes.count where bytes[index] != pointer[index] { return false }
+    return true
+}

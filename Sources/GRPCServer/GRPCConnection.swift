@@ -206,7 +206,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
             context.close(promise: nil)
             return
         }
-        let finished = session.isFinished
+        let finished = session.isFinished && state.mayCloseWhenSessionIsDone
         let closing = finished || state.isClosing
         if let output {
             if closing {

@@ -33,6 +33,13 @@ struct GRPCConnectionStateMachine: Sendable {
         }
     }
 
+    /// nghttp2 may end an idle session: not while the drain PING is out, or a
+    /// request the peer sent before it saw the first GOAWAY would be lost.
+    var mayCloseWhenSessionIsDone: Bool {
+        if case .draining = state { return false }
+        return true
+    }
+
     /// The channel should close once the output is flushed.
     var isClosing: Bool { state == .closing || state == .closed }
 

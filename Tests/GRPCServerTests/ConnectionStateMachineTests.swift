@@ -11,6 +11,7 @@ struct ConnectionStateMachineTests {
         #expect(machine.beginGracefulShutdown(pingPayload: 42) == .sendShutdownNoticeAndPing(payload: 42))
         #expect(machine.state == .draining(pingPayload: 42))
         #expect(machine.acceptsInput)
+        #expect(!machine.mayCloseWhenSessionIsDone, "an idle session waits for the PING ack")
         #expect(machine.pingAcked(payload: 42) == .sendFinalGoaway)
         #expect(machine.state == .goawaySent)
         #expect(machine.acceptsInput, "open streams still finish after the final GOAWAY")

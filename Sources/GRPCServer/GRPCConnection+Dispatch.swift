@@ -13,14 +13,7 @@ extension GRPCConnection {
         guard stream.phase == .receiving, stream.counted else { return }
         // The request stays counted against the buffers until the call is
         // answered: a handler still running holds its bytes.
-        do {
-            try stream.deframer.finish()
-        } catch let error as GRPCFramingError {
-            respondError(stream, error.status)
-            return
-        } catch {
-            return
-        }
+        guard finishDeframing(stream) else { return }
         guard let message = stream.message, let route = stream.route, let path = stream.path else {
             respondError(stream, GRPCStatus(.unimplemented, "unary method requires exactly one request message, received none"))
             return

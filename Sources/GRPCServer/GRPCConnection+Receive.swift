@@ -133,40 +133,73 @@ extension GRPCConnection {
         }
         // Reserved before the bytes are taken: what arrives grows the buffers
         // by at most its size (a gzip message is checked again once inflated).
-        guard reserveBuffer(stream, bytes.count) else { return }
-        do {
-            let limit = shared.configuration.maxReceiveMessageBytes
-            try stream.deframer.append(bytes) { compressed, message in
-                if stream.message != nil {
-                    throw GRPCStatus(.unimplemented, "unary method received more than one request message")
-                }
-                // The deframer passes compressed messages only when gzip was negotiated.
-                stream.message = compressed ? try GRPCGzip.decompress(message, limit: limit) : message
+        let deframed = deframe(stream, bytes) { compressed, message in
+            if stream.message != nil {
+                throw GRPCStatus(.unimplemented, "unary method received more than one request message")
             }
-        } catch let error as GRPCFramingError {
-            respondError(stream, error.status)
-            return
-        } catch let status as GRPCStatus {
-            respondError(stream, status)
-            return
-        } catch {
-            respondError(stream, GRPCStatus(.internalError, "invalid request body"))
-            return
+            stream.message = try inflate(compressed, message)
         }
+        guard deframed else { return }
         if stream.message != nil, !stream.deframer.isAtMessageBoundary {
             respondError(stream, GRPCStatus(.unimplemented, "unary method received more than one request message"))
             return
         }
-        // Settle the reservation to what is really held.
-        let held = stream.deframer.bufferedBytes + (stream.message?.count ?? 0)
+        settleReservation(stream, held: stream.deframer.bufferedBytes + (stream.message?.count ?? 0))
+    }
+
+    /// Reserves `bytes` (what arrives grows the buffers by at most its size),
+    /// feeds them to the deframer and hands each whole message to `onMessage`.
+    /// False when the call was ended with an error status.
+    func deframe(
+        _ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer, _ onMessage: (Bool, [UInt8]) throws -> Void
+    ) -> Bool {
+        guard reserveBuffer(stream, bytes.count) else { return false }
+        do {
+            try stream.deframer.append(bytes, onMessage)
+            return true
+        } catch let error as GRPCFramingError {
+            respondError(stream, error.status)
+        } catch let status as GRPCStatus {
+            respondError(stream, status)
+        } catch {
+            respondError(stream, GRPCStatus(.internalError, "invalid request body"))
+        }
+        return false
+    }
+
+    /// A message as the handler gets it. The deframer passes compressed
+    /// messages only when gzip was negotiated; inflated size is checked again.
+    func inflate(_ compressed: Bool, _ message: [UInt8]) throws -> [UInt8] {
+        compressed ? try GRPCGzip.decompress(message, limit: shared.configuration.maxReceiveMessageBytes) : message
+    }
+
+    /// Settles the stream's reservation to the bytes it really holds.
+    func settleReservation(_ stream: GRPCStream, held: Int) {
         let unreserved = held - stream.bufferedBytes
         if unreserved > 0 {
             _ = reserveBuffer(stream, unreserved)
         } else {
-            bufferedRequestBytes += unreserved
-            shared.releaseBuffered(-unreserved)
-            stream.bufferedBytes = held
+            releaseReservation(stream, -unreserved)
         }
+    }
+
+    /// Gives `bytes` of the stream's reservation back to the connection and the server.
+    func releaseReservation(_ stream: GRPCStream, _ bytes: Int) {
+        guard bytes > 0 else { return }
+        bufferedRequestBytes -= bytes
+        shared.releaseBuffered(bytes)
+        stream.bufferedBytes -= bytes
+    }
+
+    /// The request's END_STREAM: no partial message may remain. False when the call was ended.
+    func finishDeframing(_ stream: GRPCStream) -> Bool {
+        do {
+            try stream.deframer.finish()
+            return true
+        } catch let error as GRPCFramingError {
+            respondError(stream, error.status)
+        } catch {}
+        return false
     }
 
     /// Counts `bytes` more against the stream, the connection's and the

@@ -47,44 +47,18 @@ extension GRPCConnection {
     /// held (partial and untaken messages) count against the request buffers.
     func inboundData(_ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer) {
         guard stream.phase == .running, stream.counted, let inbound = stream.inbound else { return }
-        guard reserveBuffer(stream, bytes.count) else { return }
-        do {
-            let limit = shared.configuration.maxReceiveMessageBytes
-            try stream.deframer.append(bytes) { compressed, message in
-                let message = compressed ? try GRPCGzip.decompress(message, limit: limit) : message
-                stream.inboundQueuedBytes += message.count
-                inbound.yield(message)
-            }
-        } catch let error as GRPCFramingError {
-            respondError(stream, error.status)
-            return
-        } catch let status as GRPCStatus {
-            respondError(stream, status)
-            return
-        } catch {
-            respondError(stream, GRPCStatus(.internalError, "invalid request body"))
-            return
+        let deframed = deframe(stream, bytes) { compressed, message in
+            let message = try inflate(compressed, message)
+            stream.inboundQueuedBytes += message.count
+            inbound.yield(message)
         }
-        let held = stream.deframer.bufferedBytes + stream.inboundQueuedBytes
-        let unreserved = held - stream.bufferedBytes
-        if unreserved > 0 {
-            _ = reserveBuffer(stream, unreserved)
-        } else {
-            release(stream, -unreserved)
-        }
+        guard deframed else { return }
+        settleReservation(stream, held: stream.deframer.bufferedBytes + stream.inboundQueuedBytes)
     }
 
     /// END_STREAM of a bidirectional call: the handler's sequence ends.
     func inboundEnded(_ stream: GRPCStream) {
-        guard stream.phase == .running, let inbound = stream.inbound else { return }
-        do {
-            try stream.deframer.finish()
-        } catch let error as GRPCFramingError {
-            respondError(stream, error.status)
-            return
-        } catch {
-            return
-        }
+        guard stream.phase == .running, let inbound = stream.inbound, finishDeframing(stream) else { return }
         inbound.finish()
         stream.inbound = nil
     }
@@ -93,14 +67,7 @@ extension GRPCConnection {
     func streamingConsumed(_ stream: GRPCStream, _ bytes: Int) {
         guard stream.inboundQueuedBytes >= bytes else { return }
         stream.inboundQueuedBytes -= bytes
-        release(stream, min(bytes, stream.bufferedBytes))
-    }
-
-    private func release(_ stream: GRPCStream, _ bytes: Int) {
-        guard bytes > 0 else { return }
-        bufferedRequestBytes -= bytes
-        shared.releaseBuffered(bytes)
-        stream.bufferedBytes -= bytes
+        releaseReservation(stream, min(bytes, stream.bufferedBytes))
     }
 
     /// One response message from the handler; the first one sends the response HEADERS.

@@ -42,7 +42,7 @@ extension GRPCConnection {
                 runOnComputePool(stream, request, body)
             }
         case .async(let body):
-            stream.phase = .running
+            stream.machine.handlerStarted()
             let loop = eventLoop
             stream.task = Task { [self] in
                 let result: Result<[UInt8], any Error>
@@ -78,7 +78,7 @@ extension GRPCConnection {
                 "server busy: \(limit) large calls already queued (maxQueuedComputeCalls); retry later"))
             return
         }
-        stream.phase = .running
+        stream.machine.handlerStarted()
         let cancellation = GRPCCallCancellation()
         stream.cancellation = cancellation
         let loop = eventLoop
@@ -99,7 +99,7 @@ extension GRPCConnection {
 
     func asyncFinished(_ stream: GRPCStream, _ result: Result<[UInt8], any Error>) {
         stream.task = nil
-        guard stream.phase == .running, session != nil else { return }
+        guard stream.machine.handlerFinished(), session != nil else { return }
         switch result {
         case .success(let response): respondOK(stream, response)
         case .failure(let error): respondError(stream, status(for: error, path: stream.path ?? ""))
@@ -109,7 +109,7 @@ extension GRPCConnection {
 
     func deadlineExpired(_ stream: GRPCStream) {
         stream.deadlineTimer = nil
-        guard stream.phase == .receiving || stream.phase == .running, session != nil else { return }
+        guard stream.machine.deadlineExpired(), session != nil else { return }
         stream.task?.cancel()
         stream.task = nil
         stream.cancellation?.cancel()
@@ -125,7 +125,7 @@ extension GRPCConnection {
     }
 
     func finishStream(_ stream: GRPCStream) {
-        stream.phase = .closed
+        _ = stream.machine.closed()
         releaseBuffered(stream)
         stream.task?.cancel()
         stream.task = nil

@@ -13,8 +13,7 @@ extension GRPCConnection {
 
     /// Unary success: HEADERS, one length-prefixed message, `grpc-status: 0` trailers.
     func respondOK(_ stream: GRPCStream, _ message: [UInt8]) {
-        guard let session else { return }
-        stream.phase = .responded
+        guard let session, stream.machine.end() == .trailersOnly else { return }
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil
         releaseBuffered(stream)
@@ -32,12 +31,16 @@ extension GRPCConnection {
     /// Trailers-Only: one HEADERS frame with END_STREAM carrying the status.
     func respondError(_ stream: GRPCStream, _ status: GRPCStatus) {
         guard let session else { return }
-        if stream.responseBody != nil, stream.phase != .responded {
+        switch stream.machine.end() {
+        case .none:
+            return
+        case .trailers:
             // A streaming call that already sent messages ends with trailers.
             finishStreaming(stream, status)
             return
+        case .trailersOnly:
+            break
         }
-        stream.phase = .responded
         endStreamingWork(stream)
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil
@@ -84,8 +87,7 @@ extension GRPCConnection {
 
     /// A plain HTTP answer to a request that is not gRPC, with a short text body.
     func respondHTTP(_ stream: GRPCStream, _ headers: UnsafeMutablePointer<nghttp2_nv>, count: Int, body text: [UInt8]) {
-        guard let session else { return }
-        stream.phase = .responded
+        guard let session, stream.machine.end() == .trailersOnly else { return }
         releaseBuffered(stream)
         let body = text.isEmpty ? nil : HTTP2OutboundBody(text)
         stream.responseBody = body

@@ -13,7 +13,7 @@ extension GRPCConnection {
 
     /// Runs a streaming handler in a Task; its result becomes the trailers.
     func startStreaming(_ stream: GRPCStream, _ body: @escaping @Sendable (GRPCResponseWriter) async throws -> Void) {
-        stream.phase = .running
+        stream.machine.handlerStarted()
         stream.isStreaming = true
         let writer = GRPCResponseWriter(call: GRPCStreamingCall(connection: self, stream: stream))
         let loop = eventLoop
@@ -80,6 +80,10 @@ extension GRPCConnection {
         if let existing = stream.responseBody {
             body = existing
         } else {
+            guard stream.machine.startResponse() else {
+                continuation.resume(throwing: CancellationError())
+                return
+            }
             body = HTTP2OutboundBody()
             stream.responseBody = body
             do {
@@ -123,7 +127,7 @@ extension GRPCConnection {
     /// The handler returned or threw: trailers with its status.
     func streamingFinished(_ stream: GRPCStream, _ result: Result<Void, any Error>) {
         stream.task = nil
-        guard stream.phase == .running, session != nil else { return }
+        guard stream.machine.handlerFinished(), session != nil else { return }
         let status: GRPCStatus
         switch result {
         case .success:
@@ -133,18 +137,14 @@ extension GRPCConnection {
         case .failure(let error):
             status = self.status(for: error, path: stream.path ?? "")
         }
-        if stream.responseBody == nil {
-            respondError(stream, status)  // nothing sent yet: Trailers-Only
-        } else {
-            finishStreaming(stream, status)
-        }
+        respondError(stream, status)  // Trailers-Only, or trailers after the messages
         scheduleFlush()
     }
 
-    /// Ends a streaming response that sent HEADERS: queued messages, then trailers.
+    /// Ends a streaming response that sent HEADERS (the machine said `.trailers`):
+    /// queued messages, then trailers.
     func finishStreaming(_ stream: GRPCStream, _ status: GRPCStatus) {
         guard let session, let body = stream.responseBody else { return }
-        stream.phase = .responded
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil
         releaseBuffered(stream)

@@ -6,19 +6,10 @@ import Synchronization
 /// Per-stream state of one call. Confined to its connection's event loop; the
 /// `@unchecked Sendable` only lets an async handler's Task carry it back to the loop.
 final class GRPCStream: @unchecked Sendable {
-    enum Phase {
-        /// Headers or body still arriving.
-        case receiving
-        /// An async handler is running.
-        case running
-        /// A response (or Trailers-Only error) has been submitted.
-        case responded
-        /// nghttp2 closed the stream.
-        case closed
-    }
-
     let id: Int32
-    var phase: Phase = .receiving
+    /// Where the call is in its life (receiving → running → responded → closed).
+    var machine = GRPCStreamStateMachine()
+    var phase: GRPCStreamStateMachine.State { machine.state }
 
     /// When the request's HEADERS began: its whole request must arrive within
     /// `requestReceiveTimeout` of this.

@@ -42,11 +42,21 @@ let package = Package(
             // links libm into a binary that uses only the core.
             linkerSettings: [.linkedLibrary("m")]
         ),
+        // The one nghttp2 session wrapper (options, callbacks -> events,
+        // checked submits, one DATA provider) for servers and clients.
+        .target(
+            name: "HTTP2Core",
+            dependencies: [
+                "CInterop",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // Generic gRPC server on nghttp2 (h2c), knows nothing about pushes.
         .target(
             name: "GRPCServer",
             dependencies: [
                 "CInterop",
+                "HTTP2Core",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -58,6 +68,7 @@ let package = Package(
             name: "TLSTransport",
             dependencies: [
                 "CInterop",
+                "HTTP2Core",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -68,6 +79,7 @@ let package = Package(
             name: "APNs",
             dependencies: [
                 "CInterop",
+                "HTTP2Core",
                 "HeraldCore",
                 "TLSTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -80,6 +92,7 @@ let package = Package(
             name: "APNsSimulator",
             dependencies: [
                 "CInterop",
+                "HTTP2Core",
                 "HeraldCore",
                 "TLSTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -143,7 +156,10 @@ let package = Package(
         .testTarget(
             name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldTestSupport"],
             exclude: ["Golden"]),  // read by path, not a resource bundle
-        .testTarget(name: "GRPCServerTests", dependencies: ["GRPCServer"]),
+        .testTarget(name: "GRPCServerTests", dependencies: [
+            "GRPCServer", "HTTP2Core", "CInterop",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
         .testTarget(
             name: "APNsTests",
             dependencies: ["APNs", "APNsSimulator", "TLSTransport", .product(name: "NIOCore", package: "swift-nio")]),

@@ -1,72 +1,11 @@
 import CInterop
+import HTTP2Core
 import NIOCore
 import TLSTransport
 
-/// A request handed to a connection, with how to complete it.
-/// Handed to the slot's event loop once, then touched only there.
-final class PendingRequest: @unchecked Sendable {
-    let request: APNsRequest
-    let promise: EventLoopPromise<APNsResponse>
-    /// Fires the deadline (queued or in flight).
-    var deadlineTask: Scheduled<Void>?
-    var completed = false
-    /// The caller's ``APNsRequest/willHandOver`` finished for this attempt:
-    /// the request may be written.
-    var handOverRecorded = false
-    /// Where the request is now, so a cancelled caller can withdraw it.
-    weak var connection: APNsConnection?
-    var streamID: Int32 = 0
-
-    init(request: APNsRequest, promise: EventLoopPromise<APNsResponse>) {
-        self.request = request
-        self.promise = promise
-    }
-
-    func succeed(_ response: APNsResponse) {
-        guard !completed else { return }
-        completed = true
-        deadlineTask?.cancel()
-        promise.succeed(response)
-    }
-
-    func fail(_ error: APNsError) {
-        guard !completed else { return }
-        completed = true
-        deadlineTask?.cancel()
-        promise.fail(error)
-    }
-}
-
-/// Per-stream state of one request in flight.
-final class StreamState {
-    let pending: PendingRequest
-    let token: String?
-    var payloadOffset = 0
-    var status = 0
-    var apnsID: String?
-    var body: [UInt8] = []
-    /// Reset by us: why the caller gets (deadline or cancellation).
-    var abandonedWith: APNsError?
-    /// Resets the stream when no response came within the response timeout.
-    var responseTimer: APNsTimer?
-
-    init(pending: PendingRequest, token: String?) {
-        self.pending = pending
-        self.token = token
-    }
-}
-
-/// Events a connection reports to its slot (on the slot's event loop).
-protocol APNsConnectionDelegate: AnyObject {
-    func connectionReady(_ connection: APNsConnection)
-    func connectionHasCapacity(_ connection: APNsConnection)
-    func connectionStoppedAccepting(_ connection: APNsConnection)
-    func connectionClosed(_ connection: APNsConnection, error: APNsError?, wasReady: Bool)
-}
-
 /// One HTTP/2 connection to APNs: an nghttp2 client session in memory mode
 /// behind ``OpenSSLHandler``. Lives on one event loop; every method runs there.
-final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
+final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -85,7 +24,7 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
 
     private(set) var state: State = .connecting
     private var context: ChannelHandlerContext?
-    private var session: OpaquePointer?
+    private var session: HTTP2Session?
     private var streams: [Int32: StreamState] = [:]
     private var outbound: ByteBuffer
     private var insideReceive = false
@@ -110,10 +49,6 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         self.outbound = ByteBufferAllocator().buffer(capacity: 0)
     }
 
-    deinit {
-        if let session { nghttp2_session_del(session) }
-    }
-
     /// Streams open now.
     var inFlight: Int { streams.count }
 
@@ -123,7 +58,7 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
     /// How many more streams may start now.
     var freeStreams: Int {
         guard state == .ready, let session else { return 0 }
-        let remote = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+        let remote = Int(session.remoteSetting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
         return min(remote, localStreamCap) - streams.count
     }
 
@@ -146,12 +81,15 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         let buffer = unwrapInboundIn(data)
         lastActivity = .now()
         insideReceive = true
-        let failure = NGHTTP2.receive(session, buffer)
-        insideReceive = false
-        if let failure {
-            close(error: .connectionClosed("HTTP/2 protocol error: \(failure)"))
+        defer { insideReceive = false }
+        do {
+            try session.receive(buffer)
+        } catch {
+            insideReceive = false
+            close(error: .connectionClosed("HTTP/2 protocol error: \(error.reason)"))
             return
         }
+        insideReceive = false
         afterEvents()
     }
 
@@ -187,48 +125,59 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
     // MARK: Session
 
     private func startSession() {
-        var callbacks: OpaquePointer?
-        nghttp2_session_callbacks_new(&callbacks)
-        defer { nghttp2_session_callbacks_del(callbacks) }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
-        var option: OpaquePointer?
-        nghttp2_option_new(&option)
-        defer { nghttp2_option_del(option) }
-        nghttp2_option_set_no_closed_streams(option, 1)
-        var newSession: OpaquePointer?
-        let userData = Unmanaged.passUnretained(self).toOpaque()
-        guard nghttp2_session_client_new2(&newSession, callbacks, userData, option) == 0, let newSession else {
-            close(error: .connectFailed("nghttp2_session_client_new failed", retryable: false))
+        do {
+            let newSession = try HTTP2Session(role: .client, delegate: self)
+            try newSession.submitSettings([
+                (NGHTTP2_SETTINGS_ENABLE_PUSH, 0),
+                (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20),
+            ])
+            try newSession.setLocalWindowSize(1 << 24)
+            session = newSession
+        } catch {
+            close(error: .connectFailed("HTTP/2 session setup: \(error)", retryable: false))
             return
         }
-        session = newSession
-        var settings = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20),
-        ]
-        nghttp2_submit_settings(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
-        nghttp2_session_set_local_window_size(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
         flush()
         scheduleKeepAlive()
     }
 
+    func http2Session(_ session: HTTP2Session, event: HTTP2SessionEvent) {
+        switch event {
+        case .header(let streamID, _, _, let name, let value):
+            guard let stream = streams[streamID] else { return }
+            if bytesEqual(name, ":status") {
+                stream.status = Int(String(decoding: value, as: UTF8.self)) ?? 0
+            } else if bytesEqual(name, "apns-id") {
+                stream.apnsID = String(decoding: value, as: UTF8.self)
+            }
+        case .dataChunk(let streamID, _, let bytes):
+            guard let stream = streams[streamID] else { return }
+            if stream.body.count + bytes.count <= 65_536 { stream.body.append(contentsOf: bytes) }
+        case .streamClosed(let streamID, _, let errorCode):
+            streamClosed(streamID, errorCode: errorCode)
+        case .settings:
+            receivedSettings()
+        case .goaway:
+            receivedGoAway()
+        case .pingAck:
+            pingOutstanding = false
+        case .beginHeaders, .headersComplete, .endStream, .resetReceived, .endStreamSent, .pingReceived:
+            break
+        }
+    }
+
     /// The server's SETTINGS arrived: streams may start.
-    fileprivate func receivedSettings() {
+    private func receivedSettings() {
         guard state == .connecting else { return }
         state = .ready
         delegate?.connectionReady(self)
     }
 
-    fileprivate func receivedGoAway() {
+    private func receivedGoAway() {
         guard state == .ready || state == .connecting else { return }
         state = .draining
         delegate?.connectionStoppedAccepting(self)
     }
-
-    fileprivate func receivedPingAck() { pingOutstanding = false }
 
     /// Starts a stream for `pending`. The caller checked ``canStartStream``.
     func start(_ pending: PendingRequest) {
@@ -250,12 +199,16 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         headers.append(contentsOf: request.headers)
         headers.append(("content-length", String(request.payload.count)))
         let stream = StreamState(pending: pending, token: token?.value)
-        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readPayload)
-        let streamID = NGHTTP2.withHeaders(headers) { nva, count in
-            nghttp2_submit_request(session, nil, nva, count, &provider, nil)
+        let submitted = NGHTTP2Headers.with(headers) { nva, count in
+            Result { () throws(HTTP2SessionError) in
+                try session.submitRequest(headers: nva, count: count, body: stream.payload, streamData: nil)
+            }
         }
-        guard streamID > 0 else {
-            pending.fail(.connectionClosed("nghttp2_submit_request: \(String(cString: nghttp2_strerror(streamID)))"))
+        let streamID: Int32
+        switch submitted {
+        case .success(let id): streamID = id
+        case .failure(let error):
+            pending.fail(.connectionClosed("\(error)"))
             return
         }
         streams[streamID] = stream
@@ -293,13 +246,17 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
     func cancelStream(_ streamID: Int32, because error: APNsError) {
         guard let session, let stream = streams[streamID] else { return }
         stream.abandonedWith = error
-        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
+        do {
+            try session.submitRSTStream(streamID: streamID, errorCode: NGHTTP2_CANCEL)
+        } catch {
+            // The stream cannot be ended alone: end the connection (its streams fail and are retried).
+            close(error: .connectionClosed("\(error)"))
+            return
+        }
         afterEvents()
     }
 
-    fileprivate func stream(_ id: Int32) -> StreamState? { streams[id] }
-
-    fileprivate func streamClosed(_ id: Int32, errorCode: UInt32) {
+    private func streamClosed(_ id: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
         stream.responseTimer?.cancel()
         lastStreamActivity = .now()
@@ -326,8 +283,10 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         guard state == .ready || state == .connecting else { return }
         state = .draining
         if let session {
-            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue),
-                                  nghttp2_session_get_last_proc_stream_id(session), NGHTTP2_NO_ERROR.rawValue, nil, 0)
+            do { try session.submitGoaway(lastStreamID: session.lastProcessedStreamID) } catch {
+                close(error: .connectionClosed("\(error)"))
+                return
+            }
         }
         delegate?.connectionStoppedAccepting(self)
         if !insideReceive { afterEvents() }
@@ -351,18 +310,20 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
     func flush() {
         guard let session, let context, state != .closed, !insideReceive else { return }
         insideReceive = true
-        let drained = NGHTTP2.drain(session, into: &outbound)
-        insideReceive = false
-        guard drained else {
-            close(error: .connectionClosed("nghttp2_session_mem_send failed"))
+        do {
+            try session.drainOutput(into: &outbound)
+        } catch {
+            insideReceive = false
+            close(error: .connectionClosed("\(error)"))
             return
         }
+        insideReceive = false
         if outbound.readableBytes > 0 {
             let chunk = outbound
             outbound = context.channel.allocator.buffer(capacity: 4096)
             context.writeAndFlush(wrapOutboundOut(chunk), promise: nil)
         }
-        if NGHTTP2.isFinished(session) && state != .connecting {
+        if session.isFinished && state != .connecting {
             close(error: nil)
         }
     }
@@ -390,7 +351,10 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         }
         if now - lastActivity >= interval {
             pingOutstanding = true
-            nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+            do { try session.submitPing(payload: 0) } catch {
+                close(error: .connectionClosed("\(error)"))
+                return
+            }
             afterEvents()
         }
     }
@@ -423,69 +387,4 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
         delegate?.connectionClosed(self, error: error, wasReady: wasReady)
         context = nil
     }
-}
-
-// MARK: - nghttp2 callbacks
-
-@inline(__always)
-private func connection(_ userData: UnsafeMutableRawPointer?) -> APNsConnection {
-    Unmanaged<APNsConnection>.fromOpaque(userData!).takeUnretainedValue()
-}
-
-private let readPayload: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
-    guard let stream = connection(userData).stream(streamID), let buffer, let flags else {
-        return ssize_t(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
-    }
-    let payload = stream.pending.request.payload
-    let count = min(length, payload.count - stream.payloadOffset)
-    if count > 0 {
-        payload.withUnsafeBufferPointer { source in
-            buffer.update(from: source.baseAddress! + stream.payloadOffset, count: count)
-        }
-        stream.payloadOffset += count
-    }
-    if stream.payloadOffset >= payload.count {
-        flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
-    }
-    return count
-}
-
-private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-    guard let frame, let stream = connection(userData).stream(frame.pointee.hd.stream_id) else { return 0 }
-    let headerName = NGHTTP2.string(name, nameLength)
-    if headerName == ":status" {
-        stream.status = Int(NGHTTP2.string(value, valueLength)) ?? 0
-    } else if headerName == "apns-id" {
-        stream.apnsID = NGHTTP2.string(value, valueLength)
-    }
-    return 0
-}
-
-private let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
-    guard let stream = connection(userData).stream(streamID), let data else { return 0 }
-    if stream.body.count + length <= 65_536 {
-        stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
-    }
-    return 0
-}
-
-private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
-    connection(userData).streamClosed(streamID, errorCode: errorCode)
-    return 0
-}
-
-private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, userData in
-    guard let frame else { return 0 }
-    let header = frame.pointee.hd
-    switch UInt32(header.type) {
-    case NGHTTP2_SETTINGS.rawValue where header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0:
-        connection(userData).receivedSettings()
-    case NGHTTP2_GOAWAY.rawValue:
-        connection(userData).receivedGoAway()
-    case NGHTTP2_PING.rawValue where header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
-        connection(userData).receivedPingAck()
-    default:
-        break
-    }
-    return 0
 }

@@ -1,4 +1,5 @@
 import CInterop
+import HTTP2Core
 import NIOCore
 import TLSTransport
 
@@ -10,15 +11,15 @@ final class SimulatorStream {
     var body: [UInt8] = []
     var bodyTooLarge = false
     var refused = false
-    var response: [UInt8] = []
-    var responseOffset = 0
+    /// The response body as nghttp2's DATA source (kept alive until the stream closes).
+    var response: HTTP2OutboundBody?
 
     init(id: Int32) { self.id = id }
 }
 
 /// The server side of one simulator connection: an nghttp2 server session in
 /// memory mode behind ``OpenSSLHandler``. Runs on its channel's event loop.
-final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
+final class SimulatorConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -28,7 +29,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     let id: Int
     private let state: SimulatorState
     private var context: ChannelHandlerContext?
-    private var session: OpaquePointer?
+    private var session: HTTP2Session?
     private var streams: [Int32: SimulatorStream] = [:]
     private var tokenState = ConnectionTokenState()
     private var outbound = ByteBufferAllocator().buffer(capacity: 0)
@@ -42,10 +43,6 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     init(id: Int, state: SimulatorState) {
         self.id = id
         self.state = state
-    }
-
-    deinit {
-        if let session { nghttp2_session_del(session) }
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -72,42 +69,52 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func startSession() {
-        var callbacks: OpaquePointer?
-        nghttp2_session_callbacks_new(&callbacks)
-        defer { nghttp2_session_callbacks_del(callbacks) }
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
-        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
-        var option: OpaquePointer?
-        nghttp2_option_new(&option)
-        defer { nghttp2_option_del(option) }
-        nghttp2_option_set_no_closed_streams(option, 1)
-        var newSession: OpaquePointer?
-        guard nghttp2_session_server_new2(&newSession, callbacks, Unmanaged.passUnretained(self).toOpaque(), option) == 0,
-              let newSession else {
+        do {
+            let newSession = try HTTP2Session(role: .server, delegate: self)
+            try newSession.submitSettings([
+                (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, UInt32(state.configuration.maxConcurrentStreams)),
+                (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20),
+            ])
+            try newSession.setLocalWindowSize(1 << 24)
+            session = newSession
+        } catch {
             context?.close(promise: nil)
             return
         }
-        session = newSession
         state.emit(.connectionOpened(connectionID: id))
-        var settings = [
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-                value: UInt32(state.configuration.maxConcurrentStreams)),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20),
-        ]
-        nghttp2_submit_settings(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
-        nghttp2_session_set_local_window_size(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
         flush()
+    }
+
+    func http2Session(_ session: HTTP2Session, event: HTTP2SessionEvent) {
+        switch event {
+        case .beginHeaders(let streamID, let category):
+            if category == .request { beginStream(streamID) }
+        case .header(let streamID, _, _, let name, let value):
+            guard let stream = streams[streamID] else { return }
+            addHeader(stream, name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        case .dataChunk(let streamID, _, let bytes):
+            guard let stream = streams[streamID] else { return }
+            addBody(stream, bytes)
+        case .endStream(let streamID, _):
+            guard let stream = streams[streamID] else { return }
+            requestComplete(stream)
+        case .streamClosed(let streamID, _, _):
+            streams.removeValue(forKey: streamID)
+        case .pingReceived:
+            state.emit(.ping(connectionID: id))
+        case .goaway:
+            state.emit(.goAwayReceived(connectionID: id))
+        case .headersComplete, .resetReceived, .settings, .pingAck, .endStreamSent:
+            break
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let session, !closing else { return }
         let buffer = unwrapInboundIn(data)
         insideSession = true
-        let failure = NGHTTP2.receive(session, buffer)
+        let failure: HTTP2SessionError?
+        do { try session.receive(buffer); failure = nil } catch { failure = error }
         insideSession = false
         if failure != nil {
             // nghttp2 already queued GOAWAY(PROTOCOL_ERROR) where it could; send it and drop the connection.
@@ -120,7 +127,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
 
     // MARK: Streams
 
-    fileprivate func beginStream(_ streamID: Int32) {
+    private func beginStream(_ streamID: Int32) {
         let stream = SimulatorStream(id: streamID)
         streams[streamID] = stream
         streamsBegun += 1
@@ -129,22 +136,18 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
             if streamID > lastAccepted { stream.refused = true }
         } else if let limit = state.goAwayAfterStreams(), streamsBegun >= limit, let session {
             goAwayLastStreamID = streamID
-            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+            do { try session.submitGoaway(lastStreamID: streamID) } catch { closeAfterFlush() }
         }
     }
 
-    fileprivate func stream(_ id: Int32) -> SimulatorStream? { streams[id] }
-
-    fileprivate func received(_ event: (Int) -> APNsSimulatorEvent) { state.emit(event(id)) }
-
-    fileprivate func addHeader(_ stream: SimulatorStream, name: String, value: String) {
+    private func addHeader(_ stream: SimulatorStream, name: String, value: String) {
         stream.headerBytes += name.utf8.count + value.utf8.count
         if stream.headerBytes <= Self.maxHeaderBytes && stream.headers.count < 64 {
             stream.headers.append((name, value))
         }
     }
 
-    fileprivate func addBody(_ stream: SimulatorStream, _ bytes: UnsafeBufferPointer<UInt8>) {
+    private func addBody(_ stream: SimulatorStream, _ bytes: UnsafeRawBufferPointer) {
         if stream.body.count + bytes.count > Self.maxBody {
             stream.bodyTooLarge = true
         } else {
@@ -153,10 +156,12 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// The whole request arrived: validate, inject faults, record, answer.
-    fileprivate func requestComplete(_ stream: SimulatorStream) {
+    private func requestComplete(_ stream: SimulatorStream) {
         guard let session else { return }
         if stream.refused {
-            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_REFUSED_STREAM.rawValue)
+            do { try session.submitRSTStream(streamID: stream.id, errorCode: NGHTTP2_REFUSED_STREAM) } catch {
+                closeAfterFlush()
+            }
             return
         }
         let outcome = RequestValidator.validate(
@@ -189,7 +194,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
             }
         }
         if status != 200 { state.countStatus(status) }
-        stream.response = body
+        stream.response = body.isEmpty ? nil : HTTP2OutboundBody(body)
         let delay = state.responseDelay()
         if delay > .zero, let context {
             let nanoseconds = Int64(delay.secondsValue * 1e9)
@@ -207,22 +212,16 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     private func submitResponse(_ stream: SimulatorStream, status: Int, apnsID: String) {
         guard let session else { return }
         var headers: [(name: String, value: String)] = [(":status", String(status)), ("apns-id", apnsID)]
-        if !stream.response.isEmpty {
+        if let response = stream.response {
             headers.append(("content-type", "application/json"))
-            headers.append(("content-length", String(stream.response.count)))
-            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponse)
-            _ = NGHTTP2.withHeaders(headers) { nva, count in
-                nghttp2_submit_response(session, stream.id, nva, count, &provider)
-            }
-        } else {
-            _ = NGHTTP2.withHeaders(headers) { nva, count in
-                nghttp2_submit_response(session, stream.id, nva, count, nil)
+            headers.append(("content-length", String(response.pendingBytes)))
+        }
+        let submitted = NGHTTP2Headers.with(headers) { nva, count in
+            Result { () throws(HTTP2SessionError) in
+                try session.submitResponse(streamID: stream.id, headers: nva, count: count, body: stream.response)
             }
         }
-    }
-
-    fileprivate func streamClosed(_ id: Int32) {
-        streams.removeValue(forKey: id)
+        if case .failure = submitted { closeAfterFlush() }
     }
 
     // MARK: Output
@@ -230,7 +229,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     private func flush() {
         guard let session, let context, !insideSession, !closing else { return }
         insideSession = true
-        let ok = NGHTTP2.drain(session, into: &outbound)
+        let ok = (try? session.drainOutput(into: &outbound)) != nil
         insideSession = false
         if outbound.readableBytes > 0 {
             let chunk = outbound
@@ -238,7 +237,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
             context.writeAndFlush(wrapOutboundOut(chunk), promise: nil)
         }
         let goAwayDone = goAwayLastStreamID.map { last in !streams.keys.contains { $0 <= last } } ?? false
-        if !ok || goAwayDone || NGHTTP2.isFinished(session) {
+        if !ok || goAwayDone || session.isFinished {
             closeAfterFlush()
         }
     }
@@ -246,7 +245,7 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
     private func closeAfterFlush() {
         guard let context, !closing else { return }
         closing = true
-        if let session, NGHTTP2.drain(session, into: &outbound), outbound.readableBytes > 0 {
+        if let session, (try? session.drainOutput(into: &outbound)) != nil, outbound.readableBytes > 0 {
             context.write(wrapOutboundOut(outbound), promise: nil)
         }
         let channel = context.channel
@@ -254,75 +253,4 @@ final class SimulatorConnection: ChannelInboundHandler, @unchecked Sendable {
             channel.close(promise: nil)
         }
     }
-}
-
-// MARK: - nghttp2 callbacks
-
-@inline(__always)
-private func connection(_ userData: UnsafeMutableRawPointer?) -> SimulatorConnection {
-    Unmanaged<SimulatorConnection>.fromOpaque(userData!).takeUnretainedValue()
-}
-
-private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, userData in
-    guard let frame, UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue,
-          frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
-    connection(userData).beginStream(frame.pointee.hd.stream_id)
-    return 0
-}
-
-private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-    guard let frame else { return 0 }
-    let owner = connection(userData)
-    guard let stream = owner.stream(frame.pointee.hd.stream_id) else { return 0 }
-    owner.addHeader(stream, name: NGHTTP2.string(name, nameLength), value: NGHTTP2.string(value, valueLength))
-    return 0
-}
-
-private let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
-    let owner = connection(userData)
-    guard let data, let stream = owner.stream(streamID) else { return 0 }
-    owner.addBody(stream, UnsafeBufferPointer(start: data, count: length))
-    return 0
-}
-
-private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, userData in
-    guard let frame else { return 0 }
-    let header = frame.pointee.hd
-    let type = UInt32(header.type)
-    if type == NGHTTP2_PING.rawValue && header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
-        connection(userData).received { .ping(connectionID: $0) }
-        return 0
-    }
-    if type == NGHTTP2_GOAWAY.rawValue {
-        connection(userData).received { .goAwayReceived(connectionID: $0) }
-        return 0
-    }
-    guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue,
-          header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return 0 }
-    let owner = connection(userData)
-    guard let stream = owner.stream(header.stream_id) else { return 0 }
-    owner.requestComplete(stream)
-    return 0
-}
-
-private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, _, userData in
-    connection(userData).streamClosed(streamID)
-    return 0
-}
-
-private let readResponse: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
-    guard let stream = connection(userData).stream(streamID), let buffer, let flags else {
-        return ssize_t(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
-    }
-    let count = min(length, stream.response.count - stream.responseOffset)
-    if count > 0 {
-        stream.response.withUnsafeBufferPointer { source in
-            buffer.update(from: source.baseAddress! + stream.responseOffset, count: count)
-        }
-        stream.responseOffset += count
-    }
-    if stream.responseOffset >= stream.response.count {
-        flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
-    }
-    return count
 }

@@ -43,7 +43,10 @@ public enum GRPCUnaryHandler: Sendable {
 
 /// A registered method: how it runs and who may call it.
 struct GRPCRoute: Sendable {
-    var handler: GRPCUnaryHandler
+    /// A unary method's handler (nil for a streaming method).
+    var handler: GRPCUnaryHandler?
+    /// A streaming method's handler.
+    var streaming: GRPCStreamingHandler?
     var admission: GRPCAdmission?
 }
 

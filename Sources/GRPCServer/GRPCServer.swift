@@ -53,6 +53,14 @@ public final class GRPCServer: Sendable {
         }
     }
 
+    /// Registers a streaming method at `path` (e.g. `/pkg.Service/Watch`).
+    public func register(_ path: String, streaming handler: GRPCStreamingHandler, admission: GRPCAdmission? = nil) {
+        state.withLock { state in
+            precondition(state.shared == nil, "register(_:streaming:) must be called before start()")
+            state.routes[path] = GRPCRoute(handler: nil, streaming: handler, admission: admission)
+        }
+    }
+
     /// True once `shutdownGracefully` has begun.
     public var isDraining: Bool { state.withLock { $0.draining } }
 

@@ -1,23 +1,15 @@
 import CInterop
+import HTTP2Core
 import NIOCore
 import Synchronization
 
 /// Per-stream state of one call. Confined to its connection's event loop; the
 /// `@unchecked Sendable` only lets an async handler's Task carry it back to the loop.
 final class GRPCStream: @unchecked Sendable {
-    enum Phase {
-        /// Headers or body still arriving.
-        case receiving
-        /// An async handler is running.
-        case running
-        /// A response (or Trailers-Only error) has been submitted.
-        case responded
-        /// nghttp2 closed the stream.
-        case closed
-    }
-
     let id: Int32
-    var phase: Phase = .receiving
+    /// Where the call is in its life (receiving → running → responded → closed).
+    var machine = GRPCStreamStateMachine()
+    var phase: GRPCStreamStateMachine.State { machine.state }
 
     /// When the request's HEADERS began: its whole request must arrive within
     /// `requestReceiveTimeout` of this.
@@ -27,6 +19,7 @@ final class GRPCStream: @unchecked Sendable {
     var path: String?
     var route: GRPCRoute?
     var isPost = false
+    var isHead = false
     var contentType: ContentType = .absent
     var timeout: GRPCTimeout?
     var timeoutInvalid: String?
@@ -50,9 +43,18 @@ final class GRPCStream: @unchecked Sendable {
     /// Set while a `.compute` call is queued or running on the compute threads.
     var cancellation: GRPCCallCancellation?
 
-    // Response body (prefix is produced on the fly).
-    var responseBody: [UInt8] = []
-    var responseOffset = 0
+    /// The response's DATA source, kept alive until nghttp2 closes the stream.
+    var responseBody: HTTP2OutboundBody?
+
+    // Streaming calls.
+    /// Request messages of a bidirectional call, not yet taken by the handler.
+    var inbound: AsyncThrowingStream<[UInt8], any Error>.Continuation?
+    /// Bytes yielded to `inbound` and not yet taken.
+    var inboundQueuedBytes = 0
+    /// A `send` waiting for nghttp2 and the socket to take what is queued.
+    var waitingWriter: CheckedContinuation<Void, any Error>?
+    /// Whether the call's handler is a streaming one (drain cancels it).
+    var isStreaming = false
 
     enum ContentType { case absent, grpc, other }
 

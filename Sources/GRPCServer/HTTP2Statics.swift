@@ -46,6 +46,12 @@ enum StaticHeaders {
     nonisolated(unsafe) static let grpcMessageName = cString("grpc-message")
     nonisolated(unsafe) static let grpcStatusName = cString("grpc-status")
 
-    nonisolated(unsafe) static let status415 = array([(":status", "415"), ("content-type", "text/plain")])
-    nonisolated(unsafe) static let status405 = array([(":status", "405"), ("allow", "POST")])
+    nonisolated(unsafe) static let status415 = array([
+        (":status", "415"), ("content-type", "text/plain; charset=utf-8"),
+    ])
+    static let status415Count = 2
+    nonisolated(unsafe) static let status405 = array([
+        (":status", "405"), ("allow", "POST"), ("content-type", "text/plain; charset=utf-8"),
+    ])
+    static let status405Count = 3
 }

@@ -106,6 +106,18 @@ public final class HeraldServer: Service, Sendable {
 
         let health = HealthService(state: state)
         server.register(HealthService.checkPath, .sync(health.check))
+        let watch = HealthWatchService(state: state)
+        server.register(HealthWatchService.path, streaming: .serverStreaming { request, writer in
+            try await watch.watch(request: request.message) { try await writer.send($0) }
+        })
+        // Reflection describes the API, as Health and Status do the instance:
+        // no token needed (grpcurl and grpcio's reflection client send none).
+        let reflection = ReflectionService()
+        for path in [ReflectionService.v1Path, ReflectionService.v1alphaPath] {
+            server.register(path, streaming: .bidirectional { _, messages, writer in
+                try await reflection.serve(messages) { try await writer.send($0) }
+            })
+        }
         let snapshot = self.snapshot
         let status = StatusService(
             version: HeraldVersion.current,

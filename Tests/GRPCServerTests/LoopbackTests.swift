@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 @testable import GRPCServer
 
@@ -13,6 +14,8 @@ final class TestServer: Sendable {
     /// Each `yield()` lets one `/test.Echo/Gated` call finish.
     let gate: AsyncStream<Void>.Continuation
     private let cancelledContinuation: AsyncStream<String>.Continuation
+    /// Sends completed by `/test.Stream/Flood`.
+    let sends: SendCounter
 
     init(configure: (inout GRPCServerConfiguration) -> Void = { _ in }) async throws {
         var configuration = GRPCServerConfiguration()
@@ -61,6 +64,38 @@ final class TestServer: Sendable {
         server.register("/test.Echo/Deadline", .sync { request in
             Array((request.deadline == nil ? "none" : "set").utf8)
         })
+        server.register("/test.Stream/Count", streaming: .serverStreaming { request, writer in
+            let count = Int(String(decoding: request.message, as: UTF8.self)) ?? 0
+            for index in 0..<count { try await writer.send(Array("item-\(index);".utf8)) }
+        })
+        server.register("/test.Stream/Echo", streaming: .bidirectional { _, requests, writer in
+            for try await message in requests { try await writer.send(message) }
+        })
+        server.register("/test.Stream/FailAfterOne", streaming: .serverStreaming { _, writer in
+            try await writer.send(Array("first".utf8))
+            throw GRPCStatus(.notFound, "gone after one")
+        })
+        let sends = SendCounter()
+        self.sends = sends
+        server.register("/test.Stream/Flood", streaming: .serverStreaming { _, writer in
+            for _ in 0..<64 {
+                try await writer.send([UInt8](repeating: 7, count: 16 * 1024))
+                sends.count.add(1, ordering: .relaxed)
+            }
+        })
+        server.register("/test.Stream/Hang", streaming: .serverStreaming { request, writer in
+            let key = request.metadata["x-key"] ?? ""
+            // The key is reported however early the cancellation comes (even inside `send`).
+            try await withTaskCancellationHandler {
+                try await writer.send(Array("started".utf8))
+                enteredContinuation.yield()
+                let (never, _) = AsyncStream<Int>.makeStream()
+                for await _ in never {}
+                throw CancellationError()
+            } onCancel: {
+                continuation.yield(key)
+            }
+        })
         self.server = server
         self.port = try await server.start().port
     }
@@ -68,6 +103,10 @@ final class TestServer: Sendable {
     var base: String { "http://127.0.0.1:\(port)" }
 
     func stop() async { await server.shutdownGracefully(timeout: .seconds(5)) }
+}
+
+final class SendCounter: Sendable {
+    let count = Atomic<Int>(0)
 }
 
 /// Runs an nghttp2 command-line tool and returns its output (stdout + stderr, Latin-1).

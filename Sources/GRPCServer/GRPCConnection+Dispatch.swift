@@ -1,0 +1,169 @@
+import CInterop
+import HTTP2Core
+import NIOCore
+
+/// Running a call once its request is complete, and its deadline.
+extension GRPCConnection {
+    /// END_STREAM from the client: run the handler.
+    func requestEnded(_ stream: GRPCStream) {
+        if stream.inbound != nil {
+            inboundEnded(stream)
+            return
+        }
+        guard stream.phase == .receiving, stream.counted else { return }
+        // The request stays counted against the buffers until the call is
+        // answered: a handler still running holds its bytes.
+        guard finishDeframing(stream) else { return }
+        guard let message = stream.message, let route = stream.route, let path = stream.path else {
+            respondError(stream, GRPCStatus(.unimplemented, "unary method requires exactly one request message, received none"))
+            return
+        }
+        stream.message = nil
+        if let deadline = stream.deadline, deadline <= ContinuousClock.now {
+            respondError(stream, GRPCStatus(.deadlineExceeded, "deadline exceeded before the call started"))
+            return
+        }
+        let request = GRPCRequest(
+            path: path, metadata: stream.metadata, message: message, deadline: stream.deadline,
+            remoteAddress: remoteAddress)
+        guard let handler = route.handler else {
+            if case .serverStreaming(let body) = route.streaming {
+                startStreaming(stream) { writer in try await body(request, writer) }
+            }
+            return
+        }
+        switch handler {
+        case .sync(let body):
+            runInline(stream, request, body)
+        case .compute(let inlineBytes, let body):
+            if request.message.count <= inlineBytes {
+                runInline(stream, request, body)
+            } else {
+                runOnComputePool(stream, request, body)
+            }
+        case .async(let body):
+            stream.machine.handlerStarted()
+            let loop = eventLoop
+            stream.task = Task { [self] in
+                let result: Result<[UInt8], any Error>
+                do {
+                    result = .success(try await body(request))
+                } catch {
+                    result = .failure(error)
+                }
+                loop.execute { self.asyncFinished(stream, result) }
+            }
+        }
+    }
+
+    func runInline(_ stream: GRPCStream, _ request: GRPCRequest, _ body: (GRPCRequest) throws -> [UInt8]) {
+        do {
+            respondOK(stream, try body(request))
+        } catch {
+            respondError(stream, status(for: error, path: request.path))
+        }
+    }
+
+    /// A large CPU-only call: queued for the compute threads (bounded), its
+    /// answer submitted back on this loop. Skipped if it is cancelled or past
+    /// its deadline by the time a thread takes it.
+    func runOnComputePool(
+        _ stream: GRPCStream, _ request: GRPCRequest, _ body: @escaping @Sendable (GRPCRequest) throws -> [UInt8]
+    ) {
+        let shared = self.shared
+        let limit = shared.configuration.maxQueuedComputeCalls
+        guard shared.computeCalls.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
+            shared.computeCalls.subtract(1, ordering: .relaxed)
+            respondError(stream, GRPCStatus(.resourceExhausted,
+                "server busy: \(limit) large calls already queued (maxQueuedComputeCalls); retry later"))
+            return
+        }
+        stream.machine.handlerStarted()
+        let cancellation = GRPCCallCancellation()
+        stream.cancellation = cancellation
+        let loop = eventLoop
+        shared.computePool.submit { [self] poolState in
+            defer { shared.computeCalls.subtract(1, ordering: .relaxed) }
+            ComputeThread.lowerPriority()
+            let result: Result<[UInt8], any Error>
+            if poolState != .active || cancellation.isCancelled {
+                result = .failure(CancellationError())
+            } else if let deadline = request.deadline, deadline <= ContinuousClock.now {
+                result = .failure(GRPCStatus(.deadlineExceeded, "deadline exceeded while queued"))
+            } else {
+                result = Result { try body(request) }
+            }
+            loop.execute { self.asyncFinished(stream, result) }
+        }
+    }
+
+    func asyncFinished(_ stream: GRPCStream, _ result: Result<[UInt8], any Error>) {
+        stream.task = nil
+        guard stream.machine.handlerFinished(), session != nil else { return }
+        switch result {
+        case .success(let response): respondOK(stream, response)
+        case .failure(let error): respondError(stream, status(for: error, path: stream.path ?? ""))
+        }
+        scheduleFlush()
+    }
+
+    func deadlineExpired(_ stream: GRPCStream) {
+        stream.deadlineTimer = nil
+        guard stream.machine.deadlineExpired(), session != nil else { return }
+        stream.task?.cancel()
+        stream.task = nil
+        stream.cancellation?.cancel()
+        stream.cancellation = nil
+        respondError(stream, GRPCStatus(.deadlineExceeded, "deadline exceeded"))
+        flushOutput()
+    }
+
+
+    func streamClosed(_ stream: GRPCStream) {
+        streams.removeValue(forKey: stream.id)
+        finishStream(stream)
+    }
+
+    func finishStream(_ stream: GRPCStream) {
+        _ = stream.machine.closed()
+        releaseBuffered(stream)
+        stream.task?.cancel()
+        stream.task = nil
+        stream.cancellation?.cancel()
+        stream.cancellation = nil
+        if session != nil, let turnedIdle = liveness.callClosed(now: .now()) {
+            scheduleLivenessTick(at: turnedIdle)
+        }
+        stream.deadlineTimer?.cancel()
+        stream.deadlineTimer = nil
+        endStreamingWork(stream)
+        if stream.counted {
+            stream.counted = false
+            counters.rpcFinished()
+        }
+    }
+
+    /// Gives back everything the stream's request holds, and drops the bytes.
+    func releaseBuffered(_ stream: GRPCStream) {
+        if stream.bufferedBytes != 0 {
+            bufferedRequestBytes -= stream.bufferedBytes
+            shared.releaseBuffered(stream.bufferedBytes)
+            stream.bufferedBytes = 0
+        }
+        if stream.phase != .receiving {
+            stream.message = nil
+            stream.deframer.discard()
+        }
+    }
+
+    /// After our END_STREAM, a client still sending gets RST_STREAM(NO_ERROR) (PROTOCOL-HTTP2).
+    func streamEndSent(streamID: Int32) {
+        guard let session else { return }
+        if !session.isRemoteClosed(streamID) {
+            do { try session.submitRSTStream(streamID: streamID, errorCode: NGHTTP2_NO_ERROR) } catch {
+                logger.warning("RST_STREAM(NO_ERROR) not submitted", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+}

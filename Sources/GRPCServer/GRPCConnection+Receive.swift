@@ -1,0 +1,243 @@
+import CInterop
+import HTTP2Core
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Request headers and body of a call, as nghttp2 events deliver them.
+extension GRPCConnection {
+    func beginRequest(streamID: Int32) {
+        guard let session else { return }
+        let now = NIODeadline.now()
+        let stream = GRPCStream(
+            id: streamID, maxMessageBytes: shared.configuration.maxReceiveMessageBytes, receiveStartedAt: now)
+        streams[streamID] = stream
+        session.setStreamData(Unmanaged.passUnretained(stream).toOpaque(), for: streamID)
+        scheduleLivenessTick(at: liveness.callOpened(now: now))
+    }
+
+    func header(
+        _ stream: GRPCStream, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer
+    ) {
+        stream.headerListBytes += name.count + value.count + 32
+        if stream.headerListBytes > shared.configuration.maxHeaderListBytes {
+            stream.headerListOverflow = true
+            return
+        }
+        guard let first = name.first else { return }
+        if first == UInt8(ascii: ":") {
+            if bytesEqual(name, ":path") {
+                if value.count == cachedPathBytes.count, value.count > 0,
+                   cachedPathBytes.withUnsafeBytes({ memcmp($0.baseAddress!, value.baseAddress!, value.count) == 0 }) {
+                    stream.path = cachedPath
+                    stream.route = cachedRoute
+                } else {
+                    let path = String(decoding: value, as: UTF8.self)
+                    let route = shared.routes[path]
+                    stream.path = path
+                    stream.route = route
+                    cachedPathBytes = Array(value)
+                    cachedPath = path
+                    cachedRoute = route
+                }
+            } else if bytesEqual(name, ":method") {
+                stream.isPost = bytesEqual(value, "POST")
+                stream.isHead = bytesEqual(value, "HEAD")
+            }
+            return
+        }
+        if bytesEqual(name, "content-type") {
+            stream.contentType = isGRPCContentType(value) ? .grpc : .other
+        } else if bytesEqual(name, "grpc-encoding") {
+            // Only gzip is supported; with any other encoding a compressed
+            // message is UNIMPLEMENTED (checked per message: the flag byte).
+            if bytesEqual(value, "gzip") && !stream.gzip {
+                stream.gzip = true
+                stream.deframer = GRPCMessageDeframer(
+                    maxMessageBytes: shared.configuration.maxReceiveMessageBytes, acceptsCompressed: true)
+            }
+        } else if bytesEqual(name, "te") || bytesEqual(name, "content-length") || bytesEqual(name, "grpc-accept-encoding") {
+            // Transport headers, not metadata.
+        } else if bytesEqual(name, "grpc-timeout") {
+            if let timeout = GRPCTimeout(bytes: value) {
+                stream.timeout = timeout
+            } else {
+                stream.timeoutInvalid = String(decoding: value.prefix(32), as: UTF8.self)
+            }
+        } else {
+            stream.metadata.append(name: name, value: value)
+        }
+    }
+
+    /// END_HEADERS of the request: validate and route; early errors are Trailers-Only.
+    func requestHeadersComplete(_ stream: GRPCStream) {
+        if stream.headerListOverflow {
+            respondError(stream, GRPCStatus(
+                .resourceExhausted,
+                "request header list exceeds \(shared.configuration.maxHeaderListBytes) bytes"))
+            return
+        }
+        guard stream.isPost else {
+            respondHTTP(stream, StaticHeaders.status405, count: StaticHeaders.status405Count,
+                        body: stream.isHead ? [] : HTTPAnswer.notPost)
+            return
+        }
+        guard stream.contentType == .grpc else {
+            respondHTTP(stream, StaticHeaders.status415, count: StaticHeaders.status415Count, body: HTTPAnswer.notGRPC)
+            return
+        }
+        counters.rpcStarted()
+        stream.counted = true
+        if let invalid = stream.timeoutInvalid {
+            respondError(stream, GRPCStatus(.invalidArgument, "invalid grpc-timeout header \"\(invalid)\""))
+            return
+        }
+        guard let route = stream.route else {
+            respondError(stream, GRPCStatus(.unimplemented, "method not found: \(stream.path ?? "")"))
+            return
+        }
+        // Before a byte of the body is buffered (a caller without a valid token
+        // must not be able to hold server memory).
+        if let admission = route.admission, let refusal = admission(stream.metadata) {
+            respondError(stream, refusal)
+            return
+        }
+        if let timeout = stream.timeout {
+            stream.deadline = ContinuousClock.now + timeout.duration
+            // Deadlines beyond ~100 days never fire in practice; avoid TimeAmount overflow.
+            if timeout.duration < .seconds(8_640_000) {
+                let components = timeout.duration.components
+                let nanoseconds = components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+                stream.deadlineTimer = eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in
+                    deadlineExpired(stream)
+                }
+            }
+        }
+        if case .bidirectional(let body) = route.streaming {
+            startBidirectional(stream, body)
+        }
+    }
+
+    func data(_ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer) {
+        if stream.inbound != nil {
+            inboundData(stream, bytes)
+            return
+        }
+        guard stream.phase == .receiving, stream.counted else { return }
+        if stream.message != nil {
+            // Unary: anything after the first message is a cardinality violation.
+            stream.extraMessage = true
+            respondError(stream, GRPCStatus(.unimplemented, "unary method received more than one request message"))
+            return
+        }
+        // Reserved before the bytes are taken: what arrives grows the buffers
+        // by at most its size (a gzip message is checked again once inflated).
+        let deframed = deframe(stream, bytes) { compressed, message in
+            if stream.message != nil {
+                throw GRPCStatus(.unimplemented, "unary method received more than one request message")
+            }
+            stream.message = try inflate(compressed, message)
+        }
+        guard deframed else { return }
+        if stream.message != nil, !stream.deframer.isAtMessageBoundary {
+            respondError(stream, GRPCStatus(.unimplemented, "unary method received more than one request message"))
+            return
+        }
+        settleReservation(stream, held: stream.deframer.bufferedBytes + (stream.message?.count ?? 0))
+    }
+
+    /// Reserves `bytes` (what arrives grows the buffers by at most its size),
+    /// feeds them to the deframer and hands each whole message to `onMessage`.
+    /// False when the call was ended with an error status.
+    func deframe(
+        _ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer, _ onMessage: (Bool, [UInt8]) throws -> Void
+    ) -> Bool {
+        guard reserveBuffer(stream, bytes.count) else { return false }
+        do {
+            try stream.deframer.append(bytes, onMessage)
+            return true
+        } catch let error as GRPCFramingError {
+            respondError(stream, error.status)
+        } catch let status as GRPCStatus {
+            respondError(stream, status)
+        } catch {
+            respondError(stream, GRPCStatus(.internalError, "invalid request body"))
+        }
+        return false
+    }
+
+    /// A message as the handler gets it. The deframer passes compressed
+    /// messages only when gzip was negotiated; inflated size is checked again.
+    func inflate(_ compressed: Bool, _ message: [UInt8]) throws -> [UInt8] {
+        compressed ? try GRPCGzip.decompress(message, limit: shared.configuration.maxReceiveMessageBytes) : message
+    }
+
+    /// Settles the stream's reservation to the bytes it really holds.
+    func settleReservation(_ stream: GRPCStream, held: Int) {
+        let unreserved = held - stream.bufferedBytes
+        if unreserved > 0 {
+            _ = reserveBuffer(stream, unreserved)
+        } else {
+            releaseReservation(stream, -unreserved)
+        }
+    }
+
+    /// Gives `bytes` of the stream's reservation back to the connection and the server.
+    func releaseReservation(_ stream: GRPCStream, _ bytes: Int) {
+        guard bytes > 0 else { return }
+        bufferedRequestBytes -= bytes
+        shared.releaseBuffered(bytes)
+        stream.bufferedBytes -= bytes
+    }
+
+    /// The request's END_STREAM: no partial message may remain. False when the call was ended.
+    func finishDeframing(_ stream: GRPCStream) -> Bool {
+        do {
+            try stream.deframer.finish()
+            return true
+        } catch let error as GRPCFramingError {
+            respondError(stream, error.status)
+        } catch {}
+        return false
+    }
+
+    /// Counts `bytes` more against the stream, the connection's and the
+    /// server's request buffers, or ends the call with RESOURCE_EXHAUSTED
+    /// naming the limit (releasing what the stream held).
+    func reserveBuffer(_ stream: GRPCStream, _ bytes: Int) -> Bool {
+        let configuration = shared.configuration
+        if bufferedRequestBytes + bytes > configuration.maxBufferedBytesPerConnection {
+            respondError(stream, GRPCStatus(.resourceExhausted,
+                "connection request buffer limit of \(configuration.maxBufferedBytesPerConnection) bytes reached"))
+            return false
+        }
+        if !shared.reserveBuffered(bytes) {
+            respondError(stream, GRPCStatus(.resourceExhausted,
+                "server request buffer limit of \(configuration.maxBufferedBytes) bytes reached; retry later"))
+            return false
+        }
+        bufferedRequestBytes += bytes
+        stream.bufferedBytes += bytes
+        return true
+    }
+
+    /// END_STREAM from the client: run the handler.
+}
+
+
+/// `application/grpc`, `application/grpc+<subtype>` or `application/grpc;<params>`.
+func isGRPCContentType(_ value: UnsafeRawBufferPointer) -> Bool {
+    let base: StaticString = "application/grpc"
+    let baseCount = base.utf8CodeUnitCount
+    guard value.count >= baseCount else { return false }
+    let pointer = base.utf8Start
+    for index in 0..<baseCount {
+        var byte = value[index]
+        if byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "Z") { byte += 32 }
+        if byte != pointer[index] { return false }
+    }
+    if value.count == baseCount { return true }
+    let next = value[baseCount]
+    return next == UInt8(ascii: "+") || next == UInt8(ascii: ";")
+}

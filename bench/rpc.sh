@@ -5,6 +5,8 @@
 #
 #   bench/rpc.sh                 # release build, then the runs
 #   N_MANY=100000 N_ONE=5000 SKIP_BUILD=1 bench/rpc.sh
+#   BASELINE_BIN=/tmp/herald-old SKIP_BUILD=1 bench/rpc.sh   # A/B: Health c16 m32,
+#       old and new binary alternating (AB_ROUNDS rounds), medians and the ratio
 #
 # Only 127.0.0.1 is loaded; every run is bounded by -n and by `timeout`.
 set -euo pipefail
@@ -58,6 +60,32 @@ for _ in $(seq 1 200); do
     nghttp -t 1s "http://127.0.0.1:$NGHTTPD_PORT/check" > /dev/null 2>&1 && break
     sleep 0.05
 done
+
+# --- A/B mode: the same Health run against a baseline binary, alternating ----
+if [[ -n "${BASELINE_BIN:-}" ]]; then
+    "$BASELINE_BIN" serve --port 0 --data-dir "$WORK/data-base" --log-level warning > "$WORK/base.out" 2> "$WORK/base.err" &
+    BASE_PID=$!
+    for _ in $(seq 1 200); do grep -q "listening on" "$WORK/base.out" 2>/dev/null && break; sleep 0.05; done
+    BASE_PORT=$(sed -n 's/.*listening on [^:]*:\([0-9]*\).*/\1/p' "$WORK/base.out" | head -1)
+    ab_rps() {
+        timeout "$RUN_TIMEOUT" h2load -n "$N_MANY" -c 16 -m 32 -t "$H2LOAD_THREADS" -d "$WORK/empty.bin" \
+            -H "content-type: application/grpc" -H "te: trailers" "http://127.0.0.1:$1/grpc.health.v1.Health/Check" 2>&1 \
+            | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p'
+    }
+    ab_rps "$BASE_PORT" > /dev/null; ab_rps "$HERALD_PORT" > /dev/null   # warm-up
+    OLD=(); NEW=()
+    for round in $(seq 1 "${AB_ROUNDS:-5}"); do
+        o=$(ab_rps "$BASE_PORT"); n=$(ab_rps "$HERALD_PORT")
+        OLD+=("$o"); NEW+=("$n")
+        echo "round $round: baseline $o req/s, new $n req/s"
+    done
+    kill "$BASE_PID" 2>/dev/null; wait "$BASE_PID" 2>/dev/null || true
+    mid() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+    awk -v o="$(mid "${OLD[@]}")" -v n="$(mid "${NEW[@]}")" 'BEGIN {
+        r = n / o; printf "Health c16m32 median: baseline %.0f, new %.0f req/s = %.1f%% (budget >= 95%%) %s\n",
+            o, n, 100*r, (r >= 0.95 ? "PASS" : "FAIL") }'
+    exit 0
+fi
 
 HERALD="http://127.0.0.1:$HERALD_PORT"
 HEALTH="$HERALD/grpc.health.v1.Health/Check"

@@ -79,25 +79,28 @@ public final class HTTP2OutboundBody {
     }
 
     /// Copies up to `capacity` bytes into `buffer`; sets `eof` when the body is done.
+    /// Works on locals and stores once: class properties touched per byte would
+    /// each pay a dynamic exclusivity check.
     func read(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int, eof: inout Bool) -> Int {
         var written = 0
+        var offset = self.offset
         while written < capacity, let chunk = current {
             let count = chunk.bytes.count
-            if chunk.prefixed {
-                while offset < 5, written < capacity {
-                    let length = UInt32(truncatingIfNeeded: count)
-                    buffer[written] = switch offset {
-                    case 0: 0
-                    case 1: UInt8(truncatingIfNeeded: length >> 24)
-                    case 2: UInt8(truncatingIfNeeded: length >> 16)
-                    case 3: UInt8(truncatingIfNeeded: length >> 8)
-                    default: UInt8(truncatingIfNeeded: length)
+            let prefix = chunk.prefixed ? 5 : 0
+            if offset < prefix {
+                let length = UInt32(truncatingIfNeeded: count)
+                let header: (UInt8, UInt8, UInt8, UInt8, UInt8) = (
+                    0, UInt8(truncatingIfNeeded: length >> 24), UInt8(truncatingIfNeeded: length >> 16),
+                    UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length))
+                withUnsafeBytes(of: header) { bytes in
+                    while offset < 5, written < capacity {
+                        buffer[written] = bytes[offset]
+                        written += 1
+                        offset += 1
                     }
-                    written += 1
-                    offset += 1
                 }
             }
-            let start = offset - (chunk.prefixed ? 5 : 0)
+            let start = offset - prefix
             let take = min(capacity - written, count - start)
             if take > 0 {
                 chunk.bytes.withUnsafeBufferPointer { bytes in
@@ -106,8 +109,8 @@ public final class HTTP2OutboundBody {
                 written += take
                 offset += take
             }
-            if offset == chunk.total {
-                pendingBytes -= chunk.total
+            if offset == count + prefix {
+                pendingBytes -= count + prefix
                 offset = 0
                 if queueHead < queue.count {
                     current = queue[queueHead]
@@ -121,6 +124,7 @@ public final class HTTP2OutboundBody {
                 }
             }
         }
+        self.offset = offset
         eof = current == nil && finished
         return written
     }

@@ -24,15 +24,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BIN" serve --port 0 --data-dir "$WORK/data" --log-level warning > "$WORK/herald.out" 2> "$WORK/herald.err" &
-HERALD_PID=$!
-for _ in $(seq 1 200); do
-    grep -q "listening on" "$WORK/herald.out" 2>/dev/null && break
-    kill -0 "$HERALD_PID" 2>/dev/null || { cat "$WORK/herald.err" >&2; exit 1; }
-    sleep 0.05
-done
-PORT=$(sed -n 's/.*listening on [^:]*:\([0-9]*\).*/\1/p' "$WORK/herald.out" | head -1)
-[[ -n "$PORT" ]] || { echo "herald did not report its port" >&2; exit 1; }
+source bench/lib/serve.sh
+start_herald "$WORK"
+PORT=$HERALD_PORT
 
 # -o: per-test timeout (s); failures that wait for a frame that never comes cost this each.
 timeout 600 "$H2SPEC" -h 127.0.0.1 -p "$PORT" -o "${H2SPEC_TIMEOUT:-5}" || true

@@ -43,15 +43,8 @@ free_port() {
 }
 
 # --- servers -----------------------------------------------------------------
-"$BIN" serve --port 0 --data-dir "$WORK/data" --log-level warning > "$WORK/herald.out" 2> "$WORK/herald.err" &
-HERALD_PID=$!
-for _ in $(seq 1 200); do
-    grep -q "listening on" "$WORK/herald.out" 2>/dev/null && break
-    kill -0 "$HERALD_PID" 2>/dev/null || { cat "$WORK/herald.err" >&2; exit 1; }
-    sleep 0.05
-done
-HERALD_PORT=$(sed -n 's/.*listening on [^:]*:\([0-9]*\).*/\1/p' "$WORK/herald.out" | head -1)
-[[ -n "$HERALD_PORT" ]] || { echo "herald did not report its port" >&2; exit 1; }
+source bench/lib/serve.sh
+start_herald "$WORK"
 
 NGHTTPD_PORT=$(free_port)
 nghttpd --no-tls -d "$WORK/www" "$NGHTTPD_PORT" > "$WORK/nghttpd.log" 2>&1 &

@@ -168,3 +168,8 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Every Swift target: existentials spelled `any` (the compiler checks it).
+for target in package.targets where target.type != .system && target.name != "CInterop" && target.name != "HeraldProtos" {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
+}

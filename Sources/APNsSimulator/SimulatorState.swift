@@ -147,7 +147,7 @@ final class SimulatorState: Sendable {
     /// A new stream fed through the continuations at `list`, removed when the
     /// consumer stops.
     private func addSubscriber<Element>(
-        _ list: WritableKeyPath<Records, [Int: AsyncStream<Element>.Continuation]> & Sendable
+        _ list: any WritableKeyPath<Records, [Int: AsyncStream<Element>.Continuation]> & Sendable
     ) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream<Element>.makeStream()
         let id = records.withLock { records in

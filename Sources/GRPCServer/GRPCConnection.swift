@@ -17,8 +17,8 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     typealias OutboundOut = ByteBuffer
 
     let shared: GRPCServerShared
-    let channel: Channel
-    let eventLoop: EventLoop
+    let channel: any Channel
+    let eventLoop: any EventLoop
     let counters = GRPCConnectionCounters()
     var logger: Logger
 
@@ -50,7 +50,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     /// How long a drain waits for the PING ack before the final GOAWAY.
     static let drainPingTimeout: TimeAmount = .seconds(1)
 
-    init(shared: GRPCServerShared, channel: Channel) {
+    init(shared: GRPCServerShared, channel: any Channel) {
         self.shared = shared
         self.channel = channel
         self.eventLoop = channel.eventLoop

@@ -30,7 +30,7 @@ public final class GRPCServer: Sendable {
     private struct State {
         var routes: [String: GRPCRoute] = [:]
         var group: MultiThreadedEventLoopGroup?
-        var serverChannel: Channel?
+        var serverChannel: (any Channel)?
         var shared: GRPCServerShared?
         var draining = false
         var stopped = false
@@ -101,7 +101,7 @@ public final class GRPCServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(GRPCConnection(shared: shared, channel: channel))
                 }
             }
-        let channel: Channel
+        let channel: any Channel
         do {
             channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
         } catch {

@@ -17,7 +17,7 @@ func environmentValue(_ name: String) -> String? {
 }
 
 /// printf-style formatting through `vsnprintf` (what `String(format:)` did).
-func cFormat(_ format: String, _ arguments: CVarArg...) -> String {
+func cFormat(_ format: String, _ arguments: any CVarArg...) -> String {
     withVaList(arguments) { list in
         var buffer = [CChar](repeating: 0, count: 512)
         let length = buffer.withUnsafeMutableBufferPointer { vsnprintf($0.baseAddress!, $0.count, format, list) }

@@ -33,7 +33,8 @@ class Record:
         if not os.path.exists(self.path):
             return []
         with open(self.path) as f:
-            return [json.loads(line) for line in f if line.strip()]
+            # A line still being appended has no newline yet: read it next time.
+            return [json.loads(line) for line in f if line.endswith("\n") and line.strip()]
 
     def wait_for(self, predicate, count=1, timeout=30.0):
         deadline = time.monotonic() + timeout

@@ -5,58 +5,6 @@ import Logging
 import Synchronization
 import TLSTransport
 
-/// Records pushes' hand-overs to APNs per device (the crash rule), just
-/// before each request's HEADERS are written: marks arriving while one batch
-/// is being written form the next, so a busy dispatcher pays one store write
-/// (one commit) per batch, not per device.
-final class HandOverLog: Sendable {
-    private struct Pending {
-        var marks: [HandOverMark] = []
-        var callbacks: [@Sendable ((any Error)?) -> Void] = []
-        var writing = false
-    }
-
-    private let store: any HeraldStore
-    private let clock: any HeraldClock
-    private let pending = Mutex(Pending())
-
-    init(store: any HeraldStore, clock: any HeraldClock) {
-        self.store = store
-        self.clock = clock
-    }
-
-    /// The hook for one device's request (``APNsRequest/willHandOver``).
-    func hook(messageID: String, deviceToken: String, push: Int64) -> APNsHandOverHook {
-        { [self] done in
-            let mark = HandOverMark(messageID: messageID, deviceToken: deviceToken, push: push, at: clock.now())
-            let start = pending.withLock { pending in
-                pending.marks.append(mark)
-                pending.callbacks.append(done)
-                defer { pending.writing = true }
-                return !pending.writing
-            }
-            if start { Task { await drain() } }
-        }
-    }
-
-    private func drain() async {
-        while true {
-            let batch = pending.withLock { pending -> ([HandOverMark], [@Sendable ((any Error)?) -> Void])? in
-                if pending.marks.isEmpty {
-                    pending.writing = false
-                    return nil
-                }
-                defer { pending.marks = []; pending.callbacks = [] }
-                return (pending.marks, pending.callbacks)
-            }
-            guard let (marks, callbacks) = batch else { return }
-            var failure: (any Error)?
-            do { try await store.recordHandOvers(marks) } catch { failure = error }
-            for done in callbacks { done(failure) }
-        }
-    }
-}
-
 /// Carries out a due message's next action: the alert push (traditional, or
 /// the context-aware fallback at window end) or the context-aware handoff
 /// (a background push at window start); and revoke pushes for cancelled
@@ -430,31 +378,5 @@ public final class Dispatcher: Sendable {
         } catch {
             logger.error("resuming revokes failed", metadata: ["error": "\(error)"])
         }
-    }
-}
-
-extension Dispatcher.DeviceResult {
-    /// The per-device record: `delivered` names a success (sent, handed
-    /// off, revoked); every failure's kind comes from the result itself.
-    func outcome(messageID: String, deviceToken: String, delivered: DeviceOutcomeKind, at: Int64) -> DeviceOutcome {
-        let (kind, apnsID, reason): (DeviceOutcomeKind, String?, String?) = switch self {
-        case .delivered(let id): (delivered, id, nil)
-        case .refused(let kind, let why): (kind, nil, why)
-        case .expired: (.expired, nil, nil)
-        case .failed(let why): (.failed, nil, why)
-        case .interrupted: (.failed, nil, "interrupted by shutdown")
-        }
-        return DeviceOutcome(messageID: messageID, deviceToken: deviceToken, kind: kind, apnsID: apnsID, reason: reason, at: at)
-    }
-
-    /// A revoke push's record: `revoked`, or `revoke_failed` with the
-    /// failure's own kind in front of its reason (a revoke's failure must not
-    /// read as the message's delivery outcome).
-    func revokeOutcome(messageID: String, deviceToken: String, at: Int64) -> DeviceOutcome {
-        var outcome = outcome(messageID: messageID, deviceToken: deviceToken, delivered: .revoked, at: at)
-        if case .delivered = self { return outcome }
-        outcome.reason = outcome.kind.rawValue + (outcome.reason.map { ": \($0)" } ?? "")
-        outcome.kind = .revokeFailed
-        return outcome
     }
 }

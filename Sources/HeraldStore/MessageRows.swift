@@ -1,0 +1,142 @@
+import HeraldCore
+
+/// Row mapping for `messages`.
+enum MessageRows {
+    static let columns = """
+        id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
+        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, apns_id, \
+        sending_since, send_started_at, push_started_at, request
+        """
+
+    // Built once: statement-cache lookups hash the SQL text, and building
+    // it per call would allocate too.
+    static let selectByID = "SELECT \(columns) FROM messages WHERE id = ?1"
+
+    static let selectLive = """
+        SELECT \(columns) FROM messages
+        WHERE id = (SELECT message_id FROM message_keys WHERE bundle_id = ?1 AND idempotency_key = ?2)
+        """
+
+    static let selectDue = """
+        SELECT \(columns) FROM messages
+        WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= ?1
+        ORDER BY due_at, id LIMIT ?2
+        """
+
+    static let claim = """
+        UPDATE messages
+        SET sending_since = ?3, send_started_at = coalesce(send_started_at, ?3),
+            push_started_at = coalesce(push_started_at, ?3), attempts = attempts + 1, updated_at = ?3
+        WHERE id = ?1 AND state = ?2 AND sending_since IS NULL
+        RETURNING \(columns)
+        """
+
+    static let insertSQL = """
+        INSERT INTO messages(\(columns))
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
+        """
+
+    /// Releases claims (`WHERE sending_since IS NOT NULL` plus the caller's
+    /// terms; ?1 = now): the message waits again in its pre-claim state.
+    /// A push with nothing handed over or answered yet is forgotten, and if
+    /// it was the message's first claim its key is unspent again (nothing
+    /// can have reached a device); otherwise the push stays open so the
+    /// resumed claim skips the devices already done.
+    static let release = """
+        UPDATE messages
+        SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT \(pushTouched)
+                THEN NULL ELSE send_started_at END,
+            push_started_at = CASE WHEN \(pushTouched) THEN push_started_at ELSE NULL END,
+            sending_since = NULL, updated_at = ?1
+        WHERE sending_since IS NOT NULL
+        """
+
+    /// Whether the message's open push handed anything over or got any answer.
+    private static let pushTouched = """
+        (EXISTS (SELECT 1 FROM handovers h WHERE h.message_id = messages.id AND h.push = messages.push_started_at) \
+        OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at))
+        """
+
+    /// Refuses a change the life cycle does not allow. Every state write of
+    /// the store (schedule's supersede, cancel, claim, transition) passes
+    /// here first, so the table in `MessageState.allowedTransitions` is the
+    /// only place that decides.
+    static func check(id: String, from: MessageState, to: MessageState) throws(StoreError) {
+        guard from.canTransition(to: to) else { throw .illegalTransition(from: from, to: to, id: id) }
+    }
+
+    /// A checked compare-and-set of the state alone (supersede, cancel):
+    /// applies only while the row is still `from`. Returns whether it did.
+    @discardableResult
+    static func setState(_ db: Database, id: String, from: MessageState, to: MessageState, now: Int64) throws -> Bool {
+        try check(id: id, from: from, to: to)
+        try db.run("UPDATE messages SET state = ?3, updated_at = ?4 WHERE id = ?1 AND state = ?2") {
+            try $0.bind(id, at: 1)
+            try $0.bind(from.rawValue, at: 2)
+            try $0.bind(to.rawValue, at: 3)
+            try $0.bind(now, at: 4)
+        }
+        return db.changes > 0
+    }
+
+    /// The live message of (bundleID, key).
+    static func live(_ db: Database, bundleID: String, key: String) throws -> StoredMessage? {
+        let statement = try db.cached(selectLive)
+        try statement.bind(bundleID, at: 1)
+        try statement.bind(key, at: 2)
+        guard try statement.step() else { return nil }
+        let message = try decode(statement)
+        statement.reset()
+        return message
+    }
+
+    static func insert(_ db: Database, _ m: StoredMessage) throws {
+        try db.run(insertSQL) { s in
+            try s.bind(m.id, at: 1)
+            try s.bind(m.bundleID, at: 2)
+            try s.bind(m.platform.rawValue, at: 3)
+            try s.bind(m.userID, at: 4)
+            try s.bind(m.campaignID, at: 5)
+            try s.bind(m.idempotencyKey, at: 6)
+            try s.bind(m.deliveryMethod.rawValue, at: 7)
+            try s.bind(m.abTest, at: 8)
+            try s.bind(m.windowStart, at: 9)
+            try s.bind(m.windowEnd, at: 10)
+            try s.bind(m.dueAt, at: 11)
+            try s.bind(m.state.rawValue, at: 12)
+            try s.bind(m.createdAt, at: 13)
+            try s.bind(m.updatedAt, at: 14)
+            try s.bind(m.attempts, at: 15)
+            try s.bind(m.lastError, at: 16)
+            try s.bind(m.apnsID, at: 17)
+            try s.bind(m.sendingSince, at: 18)
+            try s.bind(m.sendStartedAt, at: 19)
+            try s.bind(m.pushStartedAt, at: 20)
+            try s.bind(m.request, at: 21)
+        }
+    }
+
+    static func decode(_ s: Statement) throws -> StoredMessage {
+        guard let platform = Platform(rawValue: s.string(2)) else {
+            throw StoreError.invalidRecord("message \(s.string(0)): unknown platform \(s.string(2))")
+        }
+        guard let method = DeliveryMethod(rawValue: s.string(6)) else {
+            throw StoreError.invalidRecord("message \(s.string(0)): unknown delivery method \(s.string(6))")
+        }
+        return StoredMessage(
+            id: s.string(0), bundleID: s.string(1), platform: platform, userID: s.string(3),
+            campaignID: s.string(4), idempotencyKey: s.optionalString(5), deliveryMethod: method,
+            abTest: s.int64(7) != 0, windowStart: s.int64(8), windowEnd: s.int64(9), dueAt: s.int64(10),
+            state: try state(s.string(11)), request: s.bytes(20), createdAt: s.int64(12),
+            updatedAt: s.int64(13), attempts: s.int(14), lastError: s.optionalString(15),
+            apnsID: s.optionalString(16), sendingSince: s.optionalInt64(17), sendStartedAt: s.optionalInt64(18),
+            pushStartedAt: s.optionalInt64(19))
+    }
+
+    static func state(_ text: String) throws -> MessageState {
+        guard let state = MessageState(rawValue: text) else {
+            throw StoreError.invalidRecord("unknown message state \(text)")
+        }
+        return state
+    }
+}

@@ -232,17 +232,7 @@ def start_partial(client: Client, path: str, declared: int, send: int) -> int:
     (respecting flow control), with no END_STREAM."""
     stream_id = client.start(path)
     client.send(stream_id, struct.pack(">BI", 0, declared))
-    sent = 0
-    deadline = time.monotonic() + TIMEOUT
-    while sent < send and not client.streams[stream_id].done:
-        assert time.monotonic() < deadline
-        window = min(client.conn.local_flow_control_window(stream_id), client.conn.max_outbound_frame_size,
-                     send - sent)
-        if window > 0:
-            client.send(stream_id, b"\x00" * window)
-            sent += window
-        else:
-            client.pump()
+    client.send_flow_controlled(stream_id, b"\x00" * send)
     return stream_id
 
 

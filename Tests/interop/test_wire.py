@@ -89,6 +89,21 @@ class Client:
         self.conn.send_data(stream_id, data, end_stream=end_stream)
         self.flush()
 
+    def send_flow_controlled(self, stream_id: int, payload: bytes, end_stream: bool = False) -> None:
+        """Sends `payload` as the peer's flow-control windows allow (reading
+        its WINDOW_UPDATEs in between); stops early if the stream ends."""
+        sent = 0
+        deadline = time.monotonic() + TIMEOUT
+        while sent < len(payload) and not self.streams[stream_id].done:
+            assert time.monotonic() < deadline, "timed out waiting for flow-control window"
+            window = min(self.conn.local_flow_control_window(stream_id), self.conn.max_outbound_frame_size)
+            if window > 0:
+                chunk = payload[sent:sent + window]
+                sent += len(chunk)
+                self.send(stream_id, chunk, end_stream=end_stream and sent == len(payload))
+            else:
+                self.pump()
+
     def call(self, path: str, body: bytes, **kwargs) -> Stream:
         stream_id = self.start(path, **kwargs)
         self.send(stream_id, body, end_stream=True)
@@ -206,18 +221,7 @@ def test_oversized_message_is_resource_exhausted(herald):
     stream_id = client.start(HEALTH_CHECK)
     size = 5 * 1024 * 1024
     client.send(stream_id, struct.pack(">BI", 0, size))
-    payload = b"x" * size
-    sent = 0
-    deadline = time.monotonic() + TIMEOUT
-    while not client.streams[stream_id].done and sent < size:
-        assert time.monotonic() < deadline
-        window = min(client.conn.local_flow_control_window(stream_id), client.conn.max_outbound_frame_size)
-        if window > 0:
-            chunk = payload[sent:sent + window]
-            sent += len(chunk)
-            client.send(stream_id, chunk, end_stream=sent == size)
-        else:
-            client.pump()
+    client.send_flow_controlled(stream_id, b"x" * size, end_stream=True)
     response = client.wait(stream_id)
     assert response.grpc_status == 8
     assert "exceeds" in response.headers.get("grpc-message", "")

@@ -53,7 +53,7 @@ let package = Package(
         ),
         // Generic gRPC server on nghttp2 (h2c), knows nothing about pushes.
         .target(
-            name: "GRPCServer",
+            name: "GRPCEngine",
             dependencies: [
                 "CInterop",
                 "HTTP2Core",
@@ -89,7 +89,7 @@ let package = Package(
         ),
         // A local APNs stand-in (TLS + HTTP/2) for development and tests.
         .target(
-            name: "APNsSimulator",
+            name: "APNsSimulation",
             dependencies: [
                 "CInterop",
                 "HTTP2Core",
@@ -101,7 +101,7 @@ let package = Package(
             ]
         ),
         // Durable storage behind a protocol: embedded SQLite (WAL) first.
-        .target(name: "HeraldStore", dependencies: ["CInterop", "HeraldCore"]),
+        .target(name: "HeraldStorage", dependencies: ["CInterop", "HeraldCore"]),
         // Handlers (protobuf-c <-> domain at the edge), Status, Health; wiring.
         .target(
             name: "HeraldService",
@@ -109,11 +109,11 @@ let package = Package(
                 "CInterop",
                 "HeraldProtos",
                 "HeraldCore",
-                "GRPCServer",
+                "GRPCEngine",
                 "APNs",
-                "APNsSimulator",
+                "APNsSimulation",
                 "TLSTransport",
-                "HeraldStore",
+                "HeraldStorage",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -127,9 +127,9 @@ let package = Package(
             dependencies: [
                 "CInterop",
                 "HeraldService",
-                "HeraldStore",
+                "HeraldStorage",
                 "APNs",
-                "APNsSimulator",
+                "APNsSimulation",
                 "TLSTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -141,7 +141,7 @@ let package = Package(
         .target(
             name: "HeraldFuzz",
             dependencies: [
-                "CInterop", "HeraldProtos", "HeraldCore", "GRPCServer", "HeraldStore", "HeraldService",
+                "CInterop", "HeraldProtos", "HeraldCore", "GRPCEngine", "HeraldStorage", "HeraldService",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "fuzz/Sources/HeraldFuzz"
@@ -156,14 +156,14 @@ let package = Package(
         .testTarget(
             name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldTestSupport"],
             exclude: ["Golden"]),  // read by path, not a resource bundle
-        .testTarget(name: "GRPCServerTests", dependencies: [
-            "GRPCServer", "HTTP2Core", "CInterop",
+        .testTarget(name: "GRPCEngineTests", dependencies: [
+            "GRPCEngine", "HTTP2Core", "CInterop",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "APNsSimulator", "TLSTransport", .product(name: "NIOCore", package: "swift-nio")]),
-        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore", "HeraldTestSupport"]),
+            dependencies: ["APNs", "APNsSimulation", "TLSTransport", .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(name: "HeraldStorageTests", dependencies: ["HeraldStorage", "HeraldCore", "HeraldTestSupport"]),
         .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -9,7 +9,7 @@
 #   bench/store.sh
 #   HERALD_BENCH_SECONDS=10 HERALD_BENCH_PENDING=200000 bench/store.sh
 #
-# The benchmarks are Swift Testing tests (Tests/HeraldStoreTests/
+# The benchmarks are Swift Testing tests (Tests/HeraldStorageTests/
 # StoreBenchmarks.swift) skipped unless HERALD_BENCH=1; `-enable-testing`
 # because the test target uses @testable imports.
 set -euo pipefail

@@ -1,6 +1,6 @@
-import GRPCServer
+import GRPCEngine
 import HeraldCore
-import HeraldStore
+import HeraldStorage
 
 /// Maps the domain's typed errors to gRPC statuses, in one place.
 enum DomainStatus {

@@ -1,9 +1,9 @@
 import APNs
 import TLSTransport
-import APNsSimulator
-import GRPCServer
+import APNsSimulation
+import GRPCEngine
 import HeraldCore
-import HeraldStore
+import HeraldStorage
 import Logging
 import ServiceLifecycle
 import Synchronization

@@ -1,6 +1,6 @@
 import APNs
 import HeraldCore
-import HeraldStore
+import HeraldStorage
 import Synchronization
 
 /// What Status reports beyond the process itself, refreshed in the

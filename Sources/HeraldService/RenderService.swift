@@ -1,4 +1,4 @@
-import GRPCServer
+import GRPCEngine
 import HeraldCore
 import HeraldProtos
 

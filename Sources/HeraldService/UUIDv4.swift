@@ -1,4 +1,4 @@
-import HeraldStore
+import HeraldStorage
 
 /// Random (version 4) UUIDs, lowercase, as APNs' `apns-id` uses them.
 public enum UUIDv4 {

@@ -1,6 +1,6 @@
 import APNs
 import HeraldService
-import HeraldStore
+import HeraldStorage
 
 #if canImport(Glibc)
 import Glibc

@@ -1,9 +1,9 @@
-import APNsSimulator
+import APNsSimulation
 import TLSTransport
 import ArgumentParser
 import Dispatch
 import HeraldService
-import HeraldStore
+import HeraldStorage
 import Logging
 
 #if canImport(Glibc)

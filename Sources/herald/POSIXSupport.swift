@@ -1,5 +1,5 @@
 import CInterop
-import HeraldStore
+import HeraldStorage
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,7 +1,7 @@
 import ArgumentParser
 import TLSTransport
 import HeraldService
-import HeraldStore
+import HeraldStorage
 import Logging
 import ServiceLifecycle
 

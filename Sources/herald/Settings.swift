@@ -1,4 +1,4 @@
-import HeraldStore
+import HeraldStorage
 
 /// Where a `serve` flag's default comes from when the flag is not given:
 /// the environment (`HERALD_` + the flag name in capitals, `-` as `_`), then

@@ -1,5 +1,5 @@
 import APNs
-import APNsSimulator
+import APNsSimulation
 import Foundation
 import Testing
 import TLSTransport

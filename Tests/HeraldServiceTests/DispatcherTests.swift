@@ -1,8 +1,8 @@
-import APNsSimulator
+import APNsSimulation
 import Foundation
 import HeraldCore
 import HeraldProtos
-import HeraldStore
+import HeraldStorage
 import Logging
 import HeraldTestSupport
 import Testing

@@ -1,6 +1,6 @@
-import GRPCServer
+import GRPCEngine
 import HeraldCore
-import HeraldStore
+import HeraldStorage
 import Testing
 
 @testable import HeraldService

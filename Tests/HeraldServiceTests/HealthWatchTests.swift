@@ -1,4 +1,4 @@
-import GRPCServer
+import GRPCEngine
 import HeraldProtos
 import Testing
 

@@ -1,4 +1,4 @@
-import HeraldStore
+import HeraldStorage
 import HeraldTestSupport
 import Logging
 import Testing

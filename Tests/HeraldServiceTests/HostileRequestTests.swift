@@ -1,8 +1,8 @@
 import Foundation
-import GRPCServer
+import GRPCEngine
 import HeraldCore
 import HeraldProtos
-import HeraldStore
+import HeraldStorage
 import Logging
 import HeraldTestSupport
 import Testing

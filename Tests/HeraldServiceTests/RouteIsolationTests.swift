@@ -1,9 +1,9 @@
 import APNs
-import APNsSimulator
+import APNsSimulation
 import Foundation
 import HeraldCore
 import HeraldProtos
-import HeraldStore
+import HeraldStorage
 import Logging
 import NIOCore
 import Synchronization

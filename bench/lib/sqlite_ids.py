@@ -15,7 +15,7 @@ import time
 import uuid
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-src = (ROOT / "Sources/HeraldStore/SQLite/Schema.swift").read_text()
+src = (ROOT / "Sources/HeraldStorage/SQLite/Schema.swift").read_text()
 SCHEMA = re.search(r'static let v1 = """\n(.*?)\n\s*"""', src, re.S).group(1)
 
 

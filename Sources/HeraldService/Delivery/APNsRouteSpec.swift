@@ -1,6 +1,6 @@
 import APNs
 import HeraldCore
-import HeraldStore
+import HeraldStorage
 
 /// One APNs route as an operator writes it: space-separated `key=value`
 /// pairs, e.g.

@@ -1,6 +1,6 @@
 import APNs
 import HeraldCore
-import HeraldStore
+import HeraldStorage
 import Logging
 import Synchronization
 import TLSTransport

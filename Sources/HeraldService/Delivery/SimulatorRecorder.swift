@@ -1,6 +1,6 @@
-import APNsSimulator
+import APNsSimulation
 import HeraldCore
-import HeraldStore
+import HeraldStorage
 
 #if canImport(Glibc)
 import Glibc

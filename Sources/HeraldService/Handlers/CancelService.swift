@@ -1,7 +1,7 @@
-import GRPCServer
+import GRPCEngine
 import HeraldCore
 import HeraldProtos
-import HeraldStore
+import HeraldStorage
 
 /// `herald.v1.PushService/Cancel`: every field must match, or NOT_FOUND
 /// (another user's message is never revealed). Idempotent. A handed-off

@@ -1,7 +1,7 @@
-import GRPCServer
+import GRPCEngine
 import HeraldCore
 import HeraldProtos
-import HeraldStore
+import HeraldStorage
 
 /// `herald.v1.DeviceService`: a user's devices, upserted by
 /// (bundle_id, device_token).

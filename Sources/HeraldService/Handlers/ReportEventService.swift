@@ -1,7 +1,7 @@
-import GRPCServer
+import GRPCEngine
 import HeraldCore
 import HeraldProtos
-import HeraldStore
+import HeraldStorage
 
 /// `herald.v1.PushService/ReportEvent`: the device SDK says it displayed
 /// (or the user opened) a message. DISPLAYED stops a handed-off message's

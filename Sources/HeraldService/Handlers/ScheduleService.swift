@@ -1,7 +1,7 @@
-import GRPCServer
+import GRPCEngine
 import HeraldCore
 import HeraldProtos
-import HeraldStore
+import HeraldStorage
 
 /// `herald.v1.PushService/Schedule`: validates, resolves the window, the
 /// delivery method (A/B split) and the plan, stores the message durably

@@ -1,7 +1,7 @@
-import APNsSimulator
-import GRPCServer
+import APNsSimulation
+import GRPCEngine
 import HeraldCore
-import HeraldStore
+import HeraldStorage
 import Logging
 import ServiceLifecycle
 import Synchronization

@@ -1,5 +1,5 @@
 import CInterop
-import GRPCServer
+import GRPCEngine
 
 /// Packs and unpacks protoc-c messages.
 enum ProtobufC {

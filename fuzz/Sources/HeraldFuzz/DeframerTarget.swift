@@ -1,4 +1,4 @@
-import GRPCServer
+import GRPCEngine
 
 /// Input: one control byte, then the request body as the stream carries it.
 ///

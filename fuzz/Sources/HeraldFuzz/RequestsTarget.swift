@@ -1,7 +1,7 @@
-import GRPCServer
+import GRPCEngine
 import HeraldCore
 import HeraldProtos
-import HeraldStore
+import HeraldStorage
 @testable import HeraldService
 
 /// Input: one selector byte (`RPC`, modulo 6), then a serialized request

@@ -1,7 +1,7 @@
 import Dispatch
-import GRPCServer
+import GRPCEngine
 import HeraldCore
-import HeraldStore
+import HeraldStorage
 import Logging
 @testable import HeraldService
 

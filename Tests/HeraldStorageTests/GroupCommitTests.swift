@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldTestSupport
 import Testing
-@testable import HeraldStore
+@testable import HeraldStorage
 
 @Suite("Group commit", .timeLimit(.minutes(1)))
 struct GroupCommitTests {

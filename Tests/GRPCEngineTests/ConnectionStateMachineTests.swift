@@ -1,6 +1,6 @@
 import Testing
 
-@testable import GRPCServer
+@testable import GRPCEngine
 
 /// Graceful shutdown as a state machine: no sockets, no timers.
 @Suite("Connection state machine (drain: GOAWAY, PING, final GOAWAY)")

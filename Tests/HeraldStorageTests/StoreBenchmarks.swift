@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 import Testing
-@testable import HeraldStore
+@testable import HeraldStorage
 
 /// Benchmarks, run by `bench/store.sh` (release). Skipped unless
 /// `HERALD_BENCH=1`; `HERALD_BENCH_DIR` holds the database files.

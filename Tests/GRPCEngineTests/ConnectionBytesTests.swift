@@ -5,7 +5,7 @@ import NIOCore
 import NIOEmbedded
 import Testing
 
-@testable import GRPCServer
+@testable import GRPCEngine
 
 /// The gRPC connection handler driven by bytes in memory: an nghttp2 client
 /// session (`HTTP2Session`, client role) talks to it through an EmbeddedChannel.

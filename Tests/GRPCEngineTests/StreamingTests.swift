@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import GRPCServer
+@testable import GRPCEngine
 
 /// Server-streaming and bidirectional calls over real loopback sockets. Nested in
 /// the serialized loopback suite: the raw client's blocking reads hold a

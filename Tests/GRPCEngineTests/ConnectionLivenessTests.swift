@@ -1,7 +1,7 @@
 import NIOCore
 import Testing
 
-@testable import GRPCServer
+@testable import GRPCEngine
 
 /// The connection's clock-driven rules, driven by hand: no timers, no sleeps.
 @Suite("Connection liveness (handshake, idle, keepalive, receive timeouts)")

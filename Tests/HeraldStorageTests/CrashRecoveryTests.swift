@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldTestSupport
 import Testing
-@testable import HeraldStore
+@testable import HeraldStorage
 
 /// SPEC §4's crash rule at the store: after a kill mid-push, devices handed
 /// to APNs without an answer are UNCONFIRMED (never resent), devices with an

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
-@testable import GRPCServer
+@testable import GRPCEngine
 
 /// Starts a real server on 127.0.0.1:0 with test handlers.
 final class TestServer: Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldTestSupport
-@testable import HeraldStore
+@testable import HeraldStorage
 
 /// Opens a store on a fresh database in a temporary directory and closes it.
 func withStore<T>(

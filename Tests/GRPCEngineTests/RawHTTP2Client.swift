@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import GRPCServer
+@testable import GRPCEngine
 
 /// A deliberately dumb HTTP/2 client over a blocking loopback socket: hand-built
 /// frames (HPACK literals without indexing or Huffman), so tests can send what

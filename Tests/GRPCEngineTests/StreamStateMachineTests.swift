@@ -1,6 +1,6 @@
 import Testing
 
-@testable import GRPCServer
+@testable import GRPCEngine
 
 /// A call's life as a state machine: no sockets, no nghttp2.
 @Suite("Stream state machine (receiving → running → responded → closed)")

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 import Testing
-@testable import HeraldStore
+@testable import HeraldStorage
 
 @Suite("Messages: last request wins, cancel, dispatch", .timeLimit(.minutes(1)))
 struct MessageTests {

@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldTestSupport
 import Testing
-@testable import HeraldStore
+@testable import HeraldStorage
 
 /// A Schedule whose caller gave up while it waited for the writer (deadline
 /// passed, call cancelled) is dropped before its transaction: the caller was

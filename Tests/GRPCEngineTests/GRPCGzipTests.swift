@@ -1,5 +1,5 @@
 import CInterop
-import GRPCServer
+import GRPCEngine
 import Testing
 
 @Suite("gzip request decompression")

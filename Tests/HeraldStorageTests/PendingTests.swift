@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 import Testing
-@testable import HeraldStore
+@testable import HeraldStorage
 
 @Suite("Pending index rebuild", .timeLimit(.minutes(1)))
 struct PendingTests {

@@ -1,5 +1,5 @@
 import Testing
-@testable import GRPCServer
+@testable import GRPCEngine
 
 @Suite("GRPCStatus")
 struct GRPCStatusTests {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import HeraldStore
+@testable import HeraldStorage
 
 @Suite("POSIX file helpers")
 struct POSIXFileTests {

@@ -1,6 +1,6 @@
 import HeraldCore
 import Testing
-@testable import HeraldStore
+@testable import HeraldStorage
 
 @Suite("Devices", .timeLimit(.minutes(1)))
 struct DeviceTests {

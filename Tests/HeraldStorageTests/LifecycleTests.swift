@@ -1,7 +1,7 @@
 import HeraldCore
 import HeraldTestSupport
 import Testing
-@testable import HeraldStore
+@testable import HeraldStorage
 
 /// The store applies only the changes `MessageState.allowedTransitions`
 /// allows; a refused one is a typed error and writes nothing.

@@ -7,6 +7,7 @@
 #include "grpc/reflection/v1alpha/reflection.pb-c.h"
 #include "herald/v1/device_service.pb-c.h"
 #include "herald/v1/push_service.pb-c.h"
+#include "herald/v1/read_side.pb-c.h"
 #include "herald/v1/types.pb-c.h"
 #include "herald_descriptor_set.h"
 #endif

@@ -15,6 +15,7 @@ PROTOBUF_C__BEGIN_DECLS
 #endif
 
 #include "google/protobuf/struct.pb-c.h"
+#include "herald/v1/read_side.pb-c.h"
 #include "herald/v1/types.pb-c.h"
 
 typedef struct Herald__V1__ScheduleRequest Herald__V1__ScheduleRequest;
@@ -143,10 +144,16 @@ struct  Herald__V1__ScheduleResponse
    * True when this request replaced an unsent message with the same key.
    */
   protobuf_c_boolean replaced;
+  /*
+   * What may still keep the message from a device but can resolve before
+   * it is due (e.g. the user has no registered device for the platform yet).
+   */
+  size_t n_warnings;
+  char **warnings;
 };
 #define HERALD__V1__SCHEDULE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&herald__v1__schedule_response__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_UNSPECIFIED, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_UNSPECIFIED, 0, 0,NULL }
 
 
 struct  Herald__V1__CancelRequest
@@ -791,6 +798,18 @@ struct Herald__V1__PushService_Service
                  const Herald__V1__StatusRequest *input,
                  Herald__V1__StatusResponse_Closure closure,
                  void *closure_data);
+  void (*get_message)(Herald__V1__PushService_Service *service,
+                      const Herald__V1__GetMessageRequest *input,
+                      Herald__V1__GetMessageResponse_Closure closure,
+                      void *closure_data);
+  void (*list_messages)(Herald__V1__PushService_Service *service,
+                        const Herald__V1__ListMessagesRequest *input,
+                        Herald__V1__ListMessagesResponse_Closure closure,
+                        void *closure_data);
+  void (*campaign_report)(Herald__V1__PushService_Service *service,
+                          const Herald__V1__CampaignReportRequest *input,
+                          Herald__V1__CampaignReportResponse_Closure closure,
+                          void *closure_data);
 };
 typedef void (*Herald__V1__PushService_ServiceDestroy)(Herald__V1__PushService_Service *);
 void herald__v1__push_service__init (Herald__V1__PushService_Service *service,
@@ -803,7 +822,10 @@ void herald__v1__push_service__init (Herald__V1__PushService_Service *service,
       function_prefix__ ## cancel,\
       function_prefix__ ## render,\
       function_prefix__ ## report_event,\
-      function_prefix__ ## status  }
+      function_prefix__ ## status,\
+      function_prefix__ ## get_message,\
+      function_prefix__ ## list_messages,\
+      function_prefix__ ## campaign_report  }
 void herald__v1__push_service__schedule(ProtobufCService *service,
                                         const Herald__V1__ScheduleRequest *input,
                                         Herald__V1__ScheduleResponse_Closure closure,
@@ -824,6 +846,18 @@ void herald__v1__push_service__status(ProtobufCService *service,
                                       const Herald__V1__StatusRequest *input,
                                       Herald__V1__StatusResponse_Closure closure,
                                       void *closure_data);
+void herald__v1__push_service__get_message(ProtobufCService *service,
+                                           const Herald__V1__GetMessageRequest *input,
+                                           Herald__V1__GetMessageResponse_Closure closure,
+                                           void *closure_data);
+void herald__v1__push_service__list_messages(ProtobufCService *service,
+                                             const Herald__V1__ListMessagesRequest *input,
+                                             Herald__V1__ListMessagesResponse_Closure closure,
+                                             void *closure_data);
+void herald__v1__push_service__campaign_report(ProtobufCService *service,
+                                               const Herald__V1__CampaignReportRequest *input,
+                                               Herald__V1__CampaignReportResponse_Closure closure,
+                                               void *closure_data);
 
 /* --- descriptors --- */
 

@@ -953,7 +953,7 @@ const ProtobufCMessageDescriptor herald__v1__schedule_request__descriptor =
   (ProtobufCMessageInit) herald__v1__schedule_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor herald__v1__schedule_response__field_descriptors[9] =
+static const ProtobufCFieldDescriptor herald__v1__schedule_response__field_descriptors[10] =
 {
   {
     "message_id",
@@ -1063,6 +1063,18 @@ static const ProtobufCFieldDescriptor herald__v1__schedule_response__field_descr
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "warnings",
+    10,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Herald__V1__ScheduleResponse, n_warnings),
+    offsetof(Herald__V1__ScheduleResponse, warnings),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned herald__v1__schedule_response__field_indices_by_name[] = {
   3,   /* field[3] = ab_test */
@@ -1072,13 +1084,14 @@ static const unsigned herald__v1__schedule_response__field_indices_by_name[] = {
   8,   /* field[8] = replaced */
   6,   /* field[6] = send_at */
   7,   /* field[7] = state */
+  9,   /* field[9] = warnings */
   5,   /* field[5] = window_end */
   4,   /* field[4] = window_start */
 };
 static const ProtobufCIntRange herald__v1__schedule_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor herald__v1__schedule_response__descriptor =
 {
@@ -1088,7 +1101,7 @@ const ProtobufCMessageDescriptor herald__v1__schedule_response__descriptor =
   "Herald__V1__ScheduleResponse",
   "herald.v1",
   sizeof(Herald__V1__ScheduleResponse),
-  9,
+  10,
   herald__v1__schedule_response__field_descriptors,
   herald__v1__schedule_response__field_indices_by_name,
   1,  herald__v1__schedule_response__number_ranges,
@@ -2279,16 +2292,22 @@ const ProtobufCEnumDescriptor herald__v1__serving_state__descriptor =
   herald__v1__serving_state__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor herald__v1__push_service__method_descriptors[5] =
+static const ProtobufCMethodDescriptor herald__v1__push_service__method_descriptors[8] =
 {
   { "Schedule", &herald__v1__schedule_request__descriptor, &herald__v1__schedule_response__descriptor },
   { "Cancel", &herald__v1__cancel_request__descriptor, &herald__v1__cancel_response__descriptor },
   { "Render", &herald__v1__render_request__descriptor, &herald__v1__render_response__descriptor },
   { "ReportEvent", &herald__v1__report_event_request__descriptor, &herald__v1__report_event_response__descriptor },
   { "Status", &herald__v1__status_request__descriptor, &herald__v1__status_response__descriptor },
+  { "GetMessage", &herald__v1__get_message_request__descriptor, &herald__v1__get_message_response__descriptor },
+  { "ListMessages", &herald__v1__list_messages_request__descriptor, &herald__v1__list_messages_response__descriptor },
+  { "CampaignReport", &herald__v1__campaign_report_request__descriptor, &herald__v1__campaign_report_response__descriptor },
 };
 const unsigned herald__v1__push_service__method_indices_by_name[] = {
+  7,        /* CampaignReport */
   1,        /* Cancel */
+  5,        /* GetMessage */
+  6,        /* ListMessages */
   2,        /* Render */
   3,        /* ReportEvent */
   0,        /* Schedule */
@@ -2301,7 +2320,7 @@ const ProtobufCServiceDescriptor herald__v1__push_service__descriptor =
   "PushService",
   "Herald__V1__PushService",
   "herald.v1",
-  5,
+  8,
   herald__v1__push_service__method_descriptors,
   herald__v1__push_service__method_indices_by_name
 };
@@ -2344,6 +2363,30 @@ void herald__v1__push_service__status(ProtobufCService *service,
 {
   assert(service->descriptor == &herald__v1__push_service__descriptor);
   service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void herald__v1__push_service__get_message(ProtobufCService *service,
+                                           const Herald__V1__GetMessageRequest *input,
+                                           Herald__V1__GetMessageResponse_Closure closure,
+                                           void *closure_data)
+{
+  assert(service->descriptor == &herald__v1__push_service__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void herald__v1__push_service__list_messages(ProtobufCService *service,
+                                             const Herald__V1__ListMessagesRequest *input,
+                                             Herald__V1__ListMessagesResponse_Closure closure,
+                                             void *closure_data)
+{
+  assert(service->descriptor == &herald__v1__push_service__descriptor);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void herald__v1__push_service__campaign_report(ProtobufCService *service,
+                                               const Herald__V1__CampaignReportRequest *input,
+                                               Herald__V1__CampaignReportResponse_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &herald__v1__push_service__descriptor);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void herald__v1__push_service__init (Herald__V1__PushService_Service *service,
                                      Herald__V1__PushService_ServiceDestroy destroy)

@@ -6,6 +6,11 @@
     .venv/bin/python scripts/client.py schedule --user alice --key hello-1 --title Hallo --body Welt [--after 60]
     .venv/bin/python scripts/client.py cancel --user alice --key hello-1
     .venv/bin/python scripts/client.py render --title Hi --body There [--locale de] [--platform android]
+    .venv/bin/python scripts/client.py get (--id MESSAGE_ID | --key hello-1)
+    .venv/bin/python scripts/client.py list --user alice [--campaign daily] [--state sent] [--page-size 20] [--all]
+    .venv/bin/python scripts/client.py report --campaign daily [--after 2026-11-01T00:00:00Z] [--before …]
+    .venv/bin/python scripts/client.py campaign --campaign daily      (the report as a table)
+    .venv/bin/python scripts/client.py unregister --token <64 hex>
 
 Options common to all: --address 127.0.0.1:50051, --bundle com.example.app,
 --auth-token TOKEN (or env HERALD_TOKEN)."""
@@ -33,7 +38,8 @@ def load_stubs():
                     f"--grpc_python_out={out}", *protos]) != 0:
         sys.exit("generating stubs from Protos/ failed")
     sys.path.insert(0, str(out))
-    names = ["types_pb2", "push_service_pb2", "push_service_pb2_grpc", "device_service_pb2", "device_service_pb2_grpc"]
+    names = ["types_pb2", "push_service_pb2", "push_service_pb2_grpc", "device_service_pb2", "device_service_pb2_grpc",
+             "read_side_pb2"]
     return {name: importlib.import_module(f"herald.v1.{name}") for name in names}
 
 
@@ -67,12 +73,30 @@ def main() -> int:
     ren.add_argument("--title", required=True)
     ren.add_argument("--body", required=True)
     ren.add_argument("--locale", default="")
+    get = sub.add_parser("get", help="a message's state, timeline and per-device outcomes")
+    which = get.add_mutually_exclusive_group(required=True)
+    which.add_argument("--id", default="")
+    which.add_argument("--key", default="")
+    lst = sub.add_parser("list", help="a user's messages, newest first")
+    lst.add_argument("--user", required=True)
+    lst.add_argument("--campaign", default="")
+    lst.add_argument("--state", action="append", default=[], help="e.g. sent, no_devices (repeatable)")
+    lst.add_argument("--page-size", type=int, default=0)
+    lst.add_argument("--page-token", default="")
+    lst.add_argument("--all", action="store_true", help="follow next_page_token to the end")
+    for name, text in (("report", "CampaignReport as the protobuf text"), ("campaign", "CampaignReport as a table")):
+        rep = sub.add_parser(name, help=text)
+        rep.add_argument("--campaign", required=True)
+        rep.add_argument("--after", default="", help="only messages created at or after (RFC 3339)")
+        rep.add_argument("--before", default="", help="only messages created before (RFC 3339)")
+    unr = sub.add_parser("unregister")
+    unr.add_argument("--token", required=True, help="device token")
     args = parser.parse_args()
 
     import grpc
 
     s = load_stubs()
-    t, p, d = s["types_pb2"], s["push_service_pb2"], s["device_service_pb2"]
+    t, p, d, r = s["types_pb2"], s["push_service_pb2"], s["device_service_pb2"], s["read_side_pb2"]
     platform = t.PLATFORM_IOS if args.platform == "ios" else t.PLATFORM_ANDROID
     metadata = [("authorization", f"Token {args.auth_token}")] if args.auth_token else None
     channel = grpc.insecure_channel(args.address)
@@ -101,6 +125,30 @@ def main() -> int:
             reply = push.Cancel(p.CancelRequest(
                 bundle_id=args.bundle, platform=platform, user_id=args.user, campaign_id=args.campaign,
                 idempotency_key=args.key), metadata=metadata, timeout=10)
+        elif args.command == "get":
+            reply = push.GetMessage(r.GetMessageRequest(bundle_id=args.bundle, message_id=args.id, idempotency_key=args.key),
+                                    metadata=metadata, timeout=10)
+        elif args.command == "list":
+            states = [t.MessageState.Value("MESSAGE_STATE_" + name.upper()) for name in args.state]
+            token = args.page_token
+            while True:
+                reply = push.ListMessages(r.ListMessagesRequest(
+                    bundle_id=args.bundle, user_id=args.user, campaign_id=args.campaign, states=states,
+                    page_size=args.page_size, page_token=token), metadata=metadata, timeout=10)
+                if not args.all or not reply.next_page_token:
+                    break
+                print(reply, end="")
+                token = reply.next_page_token
+        elif args.command in ("report", "campaign"):
+            reply = push.CampaignReport(r.CampaignReportRequest(
+                bundle_id=args.bundle, campaign_id=args.campaign, created_after=args.after, created_before=args.before),
+                metadata=metadata, timeout=30)
+            if args.command == "campaign":
+                print_campaign(reply, t, r)
+                return 0
+        elif args.command == "unregister":
+            reply = devices.UnregisterDevice(d.UnregisterDeviceRequest(bundle_id=args.bundle, device_token=args.token),
+                                             metadata=metadata, timeout=10)
         else:
             reply = push.Render(p.RenderRequest(
                 bundle_id=args.bundle, platform=platform, locale=args.locale, device_token="ab" * 32 if platform == t.PLATFORM_IOS else "",
@@ -111,6 +159,25 @@ def main() -> int:
         return 1
     print(reply, end="")
     return 0
+
+
+def print_campaign(reply, t, r) -> None:
+    """CampaignReport as a table, and the A/B verdict."""
+    columns = ["scheduled", "handed_off", "sent", "fallback_sent", "displayed", "opened", "cancelled", "failed",
+               "expired", "no_devices", "delivered"]
+    print(f"{'cohort':<14} {'assignment':<14} " + " ".join(f"{c:>10}" for c in columns) + f" {'display%':>9} {'open%':>7}")
+    for row in reply.cohorts:
+        cohort = t.DeliveryMethod.Name(row.cohort).removeprefix("DELIVERY_METHOD_").lower()
+        assignment = r.Assignment.Name(row.assignment).removeprefix("ASSIGNMENT_").lower()
+        print(f"{cohort:<14} {assignment:<14} " + " ".join(f"{getattr(row, c):>10}" for c in columns)
+              + f" {100 * row.display_rate:>8.1f}% {100 * row.open_rate:>6.1f}%")
+    if reply.HasField("ab_comparison"):
+        ab = reply.ab_comparison
+        print(f"A/B open rate: context-aware {100 * ab.context_aware_open_rate:.2f}% (n={ab.context_aware_delivered}) vs "
+              f"traditional {100 * ab.traditional_open_rate:.2f}% (n={ab.traditional_delivered}); difference "
+              f"{100 * ab.open_rate_difference:+.2f} pp, 95% CI [{100 * ab.ci95_low:+.2f}, {100 * ab.ci95_high:+.2f}] pp")
+    else:
+        print("A/B open rate: no comparison (a cohort of the split has no delivered message)")
 
 
 if __name__ == "__main__":

@@ -114,7 +114,8 @@ public final class APNsClient: Sendable {
                 outcome = .failure(error)
             }
             switch outcome {
-            case .success(let response):
+            case .success(var response):
+                response.attempts = attempts
                 let status = response.status
                 if status == 200 {
                     clearDeviceBackoff(request.deviceToken)

@@ -54,6 +54,8 @@ public struct APNsResponse: Sendable, Equatable {
     public var reason: APNsReason?
     /// For 410: the last time APNs confirmed the token was no longer valid, ms since 1970.
     public var timestampMilliseconds: Int64?
+    /// Requests the client sent for this answer, retries included.
+    public var attempts = 1
 
     public init(status: Int, apnsID: String?, reason: APNsReason? = nil, timestampMilliseconds: Int64? = nil) {
         self.status = status

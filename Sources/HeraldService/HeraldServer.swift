@@ -259,7 +259,7 @@ public final class HeraldServer: Service, Sendable {
             store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits,
             decode: StoredRequest.decode)
         let revokes = RevokeQueue()
-        registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes)
+        registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes, gateway: gateway)
 
         let stopper = GatewayStopper(gateway)
         var services: [any Service] = [StoreService(store: store)]
@@ -278,12 +278,13 @@ public final class HeraldServer: Service, Sendable {
         return services
     }
 
-    private func registerDeliveryHandlers(store: SQLiteStore, scheduler: Scheduler, revokes: RevokeQueue) {
+    private func registerDeliveryHandlers(store: SQLiteStore, scheduler: Scheduler, revokes: RevokeQueue, gateway: APNsGateway) {
         let policy = configuration.accessPolicy
         let clock = configuration.clock
         let schedule = ScheduleService(
             policy: policy, store: store, scheduler: scheduler, clock: clock,
-            split: ABSplit(contextAwareShare: configuration.contextAwareShare), graceSeconds: configuration.graceSeconds)
+            split: ABSplit(contextAwareShare: configuration.contextAwareShare), graceSeconds: configuration.graceSeconds,
+            coverage: DeliveryCoverage(gateway: gateway))
         let admission = policy.admission
         server.register(ScheduleService.path, DomainStatus.async(schedule.schedule), admission: admission)
         let cancel = CancelService(policy: policy, store: store, scheduler: scheduler, revokes: revokes, clock: clock)
@@ -293,5 +294,6 @@ public final class HeraldServer: Service, Sendable {
         let devices = DeviceHandlers(policy: policy, store: store, clock: clock)
         server.register(DeviceHandlers.registerPath, DomainStatus.async(devices.register), admission: admission)
         server.register(DeviceHandlers.unregisterPath, DomainStatus.async(devices.unregister), admission: admission)
+        ReadSideAccess.register(on: server, policy: policy, store: store)
     }
 }

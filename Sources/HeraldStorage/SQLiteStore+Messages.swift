@@ -161,7 +161,8 @@ extension SQLiteStore {
             try db.run("""
                 UPDATE messages
                 SET state = ?3, due_at = coalesce(?4, due_at), apns_id = coalesce(?5, apns_id),
-                    last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7
+                    last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7,
+                    \(MessageMilestones.onTransition)
                 WHERE id = ?1 AND state = ?2
                 """) {
                 try $0.bind(id, at: 1)
@@ -182,8 +183,8 @@ extension SQLiteStore {
 
     private static func insert(_ outcome: DeviceOutcome, into db: Database) throws {
         try db.run("""
-            INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
             """) {
             try $0.bind(outcome.messageID, at: 1)
             try $0.bind(outcome.deviceToken, at: 2)
@@ -191,7 +192,11 @@ extension SQLiteStore {
             try $0.bind(outcome.apnsID, at: 4)
             try $0.bind(outcome.reason, at: 5)
             try $0.bind(outcome.at, at: 6)
+            try $0.bind(outcome.httpStatus.map(Int64.init), at: 7)
+            try $0.bind(outcome.attempts.map(Int64.init), at: 8)
+            try $0.bind(outcome.environment?.rawValue, at: 9)
         }
+        try MessageMilestones.recordReport(outcome, into: db)
     }
 
     public func outcomes(messageID: String) async throws -> [DeviceOutcome] {

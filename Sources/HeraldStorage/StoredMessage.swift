@@ -173,10 +173,16 @@ public struct DeviceOutcome: Sendable, Hashable {
     /// The provider's reason (e.g. "BadTopic") or a local one.
     public var reason: String?
     public var at: Int64
+    /// The provider's HTTP status; nil when it never answered.
+    public var httpStatus: Int?
+    /// Requests sent for this device's push, retries included; nil when unknown.
+    public var attempts: Int?
+    /// The device's APNs environment when the push went out.
+    public var environment: APNsEnvironment?
 
     public init(
         messageID: String, deviceToken: String, kind: DeviceOutcomeKind, apnsID: String? = nil, reason: String? = nil,
-        at: Int64
+        at: Int64, httpStatus: Int? = nil, attempts: Int? = nil, environment: APNsEnvironment? = nil
     ) {
         self.messageID = messageID
         self.deviceToken = deviceToken
@@ -184,6 +190,9 @@ public struct DeviceOutcome: Sendable, Hashable {
         self.apnsID = apnsID
         self.reason = reason
         self.at = at
+        self.httpStatus = httpStatus
+        self.attempts = attempts
+        self.environment = environment
     }
 }
 

@@ -28,9 +28,9 @@ struct DeviceOutcomeTests {
     }
 
     static let results: [(Dispatcher.DeviceResult, DeviceOutcomeKind, String?)] = [
-        (.delivered(apnsID: "id-1"), .sent, nil),
-        (.refused(.unregistered, reason: "Unregistered"), .unregistered, "Unregistered"),
-        (.refused(.rejected, reason: "BadTopic"), .rejected, "BadTopic"),
+        (.delivered(apnsID: "id-1", attempts: 2), .sent, nil),
+        (.refused(.unregistered, reason: "Unregistered", status: 410, attempts: 1), .unregistered, "Unregistered"),
+        (.refused(.rejected, reason: "BadTopic", status: 400, attempts: 1), .rejected, "BadTopic"),
         (.expired, .expired, nil),
         (.failed("no APNs route"), .failed, "no APNs route"),
         (.interrupted, .failed, "interrupted by shutdown"),
@@ -38,10 +38,15 @@ struct DeviceOutcomeTests {
 
     @Test("device result → outcome, and its revoke record", arguments: results)
     func outcome(result: Dispatcher.DeviceResult, kind: DeviceOutcomeKind, reason: String?) {
-        let outcome = result.outcome(messageID: "m", deviceToken: "t", delivered: .sent, at: 7)
+        let device = Device(bundleID: "b", platform: .ios, userID: "u", deviceToken: "t", locale: "en", timezone: "UTC",
+                            environment: .sandbox, registeredAt: 1)
+        let outcome = result.outcome(messageID: "m", device: device, delivered: .sent, at: 7)
         #expect(outcome.kind == kind && outcome.reason == reason && outcome.at == 7)
         #expect(outcome.apnsID == (kind == .sent ? "id-1" : nil))
-        let revoke = result.revokeOutcome(messageID: "m", deviceToken: "t", at: 7)
+        #expect(outcome.environment == .sandbox)
+        #expect(outcome.httpStatus == [.sent: 200, .unregistered: 410, .rejected: 400][kind])
+        #expect(outcome.attempts == [.sent: 2, .unregistered: 1, .rejected: 1][kind])
+        let revoke = result.revokeOutcome(messageID: "m", device: device, at: 7)
         if kind == .sent {
             #expect(revoke.kind == .revoked && revoke.reason == nil)
         } else {

@@ -95,7 +95,8 @@ struct ReflectionTests {
     @Test func fileByFilenameSendsTheFileThenItsImports() throws {
         let response = try Self.decode(reflection.respond(to: Self.filename("herald/v1/push_service.proto")))
         #expect(try Self.fileNames(response.answer) == [
-            "herald/v1/push_service.proto", "google/protobuf/struct.proto", "herald/v1/types.proto",
+            "herald/v1/push_service.proto", "google/protobuf/struct.proto", "herald/v1/read_side.proto",
+            "herald/v1/types.proto",
         ])
         #expect(response.echoed == .fileByFilename("herald/v1/push_service.proto"))
     }
@@ -189,7 +190,8 @@ struct ReflectionTests {
         #expect(Set(DescriptorIndex.embedded.files.keys) == [
             "google/protobuf/struct.proto", "grpc/health/v1/health.proto",
             "grpc/reflection/v1/reflection.proto", "grpc/reflection/v1alpha/reflection.proto",
-            "herald/v1/device_service.proto", "herald/v1/push_service.proto", "herald/v1/types.proto",
+            "herald/v1/device_service.proto", "herald/v1/push_service.proto", "herald/v1/read_side.proto",
+            "herald/v1/types.proto",
         ])
         #expect(DescriptorIndex.embedded.closure(of: "google/protobuf/struct.proto").map(\.name) == ["google/protobuf/struct.proto"])
     }

@@ -101,6 +101,7 @@ def stubs():
     ns.types_pb2 = importlib.import_module("herald.v1.types_pb2")
     ns.push_pb2 = importlib.import_module("herald.v1.push_service_pb2")
     ns.push_pb2_grpc = importlib.import_module("herald.v1.push_service_pb2_grpc")
+    ns.read_pb2 = importlib.import_module("herald.v1.read_side_pb2")
     ns.device_pb2 = importlib.import_module("herald.v1.device_service_pb2")
     ns.device_pb2_grpc = importlib.import_module("herald.v1.device_service_pb2_grpc")
 

@@ -25,9 +25,9 @@ public final class Dispatcher: Sendable {
 
     /// One device's result.
     enum DeviceResult: Sendable {
-        case delivered(apnsID: String)
+        case delivered(apnsID: String, attempts: Int)
         /// The provider refused it: `kind` from ``DeviceOutcomeKind/init(refusal:)``.
-        case refused(DeviceOutcomeKind, reason: String)
+        case refused(DeviceOutcomeKind, reason: String, status: Int, attempts: Int)
         case expired
         case failed(String)
         /// Herald is shutting down (the client was shut down mid-send): no
@@ -130,7 +130,7 @@ public final class Dispatcher: Sendable {
         let devices = try await store.devices(bundleID: claimed.bundleID, platform: claimed.platform, userID: claimed.userID)
             .filter { !done.contains($0.deviceToken) }
         guard !devices.isEmpty else {
-            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.noDevices, nil))
+            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.noDevices, Self.noDevicesReason(claimed)))
             return
         }
         // Retries run until the TTL runs out (a handoff: or the window ends);
@@ -168,7 +168,7 @@ public final class Dispatcher: Sendable {
         for gate in entered { await reschedule(gate.leave(now: clock.now())) }
         let finished = (unrouted + sent).filter { if case .interrupted = $0.1 { false } else { true } }
         let outcomes = finished.map { device, result in
-            result.outcome(messageID: claimed.id, deviceToken: device.deviceToken, delivered: push.delivered, at: clock.now())
+            result.outcome(messageID: claimed.id, device: device, delivered: push.delivered, at: clock.now())
         }
         if finished.count < unrouted.count + sent.count {
             // Stopped mid-push: keep the answers, leave the claim. The next
@@ -177,7 +177,7 @@ public final class Dispatcher: Sendable {
             for outcome in outcomes { try await store.recordOutcome(outcome) }
             return
         }
-        try await conclude(claimed, from: from, push: push, prior: prior, recording: outcomes, otherwise: (.noDevices, nil))
+        try await conclude(claimed, from: from, push: push, prior: prior, recording: outcomes, otherwise: (.noDevices, Self.noDevicesReason(claimed)))
     }
 
     /// Admits message `id` on each of its routes. When one is saturated,
@@ -312,7 +312,7 @@ public final class Dispatcher: Sendable {
             payload: rendering.payload, deadline: deadline, singleAttempt: singleAttempt, willHandOver: willHandOver)
         do {
             let response = try await client.send(request)
-            if response.isSuccess { return .delivered(apnsID: response.apnsID ?? rendering.header("apns-id") ?? "") }
+            if response.isSuccess { return .delivered(apnsID: response.apnsID ?? rendering.header("apns-id") ?? "", attempts: response.attempts) }
             let kind = DeviceOutcomeKind(refusal: response)
             if kind.dropsDevice {
                 // Unregistered: only a registration older than APNs' verdict
@@ -320,7 +320,7 @@ public final class Dispatcher: Sendable {
                 let registeredBefore = kind == .unregistered ? (response.timestampMilliseconds ?? clock.now()) : .max
                 _ = try? await store.removeDevice(bundleID: device.bundleID, deviceToken: device.deviceToken, ifRegisteredBefore: registeredBefore)
             }
-            return .refused(kind, reason: response.reason?.rawValue ?? "HTTP \(response.status)")
+            return .refused(kind, reason: response.reason?.rawValue ?? "HTTP \(response.status)", status: response.status, attempts: response.attempts)
         } catch APNsError.deadlineExceeded {
             return .expired
         } catch APNsError.shutdown {
@@ -360,8 +360,7 @@ public final class Dispatcher: Sendable {
                     bundleID: message.bundleID, idempotencyKey: key, deviceToken: device.deviceToken,
                     apnsID: UUIDv4.make(), expiresAt: Timestamp(milliseconds: message.windowEnd))
                 let result = await send(rendering, to: device, with: client, deadline: deadline)
-                try await store.recordOutcome(result.revokeOutcome(
-                    messageID: message.id, deviceToken: device.deviceToken, at: clock.now()))
+                try await store.recordOutcome(result.revokeOutcome(messageID: message.id, device: device, at: clock.now()))
             }
             try await store.completeRevoke(messageID: message.id)
         } catch {

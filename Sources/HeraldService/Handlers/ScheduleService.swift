@@ -15,6 +15,8 @@ struct ScheduleService: Sendable {
     let clock: any HeraldClock
     let split: ABSplit
     let graceSeconds: Int64
+    /// Routes and senders that could deliver; `.unchecked` checks nothing.
+    var coverage = DeliveryCoverage.unchecked
 
     func schedule(_ request: GRPCRequest) async throws -> [UInt8] {
         let caller = try policy.authenticate(request.metadata)
@@ -35,6 +37,9 @@ struct ScheduleService: Sendable {
         guard message.isEnabled(on: message.platform) else {
             let override = message.platform == .ios ? "ios" : "android"
             throw GRPCStatus(.invalidArgument, "\(override).enabled is false: this message would never be delivered")
+        }
+        if let missing = coverage.missing(bundleID: message.bundleID, platform: message.platform) {
+            throw GRPCStatus(.failedPrecondition, missing)
         }
         let stored = StoredMessage(
             id: MessageID.make(now: now), bundleID: message.bundleID, platform: message.platform, userID: validated.userID,
@@ -58,11 +63,15 @@ struct ScheduleService: Sendable {
         case .scheduled(let accepted, let supersededID):
             if let supersededID { await scheduler.unschedule(id: supersededID) }
             await scheduler.schedule(id: accepted.id, dueAt: accepted.dueAt)
-            return Self.response(accepted, key: message.idempotencyKey, sendAt: validated.plan.sendAt, replaced: supersededID != nil)
+            // After the commit (a failed read costs the answer nothing).
+            let devices = (try? await store.devices(bundleID: accepted.bundleID, platform: accepted.platform, userID: accepted.userID)) ?? []
+            let warnings = coverage.warnings(bundleID: accepted.bundleID, platform: accepted.platform, userID: accepted.userID, devices: devices)
+            return Self.response(accepted, key: message.idempotencyKey, sendAt: validated.plan.sendAt, replaced: supersededID != nil,
+                                 warnings: warnings)
         }
     }
 
-    static func response(_ message: StoredMessage, key: String, sendAt: Timestamp, replaced: Bool) -> [UInt8] {
+    static func response(_ message: StoredMessage, key: String, sendAt: Timestamp, replaced: Bool, warnings: [String] = []) -> [UInt8] {
         let arena = CArena()
         var response = Herald__V1__ScheduleResponse.initialized()
         response.message_id = arena.string(message.id)
@@ -74,6 +83,14 @@ struct ScheduleService: Sendable {
         response.send_at = arena.string(RFC3339.format(sendAt))
         response.state = message.state.wire
         response.replaced = replaced ? 1 : 0
-        return withExtendedLifetime(arena) { ProtobufC.pack(&response) }
+        let texts = warnings.map { arena.string($0) }
+        response.n_warnings = texts.count
+        var pointers: [UnsafeMutablePointer<CChar>?] = texts
+        return withExtendedLifetime(arena) {
+            pointers.withUnsafeMutableBufferPointer { buffer in
+                response.warnings = buffer.baseAddress
+                return ProtobufC.pack(&response)
+            }
+        }
     }
 }

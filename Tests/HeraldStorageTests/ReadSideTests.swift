@@ -1,0 +1,155 @@
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+import Testing
+@testable import HeraldStorage
+
+@Suite("Read side: GetMessage detail, ListMessages keyset pages, campaign counts (schema v4)")
+struct ReadSideTests {
+    // MARK: Hostile first
+
+    @Test func anotherBundlesMessageIsNeverFound() async throws {
+        try await withStore { store, _ in
+            let message = makeMessage(bundleID: "com.a", key: "k")
+            _ = try await store.schedule(message)
+            #expect(try await store.messageDetail(bundleID: "com.b", messageID: message.id) == nil)
+            #expect(try await store.messageDetail(bundleID: "com.b", idempotencyKey: "k") == nil)
+            #expect(try await store.messageDetail(bundleID: "com.a", messageID: "no-such-id") == nil)
+            #expect(try await store.listMessages(MessageListQuery(bundleID: "com.b", userID: "user-1", limit: 10)).items.isEmpty)
+            #expect(try await store.campaignCounts(bundleID: "com.b", campaignID: "welcome", createdFrom: nil, createdBefore: nil).isEmpty)
+            #expect(try await store.messageDetail(bundleID: "com.a", messageID: message.id)?.message.id == message.id)
+        }
+    }
+
+    @Test func theQueriesAreIndexSeeks() async throws {
+        try await withStore { store, _ in
+            let plans = try await store.write { db -> [String] in
+                func plan(_ sql: String) throws -> String {
+                    let statement = try db.prepare("EXPLAIN QUERY PLAN " + sql)
+                    var lines: [String] = []
+                    while try statement.step() { lines.append(statement.string(3)) }
+                    return lines.joined(separator: " | ")
+                }
+                return [try plan(SQLiteStore.detailByID), try plan(SQLiteStore.detailByKey), try plan(SQLiteStore.listAfter),
+                        try plan(SQLiteStore.campaign)]
+            }
+            #expect(plans[0].contains("USING INDEX sqlite_autoindex_messages_1 (id=?)"), "\(plans[0])")
+            #expect(plans[1].contains("message_keys") && plans[1].contains("PRIMARY KEY"), "\(plans[1])")
+            #expect(plans[2].contains("messages_user (bundle_id=? AND user_id=? AND (created_at,id)<(?,?))"), "\(plans[2])")
+            #expect(!plans[2].contains("TEMP B-TREE"), "\(plans[2])")
+            #expect(plans[3].contains("COVERING INDEX messages_campaign (bundle_id=? AND campaign_id=?"), "\(plans[3])")
+            #expect(!plans[3].contains("TEMP B-TREE"), "\(plans[3])")
+        }
+    }
+
+    // MARK: Detail
+
+    @Test func detailHasOutcomesMilestonesAndWhoSupersededIt() async throws {
+        try await withStore { store, _ in
+            let first = makeMessage(id: "m1", key: "k", createdAt: now)
+            _ = try await store.schedule(first)
+            let second = makeMessage(id: "m2", key: "k", createdAt: now + 1)
+            _ = try await store.schedule(second)
+            let old = try #require(try await store.messageDetail(bundleID: "com.example.app", messageID: "m1"))
+            #expect(old.message.state == .superseded && old.supersededBy == "m2")
+            #expect(try await store.messageDetail(bundleID: "com.example.app", idempotencyKey: "k")?.message.id == "m2")
+
+            let claimed = try #require(try await store.claim(id: "m2", from: .scheduled, now: now + 10))
+            try await store.recordHandOver(messageID: "m2", deviceToken: "t3", push: claimed.pushStartedAt!, at: now + 11)
+            let inFlight = try #require(try await store.messageDetail(bundleID: "com.example.app", messageID: "m2"))
+            #expect(inFlight.inFlight.map(\.deviceToken) == ["t3"])
+            #expect(inFlight.message.request.isEmpty, "the request blob is not loaded")
+            let outcomes = [
+                DeviceOutcome(messageID: "m2", deviceToken: "t1", kind: .sent, apnsID: "a-1", at: now + 20,
+                              httpStatus: 200, attempts: 2, environment: .sandbox),
+                DeviceOutcome(messageID: "m2", deviceToken: "t2", kind: .badDeviceToken, reason: "BadDeviceToken", at: now + 20,
+                              httpStatus: 400, attempts: 1, environment: .production),
+                DeviceOutcome(messageID: "m2", deviceToken: "t3", kind: .unregistered, reason: "Unregistered", at: now + 20,
+                              httpStatus: 410, attempts: 1, environment: .sandbox),
+            ]
+            #expect(try await store.transition(id: "m2", from: .scheduled, to: .sent, dueAt: nil, apnsID: "a-1",
+                                               lastError: nil, now: now + 20, recording: outcomes))
+            try await store.recordOutcome(DeviceOutcome(messageID: "m2", deviceToken: "t1", kind: .opened, at: now + 40))
+            let detail = try #require(try await store.messageDetail(bundleID: "com.example.app", messageID: "m2"))
+            #expect(detail.outcomes.filter { $0.kind != .opened } == outcomes)
+            #expect(detail.inFlight.isEmpty)
+            #expect(detail.milestones == MessageMilestones(sentAt: now + 20, openedAt: now + 40))
+        }
+    }
+
+    // MARK: Pages
+
+    @Test func pagesWalkEveryMessageNewestFirstWithoutDuplicateOrGap() async throws {
+        try await withStore { store, _ in
+            // Many share a creation time: the id breaks the tie.
+            let messages = (0..<1_003).map { i in
+                makeMessage(id: String(format: "id-%05d", i), campaignID: i % 2 == 0 ? "even" : "odd", key: "k\(i)",
+                            createdAt: now + Int64(i / 10))
+            }
+            try await store.importMessages(messages)
+            try await store.importMessages([makeMessage(id: "other-user", userID: "user-2", key: "k-other")])
+            var seen: [String] = []
+            var cursor: MessageCursor?
+            repeat {
+                let page = try await store.listMessages(MessageListQuery(bundleID: "com.example.app", userID: "user-1", after: cursor, limit: 100))
+                #expect(page.items.count == 100 || page.next == nil)
+                seen += page.items.map(\.message.id)
+                cursor = page.next
+            } while cursor != nil
+            #expect(seen == messages.map(\.id).reversed())
+            let odd = try await store.listMessages(MessageListQuery(
+                bundleID: "com.example.app", userID: "user-1", campaignID: "odd", limit: 1_000))
+            #expect(odd.items.count == 501 && odd.next == nil && odd.items.allSatisfy { $0.message.campaignID == "odd" })
+            let sent = try await store.listMessages(MessageListQuery(
+                bundleID: "com.example.app", userID: "user-1", states: [.sent, .failed], limit: 10))
+            #expect(sent.items.isEmpty && sent.next == nil)
+        }
+    }
+
+    // MARK: Campaign
+
+    @Test func campaignCountsFollowTheFunnel() async throws {
+        try await withStore { store, _ in
+            func message(_ id: String, _ method: DeliveryMethod, ab: Bool, created: Int64 = now) -> StoredMessage {
+                var m = makeMessage(id: id, key: id, method: method, createdAt: created)
+                m.abTest = ab
+                return m
+            }
+            try await store.importMessages([
+                message("ca1", .contextAware, ab: true), message("ca2", .contextAware, ab: true),
+                message("ca3", .contextAware, ab: true), message("tr1", .traditional, ab: true),
+                message("tr2", .traditional, ab: true), message("ch1", .traditional, ab: false),
+                message("late", .traditional, ab: true, created: now + 1_000_000),
+            ])
+            func move(_ id: String, _ steps: [MessageState], at: Int64) async throws {
+                var from = MessageState.scheduled
+                for to in steps {
+                    _ = try await store.claim(id: id, from: from, now: at)
+                    #expect(try await store.transition(id: id, from: from, to: to, dueAt: nil, apnsID: nil, lastError: nil, now: at))
+                    from = to
+                }
+            }
+            try await move("ca1", [.handedOff], at: now + 10)
+            try await move("ca2", [.handedOff, .sent], at: now + 20)  // the fallback alert
+            try await store.recordOutcome(DeviceOutcome(messageID: "ca1", deviceToken: "t", kind: .displayed, at: now + 30))
+            try await store.recordOutcome(DeviceOutcome(messageID: "ca1", deviceToken: "t", kind: .opened, at: now + 31))
+            try await move("tr1", [.sent], at: now + 10)
+            try await store.recordOutcome(DeviceOutcome(messageID: "tr1", deviceToken: "t", kind: .displayed, at: now + 30))
+            #expect(try await store.transition(id: "tr2", from: .scheduled, to: .noDevices, dueAt: nil, apnsID: nil,
+                                               lastError: "none", now: now + 10))
+            _ = try await store.cancel(bundleID: "com.example.app", platform: .ios, userID: "user-1", campaignID: "welcome",
+                                       idempotencyKey: "ca3", now: now + 5)
+            let counts = try await store.campaignCounts(bundleID: "com.example.app", campaignID: "welcome",
+                                                        createdFrom: nil, createdBefore: now + 1)
+            var ca = CohortCounts(deliveryMethod: .contextAware, abTest: true)
+            (ca.scheduled, ca.handedOff, ca.sent, ca.fallbackSent, ca.displayed, ca.opened, ca.cancelled, ca.delivered) = (3, 2, 1, 1, 1, 1, 1, 2)
+            var tr = CohortCounts(deliveryMethod: .traditional, abTest: true)
+            (tr.scheduled, tr.sent, tr.displayed, tr.noDevices, tr.delivered) = (2, 1, 1, 1, 1)
+            var chosen = CohortCounts(deliveryMethod: .traditional, abTest: false)
+            chosen.scheduled = 1
+            #expect(Set(counts) == [ca, tr, chosen])
+            let all = try await store.campaignCounts(bundleID: "com.example.app", campaignID: "welcome", createdFrom: nil, createdBefore: nil)
+            #expect(all.first { $0.deliveryMethod == .traditional && $0.abTest }?.scheduled == 3)
+        }
+    }
+}

@@ -5,6 +5,7 @@ Hostile requests first, then the happy paths. Every wait is for a condition
 (a state GetMessage shows), bounded by a deadline."""
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 import time
@@ -29,6 +30,11 @@ other  {OTHER_TOKEN}  {OTHER}
 AUTH = [("authorization", f"Token {APP_TOKEN}")]
 OTHER_AUTH = [("authorization", f"Token {OTHER_TOKEN}")]
 OK_TOKEN, BAD_TOKEN, GONE_TOKEN = "a1" * 32, "b2" * 32, "c3" * 32
+
+
+def later():
+    """A window start never reached during a test (the limit is 168 h ahead)."""
+    return (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=100)).isoformat()
 
 
 class Api:
@@ -201,7 +207,7 @@ def test_schedule_refuses_what_no_route_could_deliver_and_stores_nothing(stubs, 
         api.devices.RegisterDevice(api.d.RegisterDeviceRequest(
             bundle_id="com.example.routed", platform=api.t.PLATFORM_IOS, user_id="u2", device_token="d4" * 32,
             locale="en", environment=api.t.APNS_ENVIRONMENT_PRODUCTION), timeout=10)
-        reply = api.schedule("u2", "k-prod", bundle="com.example.routed", after="2099-01-01T00:00:00Z")
+        reply = api.schedule("u2", "k-prod", bundle="com.example.routed", after=later())
         assert any("serve only sandbox" in w for w in reply.warnings), reply.warnings
     finally:
         api.channel.close()
@@ -252,10 +258,10 @@ def test_a_message_with_no_device_says_why(api):
 
 def test_list_messages_pages_through_1200_messages_without_duplicate_or_gap(api):
     user = "u-many"
-    later = "2099-01-01T00:00:00Z"  # never due during the test
+    start = later()  # never due during the test
 
     def one(i):
-        return api.schedule(user, f"k-many-{i:04d}", campaign="many" if i % 3 else "other", after=later).message_id
+        return api.schedule(user, f"k-many-{i:04d}", campaign="many" if i % 3 else "other", after=start).message_id
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         ids = list(pool.map(one, range(1200)))
@@ -268,7 +274,7 @@ def test_list_messages_pages_through_1200_messages_without_duplicate_or_gap(api)
             pages += 1
             assert len(page.messages) <= page_size
             for item in page.messages:
-                key = (item.created_at, item.message_id)
+                key = (dt.datetime.fromisoformat(item.created_at), item.message_id)
                 assert previous is None or key < previous, "not newest first"
                 previous = key
                 seen.append(item.message_id)

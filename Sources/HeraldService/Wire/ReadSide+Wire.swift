@@ -62,8 +62,9 @@ enum ReadSideWire {
             $0.window_start = time(m.windowStart, arena)
             $0.window_end = time(m.windowEnd, arena)
             $0.send_at = time(m.dueAt, arena)
-            // A message being sent reads SENT, as Cancel reports it.
-            $0.state = (m.isSending ? .sent : m.state).wire
+            // The stored state: a push under way shows as its devices'
+            // RETRYING entries, the state changes once the push ends.
+            $0.state = m.state.wire
             $0.created_at = time(m.createdAt, arena)
             $0.updated_at = time(m.updatedAt, arena)
             $0.attempts = UInt32(clamping: m.attempts)

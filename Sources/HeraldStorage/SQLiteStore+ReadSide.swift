@@ -33,19 +33,13 @@ extension SQLiteStore: MessageReadSide {
         """
 
     // One range scan of the covering index messages_campaign, already in
-    // GROUP BY order: no sort, no table lookup.
+    // GROUP BY order: no sort, no table lookup, one count per group (a few
+    // dozen groups at most); `MessageFunnel` turns them into the counts.
     static let campaign = """
-        SELECT delivery_method, ab_test, count(*), count(handed_off_at), count(sent_at),
-            sum(handed_off_at IS NOT NULL AND sent_at IS NOT NULL),
-            sum(displayed_at IS NOT NULL AND (handed_off_at IS NOT NULL OR sent_at IS NOT NULL)),
-            sum(opened_at IS NOT NULL AND (handed_off_at IS NOT NULL OR sent_at IS NOT NULL)),
-            sum(state = 'cancelled'), sum(state = 'failed'), sum(state = 'expired'), sum(state = 'no_devices'),
-            sum(handed_off_at IS NOT NULL OR sent_at IS NOT NULL)
+        SELECT delivery_method, ab_test, funnel, count(*)
         FROM messages INDEXED BY messages_campaign
-        WHERE bundle_id = ?1 AND campaign_id = ?2 AND state <> 'superseded'
-          AND created_at >= ?3 AND created_at < ?4
-        GROUP BY delivery_method, ab_test
-        ORDER BY delivery_method, ab_test
+        WHERE bundle_id = ?1 AND campaign_id = ?2 AND created_at >= ?3 AND created_at < ?4
+        GROUP BY delivery_method, ab_test, funnel
         """
 
     public func messageDetail(bundleID: String, messageID: String) async throws -> MessageDetail? {
@@ -106,20 +100,14 @@ extension SQLiteStore: MessageReadSide {
                 guard let method = DeliveryMethod(rawValue: statement.string(0)) else {
                     throw StoreError.invalidRecord("campaign \(campaignID): unknown delivery method \(statement.string(0))")
                 }
-                var counts = CohortCounts(deliveryMethod: method, abTest: statement.int64(1) != 0)
-                counts.scheduled = statement.int(2)
-                counts.handedOff = statement.int(3)
-                counts.sent = statement.int(4)
-                counts.fallbackSent = statement.int(5)
-                counts.displayed = statement.int(6)
-                counts.opened = statement.int(7)
-                counts.cancelled = statement.int(8)
-                counts.failed = statement.int(9)
-                counts.expired = statement.int(10)
-                counts.noDevices = statement.int(11)
-                counts.delivered = statement.int(12)
-                cohorts.append(counts)
+                let abTest = statement.int64(1) != 0
+                if cohorts.last?.deliveryMethod != method || cohorts.last?.abTest != abTest {
+                    cohorts.append(CohortCounts(deliveryMethod: method, abTest: abTest))
+                }
+                MessageFunnel(rawValue: statement.int(2)).add(statement.int(3), to: &cohorts[cohorts.count - 1])
             }
+            // A cohort of superseded messages only counts nothing.
+            cohorts.removeAll { $0.scheduled == 0 }
             return cohorts
         }
     }

@@ -42,6 +42,44 @@ struct ReadSideTests {
         }
     }
 
+    @Test func aVersion3DatabaseGetsMilestonesFunnelsAndNoDevicesReasons() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/v3.sqlite"
+            var handed = makeMessage(id: "handed", key: "a", method: .contextAware, state: .sent)
+            handed.abTest = true
+            let nobody = makeMessage(id: "nobody", key: "b", state: .noDevices)
+            do {
+                let db = try Database(path: path, create: true, busyTimeoutMs: 1000)
+                try db.transaction {
+                    for migration in [Schema.v1, Schema.v2, Schema.v3] { try db.execute(migration) }
+                    try db.execute("PRAGMA user_version = 3")
+                }
+                try MessageRows.insert(db, handed)
+                try MessageRows.insert(db, nobody)
+                for (status, at) in [("handed_off", 10), ("sent", 20), ("displayed", 30), ("opened", 40), ("opened", 50)] {
+                    try db.run("INSERT INTO outcomes(message_id, device_token, status, at) VALUES ('handed', 't', ?1, ?2)") {
+                        try $0.bind(status, at: 1)
+                        try $0.bind(now + Int64(at), at: 2)
+                    }
+                }
+                db.close()
+            }
+            let store = try SQLiteStore(path: path)
+            let detail = try #require(try await store.messageDetail(bundleID: "com.example.app", messageID: "handed"))
+            #expect(detail.milestones == MessageMilestones(handedOffAt: now + 10, sentAt: now + 20, displayedAt: now + 30, openedAt: now + 40))
+            #expect(detail.outcomes.allSatisfy { $0.httpStatus == nil && $0.attempts == nil && $0.environment == nil })
+            let none = try #require(try await store.messageDetail(bundleID: "com.example.app", messageID: "nobody"))
+            #expect(none.message.lastError?.contains("no registered device") == true)
+            var ca = CohortCounts(deliveryMethod: .contextAware, abTest: true)
+            (ca.scheduled, ca.handedOff, ca.sent, ca.fallbackSent, ca.displayed, ca.opened, ca.delivered) = (1, 1, 1, 1, 1, 1, 1)
+            var tr = CohortCounts(deliveryMethod: .traditional, abTest: false)
+            (tr.scheduled, tr.noDevices) = (1, 1)
+            #expect(try await store.campaignCounts(bundleID: "com.example.app", campaignID: "welcome", createdFrom: nil, createdBefore: nil)
+                    == [ca, tr])
+            await store.close()
+        }
+    }
+
     // MARK: Detail
 
     @Test func detailHasOutcomesMilestonesAndWhoSupersededIt() async throws {

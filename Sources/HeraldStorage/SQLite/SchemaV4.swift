@@ -9,6 +9,10 @@
 ///   (retries included) and the device's environment; NULL for old rows.
 /// - `messages_user`: ListMessages by (bundle, user), newest first, as an
 ///   index seek with a keyset cursor on (created_at, id).
+/// - `funnel`: the state and the milestones in one small integer
+///   (``MessageFunnel``), kept by triggers, so CampaignReport counts groups
+///   of (method, assignment, funnel) instead of evaluating a dozen
+///   expressions per message.
 /// - `messages_campaign`: covers CampaignReport's aggregate, in GROUP BY
 ///   order, so a million messages of a campaign are one index range scan
 ///   with no sort and no table lookup.
@@ -40,8 +44,23 @@ enum SchemaV4 {
 
         CREATE INDEX messages_user ON messages(bundle_id, user_id, created_at, id);
 
+        ALTER TABLE messages ADD COLUMN funnel INTEGER NOT NULL DEFAULT 0;
+        UPDATE messages SET funnel = \(MessageFunnel.expression(""));
+
+        -- Any change of the state or a milestone recomputes the funnel (the
+        -- inner UPDATE touches only `funnel`, so it does not fire this again).
+        CREATE TRIGGER messages_funnel_update
+            AFTER UPDATE OF state, handed_off_at, sent_at, displayed_at, opened_at ON messages BEGIN
+            UPDATE messages SET funnel = \(MessageFunnel.expression("NEW.")) WHERE rowid = NEW.rowid;
+        END;
+        -- A Schedule inserts SCHEDULED with no milestone: funnel 0, the
+        -- default, and no second write. Imports of other states are fixed up.
+        CREATE TRIGGER messages_funnel_insert AFTER INSERT ON messages
+            WHEN NEW.funnel IS NOT \(MessageFunnel.expression("NEW.")) BEGIN
+            UPDATE messages SET funnel = \(MessageFunnel.expression("NEW.")) WHERE rowid = NEW.rowid;
+        END;
+
         CREATE INDEX messages_campaign ON messages(
-            bundle_id, campaign_id, delivery_method, ab_test, created_at, state,
-            handed_off_at, sent_at, displayed_at, opened_at);
+            bundle_id, campaign_id, delivery_method, ab_test, funnel, created_at);
         """
 }

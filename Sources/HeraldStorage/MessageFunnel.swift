@@ -1,0 +1,48 @@
+import HeraldCore
+
+/// A message's state and milestones in one small integer (the `funnel`
+/// column, kept by triggers; see `SchemaV4`): bits 0–3 say whether it was
+/// handed off, sent, displayed, opened; bits 4–6 how it ended (0 for every
+/// state that is not one of the ends counted, or superseded).
+struct MessageFunnel: Hashable {
+    var rawValue: Int
+
+    static let handedOff = 1, sent = 2, displayed = 4, opened = 8
+    static let cancelled = 1, failed = 2, expired = 3, noDevices = 4, superseded = 5
+
+    /// The SQL expression over a row's columns (`prefix` "NEW." in triggers).
+    static func expression(_ prefix: String) -> String {
+        """
+        ((CASE \(prefix)state WHEN 'cancelled' THEN 1 WHEN 'failed' THEN 2 WHEN 'expired' THEN 3 \
+        WHEN 'no_devices' THEN 4 WHEN 'superseded' THEN 5 ELSE 0 END) * 16 \
+        + (\(prefix)handed_off_at IS NOT NULL) + 2 * (\(prefix)sent_at IS NOT NULL) \
+        + 4 * (\(prefix)displayed_at IS NOT NULL) + 8 * (\(prefix)opened_at IS NOT NULL))
+        """
+    }
+
+    var end: Int { rawValue >> 4 }
+    func has(_ bit: Int) -> Bool { rawValue & bit != 0 }
+
+    /// Adds `count` messages with this funnel to `counts` (superseded ones
+    /// are not counted: their replacement is).
+    func add(_ count: Int, to counts: inout CohortCounts) {
+        guard end != Self.superseded else { return }
+        let handed = has(Self.handedOff), sent = has(Self.sent)
+        let delivered = handed || sent
+        counts.scheduled += count
+        if handed { counts.handedOff += count }
+        if sent { counts.sent += count }
+        if handed && sent { counts.fallbackSent += count }
+        if delivered { counts.delivered += count }
+        // A report for a message that never reached a device is not counted.
+        if delivered && has(Self.displayed) { counts.displayed += count }
+        if delivered && has(Self.opened) { counts.opened += count }
+        switch end {
+        case Self.cancelled: counts.cancelled += count
+        case Self.failed: counts.failed += count
+        case Self.expired: counts.expired += count
+        case Self.noDevices: counts.noDevices += count
+        default: break
+        }
+    }
+}

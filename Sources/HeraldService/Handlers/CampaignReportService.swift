@@ -50,7 +50,9 @@ struct CampaignReportService: Sendable {
     static func response(_ cohorts: [CohortCounts]) -> [UInt8] {
         let arena = CArena()
         var response = Herald__V1__CampaignReportResponse.initialized()
-        let entries = cohorts.map { c in
+        // In the enums' order: context-aware before traditional, A/B split before caller-chosen.
+        let ordered = cohorts.sorted { ($0.deliveryMethod.wire.rawValue, $0.abTest ? 0 : 1) < ($1.deliveryMethod.wire.rawValue, $1.abTest ? 0 : 1) }
+        let entries = ordered.map { c in
             arena.message(Herald__V1__CampaignCohortReport.self) {
                 $0.cohort = c.deliveryMethod.wire
                 $0.assignment = c.abTest ? HERALD__V1__ASSIGNMENT__ASSIGNMENT_AB_SPLIT : HERALD__V1__ASSIGNMENT__ASSIGNMENT_CALLER_CHOSEN

@@ -417,8 +417,8 @@ struct  Herald__V1__CampaignReportResponse
 {
   ProtobufCMessage base;
   /*
-   * One entry per (cohort, assignment) pair that has messages, ordered by
-   * cohort then assignment.
+   * One entry per (cohort, assignment) pair that has messages, in enum
+   * order: context-aware before traditional, A/B split before caller-chosen.
    */
   size_t n_cohorts;
   Herald__V1__CampaignCohortReport **cohorts;

@@ -226,6 +226,15 @@ def test_cancel_after_handoff_sends_a_revoke(env):
     client.register(u, EN_TOKEN, "en")
     client.schedule(u, "k-revoke", method="DELIVERY_METHOD_CONTEXT_AWARE", within=60)
     record.wait_for(with_key("k-revoke"))
+    # The simulator records the push before Herald has recorded its answer
+    # (until then the message is being sent and cannot be cancelled): wait
+    # until Herald shows it handed off.
+    t, r = client.stubs.types_pb2, client.stubs.read_pb2
+    deadline = time.monotonic() + 10
+    while client.push.GetMessage(r.GetMessageRequest(bundle_id=BUNDLE, idempotency_key="k-revoke"),
+                                 timeout=10).message.state != t.MESSAGE_STATE_HANDED_OFF:
+        assert time.monotonic() < deadline, "the handoff was never recorded"
+        time.sleep(0.02)
     assert client.cancel(u, "k-revoke").cancelled
     revoke = record.wait_for(lambda d: d["payload"].get("ctx_revoke") == "k-revoke")[0]
     assert revoke["headers"]["apns-push-type"] == "background"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # HTTP/2 conformance: h2spec (summerwind/h2spec 2.x, built by
-# /work/shared/tools/h2spec-build.sh into /tmp/h2spec) against `herald serve`.
+# ../shared/tools/h2spec-build.sh (beside the project root) into /tmp/h2spec) against `herald serve`.
 #
 #   bench/h2spec.sh                     # debug build of herald
 #   HERALD_BIN=.build/release/herald bench/h2spec.sh
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 H2SPEC=${H2SPEC:-/tmp/h2spec}
 BIN=${HERALD_BIN:-.build/debug/herald}
-[[ -x "$H2SPEC" ]] || { echo "no h2spec at $H2SPEC (run /work/shared/tools/h2spec-build.sh)" >&2; exit 1; }
+[[ -x "$H2SPEC" ]] || { echo "no h2spec at $H2SPEC (run ../shared/tools/h2spec-build.sh (beside the project root))" >&2; exit 1; }
 [[ -n "${SKIP_BUILD:-}" || "$BIN" != .build/debug/herald ]] || swift build --product herald >&2
 
 WORK=$(mktemp -d /tmp/herald-h2spec.XXXXXX)

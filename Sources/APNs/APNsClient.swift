@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import Logging
 import NIOCore
 import NIOPosix
@@ -197,7 +198,7 @@ public final class APNsClient: Sendable {
     private func retryPause(_ attempts: Int, _ request: APNsRequest) async throws {
         let delay = configuration.retryBackoff.delay(afterFailures: attempts)
         if let deadline = request.deadline,
-           configuration.clock.now().addingTimeInterval(delay.seconds) >= deadline {
+           configuration.clock.now().addingTimeInterval(delay.timeInterval) >= deadline {
             throw APNsError.deadlineExceeded
         }
         try await configuration.clock.sleep(for: delay)
@@ -209,7 +210,7 @@ public final class APNsClient: Sendable {
         let now = configuration.clock.now()
         return deviceBackoff.withLock { table in
             let failures = (table[token]?.failures ?? 0) + 1
-            let until = now.addingTimeInterval(configuration.tooManyRequestsBackoff.delay(afterFailures: failures).seconds)
+            let until = now.addingTimeInterval(configuration.tooManyRequestsBackoff.delay(afterFailures: failures).timeInterval)
             table[token] = (until, failures)
             if table.count > 100_000 { table = table.filter { $0.value.until > now } }
             return until

@@ -1,5 +1,6 @@
 import CInterop
 import HTTP2Core
+import HeraldPrimitives
 import NIOCore
 import TLSTransport
 
@@ -217,13 +218,12 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
         lastStreamActivity = .now()
         // A hung endpoint must not hold the request until its TTL: reset the
         // stream after the response timeout; the client retries.
-        stream.responseTimer = clock.schedule(after: responseTimeout, on: eventLoop) { [weak self] in
+        stream.responseTimer = clock.scheduleTimer(after: responseTimeout, on: eventLoop) { [weak self] in
             self?.cancelStream(streamID, because: .responseTimeout)
         }
         if let deadline = request.deadline {
-            pending.deadlineTask?.cancel()
-            let remaining = deadline.timeIntervalSince(clock.now())
-            pending.deadlineTask = eventLoop.scheduleTask(in: .nanoseconds(Int64(max(remaining, 0) * 1e9))) { [weak self] in
+            pending.deadlineTimer?.cancel()
+            pending.deadlineTimer = clock.scheduleTimer(at: deadline, on: eventLoop) { [weak self] in
                 self?.cancelStream(streamID, because: .deadlineExceeded)
             }
         }
@@ -331,7 +331,7 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     // MARK: Keep-alive
 
     private func scheduleKeepAlive() {
-        let interval = TimeAmount.nanoseconds(Int64(pingInterval.seconds * 1e9))
+        let interval = TimeAmount.nanoseconds(Int64(pingInterval.timeInterval * 1e9))
         keepAlive = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
             self?.keepAliveTick(interval: interval)
         }
@@ -341,7 +341,7 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
         guard let session, state == .ready || state == .draining else { return }
         let now = NIODeadline.now()
         if let idleTimeout, streams.isEmpty,
-           now - lastStreamActivity >= .nanoseconds(Int64(idleTimeout.seconds * 1e9)) {
+           now - lastStreamActivity >= .nanoseconds(Int64(idleTimeout.timeInterval * 1e9)) {
             retire()
             return
         }

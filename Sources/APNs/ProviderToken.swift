@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import Synchronization
 import TLSTransport
 
@@ -57,8 +58,8 @@ final class ProviderTokenCache: Sendable {
 
     init(signer: APNsTokenSigner, refreshAge: Duration, minimumInterval: Duration) {
         self.signer = signer
-        self.refreshAge = refreshAge.seconds
-        self.minimumInterval = minimumInterval.seconds
+        self.refreshAge = refreshAge.timeInterval
+        self.minimumInterval = minimumInterval.timeInterval
     }
 
     /// How many tokens were minted (for tests and status).

@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import TLSTransport
 
 /// One notification the simulator accepted (answered 200).

@@ -1,4 +1,5 @@
 import APNsSimulation
+import HeraldPrimitives
 import TLSTransport
 import ArgumentParser
 import Dispatch

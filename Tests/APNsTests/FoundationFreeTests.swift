@@ -1,5 +1,6 @@
 import Foundation
 @testable import APNs
+import HeraldPrimitives
 import Testing
 import TLSTransport
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HeraldPrimitives
 import Testing
 @testable import HeraldStorage
 

@@ -1,5 +1,6 @@
 import APNs
 import HeraldCore
+import HeraldPrimitives
 import HeraldStorage
 import Logging
 import Synchronization

@@ -52,7 +52,7 @@ extension JSONWriter {
     /// without copying the entries into an array: objects of up to eight
     /// members are sorted as (key prefix, index) pairs on the stack.
     @inline(__always)
-    static func forEachSorted(
+    public static func forEachSorted(
         _ o: [String: JSONValue], _ body: (String, JSONValue) throws(JSONEncodingError) -> Void
     ) throws(JSONEncodingError) {
         let n = o.count

@@ -129,7 +129,7 @@ let package = Package(
             ]
         ),
         // Micro-benchmarks of the pure core (bench/core.sh runs it in release).
-        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore"]),
+        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldPrimitives"]),
         .executableTarget(
             name: "herald",
             dependencies: [

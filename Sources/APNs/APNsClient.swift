@@ -31,7 +31,7 @@ public final class APNsClient: Sendable {
     public let configuration: APNsClientConfiguration
     private let shared: APNsPoolShared
     private let slots: [APNsConnectionSlot]
-    private let deviceBackoff = Mutex<[String: (until: EpochTime, failures: Int)]>([:])
+    private let deviceBackoff = Mutex<[String: (until: Timestamp, failures: Int)]>([:])
     private let logger: Logger
 
     public init(configuration: APNsClientConfiguration, logger: Logger = Logger(label: "herald.apns")) throws {
@@ -206,7 +206,7 @@ public final class APNsClient: Sendable {
 
     // MARK: 429 per device token
 
-    private func recordDeviceBackoff(_ token: String) -> EpochTime {
+    private func recordDeviceBackoff(_ token: String) -> Timestamp {
         let now = configuration.clock.now()
         return deviceBackoff.withLock { table in
             let failures = (table[token]?.failures ?? 0) + 1
@@ -236,7 +236,7 @@ public final class APNsClient: Sendable {
     }
 
     /// When a device token may be sent to again after 429, if it is backing off.
-    public func backoff(forDeviceToken token: String) -> EpochTime? {
+    public func backoff(forDeviceToken token: String) -> Timestamp? {
         deviceBackoff.withLock { $0[token]?.until }
     }
 

@@ -7,7 +7,7 @@ import NIOCore
 /// clock, and then its `advance` alone fires those timers.
 public protocol APNsClock: Sendable {
     /// The current wall-clock time.
-    func now() -> EpochTime
+    func now() -> Timestamp
     /// Suspends for `duration` of this clock's time (retry pauses, in the
     /// caller's task).
     func sleep(for duration: Duration) async throws
@@ -20,7 +20,7 @@ public protocol APNsClock: Sendable {
 extension APNsClock {
     /// Runs `body` on `loop` once this clock reads `deadline` or later (at
     /// once, on the loop, when it already does).
-    public func scheduleTimer(at deadline: EpochTime, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
+    public func scheduleTimer(at deadline: Timestamp, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
         let remaining = max(deadline.timeIntervalSince(now()), 0)
         return scheduleTimer(after: .nanoseconds(Int64(remaining * 1e9)), on: loop, body)
     }
@@ -37,7 +37,7 @@ public struct APNsTimer: Sendable {
 /// and `Task.sleep` for waits.
 public struct SystemAPNsClock: APNsClock {
     public init() {}
-    public func now() -> EpochTime { .now }
+    public func now() -> Timestamp { .now }
     public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
     public func scheduleTimer(after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
         let scheduled = loop.scheduleTask(in: .nanoseconds(Int64(duration.timeInterval * 1e9)), body)

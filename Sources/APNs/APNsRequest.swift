@@ -10,7 +10,7 @@ public struct APNsRequest: Sendable {
     /// The JSON payload (compact UTF-8, at most 4096 bytes).
     public var payload: [UInt8]
     /// Give up (``APNsError/deadlineExceeded``) when this moment passes, retries included.
-    public var deadline: EpochTime?
+    public var deadline: Timestamp?
     /// One attempt only (TTL 0, "now or never"): no retry after 5xx, a reset
     /// or a timeout. A refused stream (never processed) is still resent.
     public var singleAttempt: Bool
@@ -23,7 +23,7 @@ public struct APNsRequest: Sendable {
     public var willHandOver: APNsHandOverHook?
 
     public init(
-        deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: EpochTime? = nil,
+        deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: Timestamp? = nil,
         singleAttempt: Bool = false, willHandOver: APNsHandOverHook? = nil
     ) {
         self.deviceToken = deviceToken

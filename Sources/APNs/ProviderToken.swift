@@ -21,7 +21,7 @@ public struct APNsTokenSigner: Sendable {
     }
 
     /// A signed token issued at `issuedAt` (whole seconds).
-    public func token(issuedAt: EpochTime) throws -> String {
+    public func token(issuedAt: Timestamp) throws -> String {
         let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
         let header = #"{"alg":"ES256","kid":"\#(jsonEscaped(keyID))"}"#
         let claims = #"{"iss":"\#(jsonEscaped(teamID))","iat":\#(iat)}"#
@@ -47,7 +47,7 @@ public struct APNsTokenSigner: Sendable {
 final class ProviderTokenCache: Sendable {
     struct Token: Sendable {
         let value: String
-        let issuedAt: EpochTime
+        let issuedAt: Timestamp
     }
 
     private let signer: APNsTokenSigner
@@ -66,7 +66,7 @@ final class ProviderTokenCache: Sendable {
     var minted: Int { mintCount.withLock { $0 } }
 
     /// The token to use now.
-    func current(now: EpochTime) throws -> Token {
+    func current(now: Timestamp) throws -> Token {
         try state.withLock { token in
             if let existing = token {
                 let age = now.timeIntervalSince(existing.issuedAt)

@@ -152,7 +152,7 @@ struct APNsClientTests {
         let key = try TestKey()
         let skew = Mutex<Double>(0)
         var configuration = simulatorConfiguration(key)
-        configuration.now = { EpochTime.now.addingTimeInterval(skew.withLock { $0 }) }
+        configuration.now = { Timestamp.now.addingTimeInterval(skew.withLock { $0 }) }
         let simulator = try await APNsSimulator.start(configuration)
         let clock = ManualAPNsClock(autoAdvance: false)
         let client = try APNsClient(configuration: clientConfiguration(key, simulator: simulator, clock: clock))
@@ -330,7 +330,7 @@ struct APNsClientTests {
         simulator.updateFaults { $0.responseDelay = .seconds(5) }
         let client = try APNsClient(configuration: clientConfiguration(key, simulator: simulator))
         await #expect(throws: APNsError.deadlineExceeded) {
-            try await client.send(alertRequest(deadline: EpochTime.now.addingTimeInterval(0.2)))
+            try await client.send(alertRequest(deadline: Timestamp.now.addingTimeInterval(0.2)))
         }
         await client.shutdown()
         try await simulator.stop()

@@ -56,7 +56,7 @@ func token(_ index: Int) -> String {
 func alertRequest(
     token: String = deviceToken, priority: String = "10", pushType: String = "alert", topic: String? = "com.example.app",
     expiration: String = "0", collapseID: String? = nil, apnsID: String? = UUID().uuidString.lowercased(),
-    payload: String = #"{"aps":{"alert":{"title":"Hi","body":"There"}}}"#, deadline: EpochTime? = nil
+    payload: String = #"{"aps":{"alert":{"title":"Hi","body":"There"}}}"#, deadline: Timestamp? = nil
 ) -> APNsRequest {
     var headers: [(name: String, value: String)] = [("apns-push-type", pushType)]
     if let topic { headers.append(("apns-topic", topic)) }

@@ -75,7 +75,7 @@ struct RouteIsolationTests {
         defer { removeTemporaryDirectory(directory) }
         let store = try SQLiteStore(path: "\(directory)/herald.sqlite")
         let logger = Logger(label: "test")
-        let apnsClock = ManualAPNsClock(start: EpochTime(timeIntervalSince1970: Double(Self.due) / 1000))
+        let apnsClock = ManualAPNsClock(start: Timestamp(timeIntervalSince1970: Double(Self.due) / 1000))
 
         let key = try PrivateKey.generateP256()
         var simulatorConfiguration = APNsSimulatorConfiguration()

@@ -11,16 +11,16 @@ import Synchronization
 public final class ManualAPNsClock: APNsClock, Sendable {
     private struct Timer {
         var id: Int
-        var fire: EpochTime
+        var fire: Timestamp
         var loop: any EventLoop
         var body: @Sendable () -> Void
     }
 
     private struct State {
-        var now: EpochTime
+        var now: Timestamp
         /// Every duration slept so far.
         var sleeps: [Duration] = []
-        var sleepers: [(wake: EpochTime, continuation: CheckedContinuation<Void, Never>)] = []
+        var sleepers: [(wake: Timestamp, continuation: CheckedContinuation<Void, Never>)] = []
         var timers: [Timer] = []
         var nextTimer = 0
         /// Sleeps not yet returned by `nextSleep`.
@@ -55,12 +55,12 @@ public final class ManualAPNsClock: APNsClock, Sendable {
     private let state: Mutex<State>
     public let autoAdvance: Bool
 
-    public init(start: EpochTime = .now, autoAdvance: Bool = false) {
+    public init(start: Timestamp = .now, autoAdvance: Bool = false) {
         state = Mutex(State(now: start))
         self.autoAdvance = autoAdvance
     }
 
-    public func now() -> EpochTime { state.withLock { $0.now } }
+    public func now() -> Timestamp { state.withLock { $0.now } }
 
     /// Every duration slept so far.
     public var sleeps: [Duration] { state.withLock { $0.sleeps } }

@@ -13,7 +13,7 @@ public protocol HeraldClock: Sendable {
 public struct SystemClock: HeraldClock {
     public init() {}
 
-    public func now() -> Int64 { EpochTime.nowMilliseconds() }
+    public func now() -> Int64 { Timestamp.nowMilliseconds() }
 
     public func sleep(until milliseconds: Int64) async throws {
         let delta = milliseconds - now()

@@ -167,6 +167,7 @@ let package = Package(
         .testTarget(
             name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPrimitives", "HeraldTestSupport"],
             exclude: ["Golden"]),  // read by path, not a resource bundle
+        .testTarget(name: "HeraldPrimitivesTests", dependencies: ["HeraldPrimitives", "HeraldTestSupport"]),
         .testTarget(name: "GRPCEngineTests", dependencies: [
             "GRPCEngine", "HTTP2Core", "CInterop",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -7,7 +7,7 @@ import Testing
 
 /// Every timer the APNs client arms runs on its injected clock: a manual
 /// clock alone fires request deadlines (in flight and queued), response
-/// timeouts and reconnect backoff, with no wall-clock wait.
+/// timeouts, reconnect backoff and keep-alive, with no wall-clock wait.
 @Suite("APNs timers on the injected clock", .timeLimit(.minutes(1)))
 struct APNsClockTests {
     /// A hung endpoint (answers nothing for `deviceToken`), a client on a manual clock.
@@ -36,12 +36,12 @@ struct APNsClockTests {
             for await event in events {
                 if case .requestHeld = event { break }
             }
-            await clock.waitForTimers(2)  // the response timeout and the deadline
+            await clock.waitForTimers(3)  // the connection's keep-alive, the response timeout, the deadline
             clock.advance(by: .seconds(9))
-            #expect(clock.pendingTimers == 2)  // nothing fired early
+            #expect(clock.pendingTimers == 3)  // nothing fired early
             clock.advance(by: .seconds(1))
             await #expect(throws: APNsError.deadlineExceeded) { try await pending.value }
-            #expect(clock.pendingTimers == 0)  // the response timer went with the stream
+            #expect(clock.pendingTimers == 1)  // the response timer went with the stream; the keep-alive stays
             #expect(simulator.deliveredCount == 0)
         }
     }
@@ -54,12 +54,12 @@ struct APNsClockTests {
             for await event in events {
                 if case .requestHeld = event { break }
             }
-            await clock.waitForTimers(2)  // the first's response timeout and deadline
+            await clock.waitForTimers(3)  // keep-alive, the first's response timeout and deadline
             let queued = Task { try await client.send(alertRequest(deadline: clock.now().addingTimeInterval(5))) }
-            await clock.waitForTimers(3)  // the queued one's deadline
+            await clock.waitForTimers(4)  // the queued one's deadline
             clock.advance(by: .seconds(5))
             await #expect(throws: APNsError.deadlineExceeded) { try await queued.value }
-            #expect(clock.pendingTimers == 2)  // the first is still in flight
+            #expect(clock.pendingTimers == 3)  // the first is still in flight
             first.cancel()
             await #expect(throws: (any Error).self) { try await first.value }
         }

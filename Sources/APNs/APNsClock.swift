@@ -40,7 +40,7 @@ public struct SystemAPNsClock: APNsClock {
     public func now() -> Timestamp { .now }
     public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
     public func scheduleTimer(after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
-        let scheduled = loop.scheduleTask(in: .nanoseconds(Int64(duration.timeInterval * 1e9)), body)
+        let scheduled = loop.scheduleTask(in: TimeAmount(duration), body)
         return APNsTimer { scheduled.cancel() }
     }
 }

@@ -123,7 +123,7 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
         let host = configuration.endpoint.host
         ClientBootstrap(group: eventLoop)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.nanoseconds(Int64(configuration.connectTimeout.timeInterval * 1e9)))
+            .connectTimeout(TimeAmount(configuration.connectTimeout))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = try OpenSSLHandler(context: tls, serverName: host)

@@ -1,6 +1,5 @@
 import APNs
 import HeraldPrimitives
-import TLSTransport
 import APNsSimulation
 import GRPCEngine
 import HeraldCore

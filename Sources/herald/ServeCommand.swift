@@ -1,6 +1,5 @@
 import ArgumentParser
 import HeraldPrimitives
-import TLSTransport
 import HeraldService
 import HeraldStorage
 import Logging

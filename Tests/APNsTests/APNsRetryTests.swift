@@ -4,7 +4,6 @@ import Foundation
 import HeraldPrimitives
 import HeraldTestSupport
 import Testing
-import TLSTransport
 
 /// Retries bounded by the request's deadline (its TTL), not a count, with
 /// full-jitter backoff on an injected clock; and the response timeout that

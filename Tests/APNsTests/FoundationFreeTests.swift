@@ -2,7 +2,6 @@ import Foundation
 @testable import APNs
 import HeraldPrimitives
 import Testing
-import TLSTransport
 
 /// The Foundation-free replacements agree with Foundation (tests may link it).
 @Suite("Foundation-free helpers")

@@ -4,7 +4,6 @@ import HeraldPrimitives
 import HeraldStorage
 import Logging
 import Synchronization
-import TLSTransport
 
 /// Carries out a due message's next action: the alert push (traditional, or
 /// the context-aware fallback at window end) or the context-aware handoff

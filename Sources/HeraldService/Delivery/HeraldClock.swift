@@ -1,5 +1,5 @@
 import HeraldPrimitives
-import TLSTransport
+
 /// The scheduler's clock: wall time in milliseconds, and a way to wait for
 /// a moment. Tests drive a manual clock; production uses `SystemClock`.
 public protocol HeraldClock: Sendable {

@@ -36,7 +36,7 @@ let package = Package(
             publicHeadersPath: "include"
         ),
         // Shared primitives, pure Swift (no C interop, no NIO): JSON, Base64,
-        // UUIDs, EpochTime, POSIX file I/O, APNs header values.
+        // UUIDs, Timestamp and RFC 3339, POSIX file I/O, APNs header values.
         .target(
             name: "HeraldPrimitives",
             linkerSettings: [.linkedLibrary("m")]

@@ -35,9 +35,16 @@ let package = Package(
             sources: ["src"],
             publicHeadersPath: "include"
         ),
+        // Shared primitives, pure Swift (no C interop, no NIO): JSON, Base64,
+        // UUIDs, Timestamp and RFC 3339, POSIX file I/O, APNs header values.
+        .target(
+            name: "HeraldPrimitives",
+            linkerSettings: [.linkedLibrary("m")]
+        ),
         // The push domain: pure Swift, no C, no I/O, time passed in.
         .target(
             name: "HeraldCore",
+            dependencies: ["HeraldPrimitives"],
             // Double.rounded() and friends lower to libm calls; nothing else
             // links libm into a binary that uses only the core.
             linkerSettings: [.linkedLibrary("m")]
@@ -80,7 +87,7 @@ let package = Package(
             dependencies: [
                 "CInterop",
                 "HTTP2Core",
-                "HeraldCore",
+                "HeraldPrimitives",
                 "TLSTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -93,7 +100,7 @@ let package = Package(
             dependencies: [
                 "CInterop",
                 "HTTP2Core",
-                "HeraldCore",
+                "HeraldPrimitives",
                 "TLSTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -101,7 +108,7 @@ let package = Package(
             ]
         ),
         // Durable storage behind a protocol: embedded SQLite (WAL) first.
-        .target(name: "HeraldStorage", dependencies: ["CInterop", "HeraldCore"]),
+        .target(name: "HeraldStorage", dependencies: ["CInterop", "HeraldCore", "HeraldPrimitives"]),
         // Handlers (protobuf-c <-> domain at the edge), Status, Health; wiring.
         .target(
             name: "HeraldService",
@@ -109,6 +116,7 @@ let package = Package(
                 "CInterop",
                 "HeraldProtos",
                 "HeraldCore",
+                "HeraldPrimitives",
                 "GRPCEngine",
                 "APNs",
                 "APNsSimulation",
@@ -121,13 +129,14 @@ let package = Package(
             ]
         ),
         // Micro-benchmarks of the pure core (bench/core.sh runs it in release).
-        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore"]),
+        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldPrimitives"]),
         .executableTarget(
             name: "herald",
             dependencies: [
                 "CInterop",
                 "HeraldService",
                 "HeraldStorage",
+                "HeraldPrimitives",
                 "APNs",
                 "APNsSimulation",
                 "TLSTransport",
@@ -141,7 +150,7 @@ let package = Package(
         .target(
             name: "HeraldFuzz",
             dependencies: [
-                "CInterop", "HeraldProtos", "HeraldCore", "GRPCEngine", "HeraldStorage", "HeraldService",
+                "CInterop", "HeraldProtos", "HeraldCore", "HeraldPrimitives", "GRPCEngine", "HeraldStorage", "HeraldService",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "fuzz/Sources/HeraldFuzz"
@@ -152,19 +161,25 @@ let package = Package(
         .testTarget(name: "HeraldFuzzTests", dependencies: ["HeraldFuzz"]),
         // Helpers shared by the test targets (PRNG, manual clock, temporary
         // directories), so each exists once.
-        .target(name: "HeraldTestSupport", dependencies: ["HeraldService"], path: "Tests/HeraldTestSupport"),
+        .target(
+            name: "HeraldTestSupport", dependencies: ["HeraldService", "APNs", "HeraldPrimitives", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Tests/HeraldTestSupport"),
         .testTarget(
-            name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldTestSupport"],
+            name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPrimitives", "HeraldTestSupport"],
             exclude: ["Golden"]),  // read by path, not a resource bundle
+        .testTarget(name: "HeraldPrimitivesTests", dependencies: ["HeraldPrimitives", "HeraldTestSupport"]),
         .testTarget(name: "GRPCEngineTests", dependencies: [
             "GRPCEngine", "HTTP2Core", "CInterop",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "APNsSimulation", "TLSTransport", .product(name: "NIOCore", package: "swift-nio")]),
-        .testTarget(name: "HeraldStorageTests", dependencies: ["HeraldStorage", "HeraldCore", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos", "HeraldTestSupport"]),
+            dependencies: [
+                "APNs", "APNsSimulation", "TLSTransport", "HeraldPrimitives", "HeraldTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
+        .testTarget(name: "HeraldStorageTests", dependencies: ["HeraldStorage", "HeraldCore", "HeraldPrimitives", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import Logging
 import NIOCore
 import NIOPosix
@@ -30,7 +31,7 @@ public final class APNsClient: Sendable {
     public let configuration: APNsClientConfiguration
     private let shared: APNsPoolShared
     private let slots: [APNsConnectionSlot]
-    private let deviceBackoff = Mutex<[String: (until: EpochTime, failures: Int)]>([:])
+    private let deviceBackoff = Mutex<[String: (until: Timestamp, failures: Int)]>([:])
     private let logger: Logger
 
     public init(configuration: APNsClientConfiguration, logger: Logger = Logger(label: "herald.apns")) throws {
@@ -198,7 +199,7 @@ public final class APNsClient: Sendable {
     private func retryPause(_ attempts: Int, _ request: APNsRequest) async throws {
         let delay = configuration.retryBackoff.delay(afterFailures: attempts)
         if let deadline = request.deadline,
-           configuration.clock.now().addingTimeInterval(delay.seconds) >= deadline {
+           configuration.clock.now().addingTimeInterval(delay.timeInterval) >= deadline {
             throw APNsError.deadlineExceeded
         }
         try await configuration.clock.sleep(for: delay)
@@ -206,11 +207,11 @@ public final class APNsClient: Sendable {
 
     // MARK: 429 per device token
 
-    private func recordDeviceBackoff(_ token: String) -> EpochTime {
+    private func recordDeviceBackoff(_ token: String) -> Timestamp {
         let now = configuration.clock.now()
         return deviceBackoff.withLock { table in
             let failures = (table[token]?.failures ?? 0) + 1
-            let until = now.addingTimeInterval(configuration.tooManyRequestsBackoff.delay(afterFailures: failures).seconds)
+            let until = now.addingTimeInterval(configuration.tooManyRequestsBackoff.delay(afterFailures: failures).timeInterval)
             table[token] = (until, failures)
             if table.count > 100_000 { table = table.filter { $0.value.until > now } }
             return until
@@ -236,7 +237,7 @@ public final class APNsClient: Sendable {
     }
 
     /// When a device token may be sent to again after 429, if it is backing off.
-    public func backoff(forDeviceToken token: String) -> EpochTime? {
+    public func backoff(forDeviceToken token: String) -> Timestamp? {
         deviceBackoff.withLock { $0[token]?.until }
     }
 

@@ -1,49 +1,46 @@
+import HeraldPrimitives
 import NIOCore
-import TLSTransport
 
-/// Time for the APNs client: JWT `iat`, token age, backoff waits, deadlines.
-/// Tests inject a manual clock; production uses ``SystemAPNsClock``.
+/// Time for the APNs client: JWT `iat`, token age, backoff waits, and every
+/// timer the client arms (response timeouts, request deadlines, reconnect
+/// backoff). Production uses ``SystemAPNsClock``; a test injects a manual
+/// clock, and then its `advance` alone fires those timers.
 public protocol APNsClock: Sendable {
     /// The current wall-clock time.
-    func now() -> EpochTime
-    /// Suspends for `duration` of this clock's time.
+    func now() -> Timestamp
+    /// Suspends for `duration` of this clock's time (retry pauses, in the
+    /// caller's task).
     func sleep(for duration: Duration) async throws
-    /// Runs `body` on `loop` once `duration` of this clock's time has passed
-    /// (response timeouts). The default sleeps in a task; the system clock
-    /// uses the event loop's timer wheel instead (one per request in flight).
-    func schedule(after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer
-}
-
-/// A pending ``APNsClock/schedule(after:on:_:)``; `cancel` stops it if it has not run.
-public struct APNsTimer: Sendable {
-    public let cancel: @Sendable () -> Void
-    public init(cancel: @escaping @Sendable () -> Void) { self.cancel = cancel }
+    /// Runs `body` on `loop` once `duration` of this clock's time has passed,
+    /// unless the returned timer is cancelled first. The system clock uses the
+    /// event loop's timer wheel (no task per timer).
+    func scheduleTimer(after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer
 }
 
 extension APNsClock {
-    public func schedule(after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
-        let task = Task {
-            do { try await sleep(for: duration) } catch { return }
-            if !Task.isCancelled { loop.execute(body) }
-        }
-        return APNsTimer { task.cancel() }
+    /// Runs `body` on `loop` once this clock reads `deadline` or later (at
+    /// once, on the loop, when it already does).
+    public func scheduleTimer(at deadline: Timestamp, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
+        let remaining = max(deadline.timeIntervalSince(now()), 0)
+        return scheduleTimer(after: .nanoseconds(Int64(remaining * 1e9)), on: loop, body)
     }
 }
 
-/// The real clock.
+/// A pending ``APNsClock/scheduleTimer(after:on:_:)``; `cancel` stops it if it has not run.
+public struct APNsTimer: Sendable {
+    private let onCancel: @Sendable () -> Void
+    public init(cancel: @escaping @Sendable () -> Void) { onCancel = cancel }
+    public func cancel() { onCancel() }
+}
+
+/// The real clock: `CLOCK_REALTIME` for instants, the event loop's timers
+/// and `Task.sleep` for waits.
 public struct SystemAPNsClock: APNsClock {
     public init() {}
-    public func now() -> EpochTime { .now }
+    public func now() -> Timestamp { .now }
     public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
-    public func schedule(after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
-        let scheduled = loop.scheduleTask(in: .nanoseconds(Int64(duration.seconds * 1e9)), body)
+    public func scheduleTimer(after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
+        let scheduled = loop.scheduleTask(in: TimeAmount(duration), body)
         return APNsTimer { scheduled.cancel() }
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 }

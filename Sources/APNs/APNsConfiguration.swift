@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import NIOCore
 
 /// Where the client connects.
@@ -41,7 +42,7 @@ public struct APNsBackoff: Sendable, Equatable {
     /// The delay before attempt `failures + 1` (failures ≥ 1).
     public func delay(afterFailures failures: Int) -> Duration {
         let exponent = min(max(failures - 1, 0), 30)
-        let base = min(initial.seconds * Double(1 << exponent), maximum.seconds)
+        let base = min(initial.timeInterval * Double(1 << exponent), maximum.timeInterval)
         let factor = jitter >= 1 ? 1 : Double.random(in: jitter...1)
         return .nanoseconds(Int64(base * factor * 1e9))
     }

@@ -1,5 +1,6 @@
 import CInterop
 import HTTP2Core
+import HeraldPrimitives
 import NIOCore
 import TLSTransport
 
@@ -15,25 +16,26 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     let eventLoop: any EventLoop
     private let authority: String
     private let tokens: ProviderTokenCache?
-    private let clock: any APNsClock
+    let clock: any APNsClock
     private let localStreamCap: Int
     private let responseTimeout: Duration
-    private let pingInterval: Duration
-    private let idleTimeout: Duration?
+    let pingInterval: Duration
+    let idleTimeout: Duration?
     weak var delegate: (any APNsConnectionDelegate)?
 
     private(set) var state: State = .connecting
     private var context: ChannelHandlerContext?
-    private var session: HTTP2Session?
-    private var streams: [Int32: StreamState] = [:]
+    var session: HTTP2Session?
+    private(set) var streams: [Int32: StreamState] = [:]
     private var outbound: ByteBuffer
     private var insideReceive = false
     private var capacityFreed = false
     private var closeError: APNsError?
-    private var keepAlive: RepeatedTask?
-    private var lastActivity = NIODeadline.now()
-    private var lastStreamActivity = NIODeadline.now()
-    private var pingOutstanding = false
+    /// The next keep-alive check, on the client's clock.
+    var keepAlive: APNsTimer?
+    var lastActivity: Timestamp
+    var lastStreamActivity: Timestamp
+    var pingOutstanding = false
 
     init(id: Int, eventLoop: any EventLoop, authority: String, tokens: ProviderTokenCache?, clock: any APNsClock,
          localStreamCap: Int, responseTimeout: Duration, pingInterval: Duration, idleTimeout: Duration?) {
@@ -47,6 +49,9 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
         self.pingInterval = pingInterval
         self.idleTimeout = idleTimeout
         self.outbound = ByteBufferAllocator().buffer(capacity: 0)
+        let now = clock.now()
+        self.lastActivity = now
+        self.lastStreamActivity = now
     }
 
     /// Streams open now.
@@ -79,7 +84,7 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let session else { return }
         let buffer = unwrapInboundIn(data)
-        lastActivity = .now()
+        lastActivity = clock.now()
         insideReceive = true
         defer { insideReceive = false }
         do {
@@ -214,16 +219,15 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
         streams[streamID] = stream
         pending.connection = self
         pending.streamID = streamID
-        lastStreamActivity = .now()
+        lastStreamActivity = clock.now()
         // A hung endpoint must not hold the request until its TTL: reset the
         // stream after the response timeout; the client retries.
-        stream.responseTimer = clock.schedule(after: responseTimeout, on: eventLoop) { [weak self] in
+        stream.responseTimer = clock.scheduleTimer(after: responseTimeout, on: eventLoop) { [weak self] in
             self?.cancelStream(streamID, because: .responseTimeout)
         }
         if let deadline = request.deadline {
-            pending.deadlineTask?.cancel()
-            let remaining = deadline.timeIntervalSince(clock.now())
-            pending.deadlineTask = eventLoop.scheduleTask(in: .nanoseconds(Int64(max(remaining, 0) * 1e9))) { [weak self] in
+            pending.deadlineTimer?.cancel()
+            pending.deadlineTimer = clock.scheduleTimer(at: deadline, on: eventLoop) { [weak self] in
                 self?.cancelStream(streamID, because: .deadlineExceeded)
             }
         }
@@ -259,7 +263,7 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     private func streamClosed(_ id: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
         stream.responseTimer?.cancel()
-        lastStreamActivity = .now()
+        lastStreamActivity = clock.now()
         capacityFreed = true
         if let abandoned = stream.abandonedWith {
             stream.pending.fail(abandoned)
@@ -293,7 +297,7 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     }
 
     /// After a batch of received frames: write what nghttp2 queued, free capacity, close if done.
-    private func afterEvents() {
+    func afterEvents() {
         flush()
         if capacityFreed {
             capacityFreed = false
@@ -325,37 +329,6 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
         }
         if session.isFinished && state != .connecting {
             close(error: nil)
-        }
-    }
-
-    // MARK: Keep-alive
-
-    private func scheduleKeepAlive() {
-        let interval = TimeAmount.nanoseconds(Int64(pingInterval.seconds * 1e9))
-        keepAlive = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
-            self?.keepAliveTick(interval: interval)
-        }
-    }
-
-    private func keepAliveTick(interval: TimeAmount) {
-        guard let session, state == .ready || state == .draining else { return }
-        let now = NIODeadline.now()
-        if let idleTimeout, streams.isEmpty,
-           now - lastStreamActivity >= .nanoseconds(Int64(idleTimeout.seconds * 1e9)) {
-            retire()
-            return
-        }
-        if pingOutstanding {
-            close(error: .connectionClosed("PING not answered"))
-            return
-        }
-        if now - lastActivity >= interval {
-            pingOutstanding = true
-            do { try session.submitPing(payload: 0) } catch {
-                close(error: .connectionClosed("\(error)"))
-                return
-            }
-            afterEvents()
         }
     }
 

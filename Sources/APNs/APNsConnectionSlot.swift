@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import Logging
 import NIOCore
 import NIOPosix
@@ -17,6 +18,7 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
     private var draining: [ObjectIdentifier: APNsConnection] = [:]
     private var connecting = false
     private var waitingToReconnect = false
+    private var reconnectTimer: APNsTimer?
     private var consecutiveFailures = 0
     /// Requests whose hand-over is being recorded: they hold a stream of the
     /// connection's capacity, so no more are marked than can be written.
@@ -37,9 +39,9 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
     func enqueue(_ request: PendingRequest) {
         guard !isShutdown else { request.fail(.shutdown); return }
         if let deadline = request.request.deadline {
-            let remaining = deadline.timeIntervalSince(shared.configuration.clock.now())
-            if remaining <= 0 { request.fail(.deadlineExceeded); return }
-            request.deadlineTask = eventLoop.scheduleTask(in: .nanoseconds(Int64(remaining * 1e9))) { [weak self, weak request] in
+            let clock = shared.configuration.clock
+            if deadline.timeIntervalSince(clock.now()) <= 0 { request.fail(.deadlineExceeded); return }
+            request.deadlineTimer = clock.scheduleTimer(at: deadline, on: eventLoop) { [weak self, weak request] in
                 guard let self, let request else { return }
                 self.expireQueued(request)
             }
@@ -121,7 +123,7 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
         let host = configuration.endpoint.host
         ClientBootstrap(group: eventLoop)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.nanoseconds(Int64(configuration.connectTimeout.seconds * 1e9)))
+            .connectTimeout(TimeAmount(configuration.connectTimeout))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = try OpenSSLHandler(context: tls, serverName: host)
@@ -193,14 +195,12 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
         shared.logger.info("APNs reconnect scheduled", metadata: [
             "endpoint": "\(shared.configuration.endpoint)", "delay": "\(delay)", "failures": "\(consecutiveFailures)",
         ])
-        let clock = shared.configuration.clock
-        let loop = eventLoop
-        Task { [self] in
-            try? await clock.sleep(for: delay)
-            loop.execute { [self] in
-                waitingToReconnect = false
-                pump()
-            }
+        // A timer on the client's clock (on this loop), not a task: shutdown
+        // cancels it, and a test's manual clock fires it.
+        reconnectTimer = shared.configuration.clock.scheduleTimer(after: delay, on: eventLoop) { [self] in
+            reconnectTimer = nil
+            waitingToReconnect = false
+            pump()
         }
     }
 
@@ -225,6 +225,8 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
 
     func shutdown() {
         isShutdown = true
+        reconnectTimer?.cancel()
+        reconnectTimer = nil
         let queued = pending
         pending.removeAll()
         for request in queued { request.fail(.shutdown) }

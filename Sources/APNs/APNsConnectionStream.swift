@@ -6,8 +6,8 @@ import NIOCore
 final class PendingRequest: @unchecked Sendable {
     let request: APNsRequest
     let promise: EventLoopPromise<APNsResponse>
-    /// Fires the deadline (queued or in flight).
-    var deadlineTask: Scheduled<Void>?
+    /// Fires the deadline (queued or in flight), on the client's clock.
+    var deadlineTimer: APNsTimer?
     var completed = false
     /// The caller's ``APNsRequest/willHandOver`` finished for this attempt:
     /// the request may be written.
@@ -24,14 +24,14 @@ final class PendingRequest: @unchecked Sendable {
     func succeed(_ response: APNsResponse) {
         guard !completed else { return }
         completed = true
-        deadlineTask?.cancel()
+        deadlineTimer?.cancel()
         promise.succeed(response)
     }
 
     func fail(_ error: APNsError) {
         guard !completed else { return }
         completed = true
-        deadlineTask?.cancel()
+        deadlineTimer?.cancel()
         promise.fail(error)
     }
 }

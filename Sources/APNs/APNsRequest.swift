@@ -1,5 +1,4 @@
-import HeraldCore
-import TLSTransport
+import HeraldPrimitives
 
 /// One notification for one device, with headers already rendered by the domain core.
 public struct APNsRequest: Sendable {
@@ -11,7 +10,7 @@ public struct APNsRequest: Sendable {
     /// The JSON payload (compact UTF-8, at most 4096 bytes).
     public var payload: [UInt8]
     /// Give up (``APNsError/deadlineExceeded``) when this moment passes, retries included.
-    public var deadline: EpochTime?
+    public var deadline: Timestamp?
     /// One attempt only (TTL 0, "now or never"): no retry after 5xx, a reset
     /// or a timeout. A refused stream (never processed) is still resent.
     public var singleAttempt: Bool
@@ -24,7 +23,7 @@ public struct APNsRequest: Sendable {
     public var willHandOver: APNsHandOverHook?
 
     public init(
-        deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: EpochTime? = nil,
+        deviceToken: String, headers: [(name: String, value: String)], payload: [UInt8], deadline: Timestamp? = nil,
         singleAttempt: Bool = false, willHandOver: APNsHandOverHook? = nil
     ) {
         self.deviceToken = deviceToken
@@ -74,46 +73,7 @@ public struct APNsResponse: Sendable, Equatable {
             return APNsResponse(status: status, apnsID: apnsID)
         }
         let reason = object["reason"]?.stringValue.map(APNsReason.init(rawValue:))
-        let timestamp = object["timestamp"]?.numberValue.flatMap(jsonInteger)
+        let timestamp = object["timestamp"]?.numberValue.flatMap(JSONValue.integer(fromNumber:))
         return APNsResponse(status: status, apnsID: apnsID, reason: reason, timestampMilliseconds: timestamp)
     }
-}
-
-/// APNs `apns-priority` values.
-public struct APNsPriority: RawRepresentable, Hashable, Sendable {
-    public var rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
-    /// 10: deliver immediately (alerts). Not allowed with `background`.
-    public static let immediately = APNsPriority(rawValue: 10)
-    /// 5: deliver considering the device's power; required for `background`.
-    public static let considerPower = APNsPriority(rawValue: 5)
-    /// 1: prioritize power; may be grouped and delayed.
-    public static let prioritizePower = APNsPriority(rawValue: 1)
-}
-
-/// APNs `apns-push-type` values Apple documents.
-public struct APNsPushType: RawRepresentable, Hashable, Sendable {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public static let alert = APNsPushType(rawValue: "alert")
-    public static let background = APNsPushType(rawValue: "background")
-    public static let location = APNsPushType(rawValue: "location")
-    public static let voip = APNsPushType(rawValue: "voip")
-    public static let complication = APNsPushType(rawValue: "complication")
-    public static let fileprovider = APNsPushType(rawValue: "fileprovider")
-    public static let mdm = APNsPushType(rawValue: "mdm")
-    public static let liveactivity = APNsPushType(rawValue: "liveactivity")
-    public static let pushtotalk = APNsPushType(rawValue: "pushtotalk")
-    public static let widgets = APNsPushType(rawValue: "widgets")
-    /// Every type Apple documents.
-    public static let all: Set<APNsPushType> = [
-        .alert, .background, .location, .voip, .complication, .fileprovider, .mdm, .liveactivity, .pushtotalk, .widgets,
-    ]
-}
-
-/// A JSON number as Int64 the way `NSNumber.int64Value` read it (truncated
-/// toward zero); nil when out of range.
-func jsonInteger(_ number: Double) -> Int64? {
-    guard number.isFinite, number > -9.3e18, number < 9.3e18 else { return nil }
-    return Int64(number.rounded(.towardZero))
 }

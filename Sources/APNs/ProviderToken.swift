@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import Synchronization
 import TLSTransport
 
@@ -20,7 +21,7 @@ public struct APNsTokenSigner: Sendable {
     }
 
     /// A signed token issued at `issuedAt` (whole seconds).
-    public func token(issuedAt: EpochTime) throws -> String {
+    public func token(issuedAt: Timestamp) throws -> String {
         let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
         let header = #"{"alg":"ES256","kid":"\#(jsonEscaped(keyID))"}"#
         let claims = #"{"iss":"\#(jsonEscaped(teamID))","iat":\#(iat)}"#
@@ -46,7 +47,7 @@ public struct APNsTokenSigner: Sendable {
 final class ProviderTokenCache: Sendable {
     struct Token: Sendable {
         let value: String
-        let issuedAt: EpochTime
+        let issuedAt: Timestamp
     }
 
     private let signer: APNsTokenSigner
@@ -57,15 +58,15 @@ final class ProviderTokenCache: Sendable {
 
     init(signer: APNsTokenSigner, refreshAge: Duration, minimumInterval: Duration) {
         self.signer = signer
-        self.refreshAge = refreshAge.seconds
-        self.minimumInterval = minimumInterval.seconds
+        self.refreshAge = refreshAge.timeInterval
+        self.minimumInterval = minimumInterval.timeInterval
     }
 
     /// How many tokens were minted (for tests and status).
     var minted: Int { mintCount.withLock { $0 } }
 
     /// The token to use now.
-    func current(now: EpochTime) throws -> Token {
+    func current(now: Timestamp) throws -> Token {
         try state.withLock { token in
             if let existing = token {
                 let age = now.timeIntervalSince(existing.issuedAt)

@@ -1,4 +1,4 @@
-import HeraldCore
+import HeraldPrimitives
 import TLSTransport
 
 /// The provider token a connection uses, as APNs tracks it.
@@ -38,7 +38,7 @@ enum RequestValidator {
         }
         var apnsID = values["apns-id"] ?? ""
         let generatedID = apnsID.isEmpty
-        if generatedID { apnsID = SimulatorUUID.make() }
+        if generatedID { apnsID = UUIDv4.make() }
         func reject(_ status: Int, _ reason: String) -> Outcome { .reject(status: status, reason: reason, apnsID: apnsID) }
 
         guard method == "POST" else { return reject(405, "MethodNotAllowed") }
@@ -118,7 +118,7 @@ enum RequestValidator {
         } else {
             guard let claims = verify(jwt, state: state) else { return (403, "InvalidProviderToken") }
             if tokenState.token != nil {
-                if Double(claims - tokenState.issuedAt) < configuration.minimumTokenUpdateInterval.secondsValue {
+                if Double(claims - tokenState.issuedAt) < configuration.minimumTokenUpdateInterval.timeInterval {
                     return (429, "TooManyProviderTokenUpdates")
                 }
                 state.countTokenUpdate()
@@ -128,7 +128,7 @@ enum RequestValidator {
             issuedAt = claims
         }
         let age = configuration.now().timeIntervalSince1970 - Double(issuedAt)
-        if age > configuration.providerTokenLifetime.secondsValue { return (403, "ExpiredProviderToken") }
+        if age > configuration.providerTokenLifetime.timeInterval { return (403, "ExpiredProviderToken") }
         return nil
     }
 
@@ -142,7 +142,7 @@ enum RequestValidator {
               let claims = (try? JSONParser.parse(claimsBytes))?.objectValue,
               header["alg"]?.stringValue == "ES256",
               let kid = header["kid"]?.stringValue, let iss = claims["iss"]?.stringValue,
-              let iat = claims["iat"]?.numberValue.flatMap(jsonInteger)
+              let iat = claims["iat"]?.numberValue.flatMap(JSONValue.integer(fromNumber:))
         else { return nil }
         let configuration = state.configuration
         if let keyID = configuration.keyID, keyID != kid { return nil }
@@ -156,18 +156,5 @@ enum RequestValidator {
 
     static func base64URLDecode(_ text: Substring) -> [UInt8]? {
         Base64.decodeURL(text)
-    }
-
-    /// A JSON number as Int64 the way `NSNumber.int64Value` read it
-    /// (truncated toward zero); nil when out of range.
-    static func jsonInteger(_ number: Double) -> Int64? {
-        guard number.isFinite, number > -9.3e18, number < 9.3e18 else { return nil }
-        return Int64(number.rounded(.towardZero))
-    }
-}
-
-extension Duration {
-    var secondsValue: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

@@ -1,5 +1,6 @@
 import CInterop
 import HTTP2Core
+import HeraldPrimitives
 import NIOCore
 import TLSTransport
 
@@ -197,7 +198,7 @@ final class SimulatorConnection: ChannelInboundHandler, HTTP2SessionDelegate, @u
         stream.response = body.isEmpty ? nil : HTTP2OutboundBody(body)
         let delay = state.responseDelay()
         if delay > .zero, let context {
-            let nanoseconds = Int64(delay.secondsValue * 1e9)
+            let nanoseconds = Int64(delay.timeInterval * 1e9)
             let streamID = stream.id
             context.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in
                 guard let stream = streams[streamID] else { return }

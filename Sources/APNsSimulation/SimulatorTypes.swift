@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import TLSTransport
 
 /// One notification the simulator accepted (answered 200).
@@ -82,7 +83,7 @@ public struct APNsSimulatorConfiguration: Sendable {
     /// Initial faults.
     public var faults = APNsSimulatorFaults()
     /// The simulator's idea of now (JWT age checks). Inject to test expiry.
-    public var now: @Sendable () -> EpochTime = { .now }
+    public var now: @Sendable () -> Timestamp = { .now }
 
     public init() {}
 }

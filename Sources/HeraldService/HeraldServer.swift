@@ -1,5 +1,5 @@
 import APNs
-import TLSTransport
+import HeraldPrimitives
 import APNsSimulation
 import GRPCEngine
 import HeraldCore
@@ -121,14 +121,14 @@ public final class HeraldServer: Service, Sendable {
         let snapshot = self.snapshot
         let status = StatusService(
             version: HeraldVersion.current,
-            startedAtMilliseconds: EpochTime.nowMilliseconds(),
+            startedAtMilliseconds: Timestamp.nowMilliseconds(),
             startedAt: .now,
             state: state,
             serverStats: { server.stats() },
             snapshot: { snapshot.current }
         )
         server.register(StatusService.path, .sync(status.status))
-        let render = RenderService(policy: configuration.accessPolicy, now: EpochTime.nowMilliseconds)
+        let render = RenderService(policy: configuration.accessPolicy, now: Timestamp.nowMilliseconds)
         server.register(
             RenderService.path, DomainStatus.compute(inlineBytes: Self.renderInlineBytes, render.render),
             admission: configuration.accessPolicy.admission)

@@ -1,5 +1,6 @@
 import GRPCEngine
 import HeraldCore
+import HeraldPrimitives
 import HeraldProtos
 
 /// `herald.v1.PushService/Render`: exactly what would be sent to APNs or FCM.

@@ -1,5 +1,6 @@
 import GRPCEngine
 import HeraldCore
+import HeraldPrimitives
 import HeraldProtos
 
 /// `herald.v1.PushService/Status`: the operator's view of this instance.

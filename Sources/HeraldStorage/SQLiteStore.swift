@@ -1,5 +1,6 @@
 import CInterop
 import HeraldCore
+import HeraldPrimitives
 
 #if canImport(Glibc)
 import Glibc

@@ -38,9 +38,9 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// - Parameters:
     ///   - serverName: SNI and the name (DNS or IP) the certificate must match (client side).
     ///   - handshakeTimeout: close the connection if the handshake has not finished by then.
-    public init(context tls: TLSContext, serverName: String? = nil, handshakeTimeout: TimeAmount = .seconds(10)) throws {
+    public init(context tls: TLSContext, serverName: String? = nil, handshakeTimeout: Duration = .seconds(10)) throws {
         self.tls = tls
-        self.handshakeTimeout = handshakeTimeout
+        self.handshakeTimeout = TimeAmount(handshakeTimeout)
         self.serverName = serverName
         let ssl = try tls.makeSSL()
         guard let readBIO = BIO_new(BIO_s_mem()), let writeBIO = BIO_new(BIO_s_mem()) else {

@@ -12,6 +12,7 @@ import Glibc
 import Darwin
 #endif
 import HeraldCore
+import HeraldPrimitives
 
 let iterations = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 1_000_000 : 1_000_000
 let filter = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : ""

@@ -1,4 +1,5 @@
 import APNs
+import HeraldPrimitives
 import HeraldService
 import HeraldStorage
 

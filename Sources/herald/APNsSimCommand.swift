@@ -1,4 +1,5 @@
 import APNsSimulation
+import HeraldPrimitives
 import TLSTransport
 import ArgumentParser
 import Dispatch
@@ -92,7 +93,7 @@ struct APNsSimCommand: AsyncParsableCommand {
         for entry in unregistered {
             let parts = entry.split(separator: ":", maxSplits: 1)
             let timestamp = parts.count > 1 ? Int64(parts[1]) : nil
-            faults.unregistered[String(parts[0])] = timestamp ?? EpochTime.nowMilliseconds()
+            faults.unregistered[String(parts[0])] = timestamp ?? Timestamp.nowMilliseconds()
         }
         faults.badTokens = Set(badTokens)
         for token in tooManyRequests { faults.tooManyRequests[token] = -1 }

@@ -1,4 +1,5 @@
 import CInterop
+import HeraldPrimitives
 import HeraldStorage
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TLSTransport
+import HeraldPrimitives
 import HeraldService
 import HeraldStorage
 import Logging
@@ -163,7 +163,7 @@ struct ServeCommand: AsyncParsableCommand {
             let parts = entry.split(separator: ":", maxSplits: 1)
             let timestamp = parts.count == 2 ? Int64(parts[1]) : nil
             // Without a timestamp: "unregistered as of start", as `apns-sim` does.
-            configuration.simulatorFaults.unregistered[String(parts[0]).lowercased()] = timestamp ?? EpochTime.nowMilliseconds()
+            configuration.simulatorFaults.unregistered[String(parts[0]).lowercased()] = timestamp ?? Timestamp.nowMilliseconds()
         }
         var routeSpecs = try apnsRoutes.enumerated().map { try APNsRouteSpec.parse($1, source: "--apns-route #\($0 + 1)") }
         if !apnsRoutesFile.isEmpty { routeSpecs += try APNsRouteSpec.parseFile(path: apnsRoutesFile) }

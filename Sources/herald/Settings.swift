@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import HeraldStorage
 
 /// Where a `serve` flag's default comes from when the flag is not given:

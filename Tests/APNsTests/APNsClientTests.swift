@@ -1,6 +1,8 @@
 import APNs
 import APNsSimulation
 import Foundation
+import HeraldPrimitives
+import HeraldTestSupport
 import Synchronization
 import Testing
 import TLSTransport
@@ -60,7 +62,7 @@ struct APNsClientTests {
     func jwtAccepted() async throws {
         let key = try TestKey()
         let simulator = try await APNsSimulator.start(simulatorConfiguration(key))
-        let clock = ManualClock(autoAdvance: true)
+        let clock = ManualAPNsClock(autoAdvance: true)
         let client = try APNsClient(configuration: clientConfiguration(key, simulator: simulator, clock: clock))
         #expect(try await client.send(alertRequest()).status == 200)
         let authorization = try #require(simulator.delivered.first?.header("authorization"))
@@ -125,8 +127,10 @@ struct APNsClientTests {
     func tokenReuseAndRefresh() async throws {
         let key = try TestKey()
         let simulator = try await APNsSimulator.start(simulatorConfiguration(key))
-        let clock = ManualClock(autoAdvance: false)
-        let client = try APNsClient(configuration: clientConfiguration(key, simulator: simulator, clock: clock))
+        let clock = ManualAPNsClock(autoAdvance: false)
+        var configuration = clientConfiguration(key, simulator: simulator, clock: clock)
+        configuration.idleTimeout = nil  // the clock jumps by minutes: no idle close, one connection
+        let client = try APNsClient(configuration: configuration)
         for _ in 0..<5 { #expect(try await client.send(alertRequest()).status == 200) }
         clock.advance(by: .seconds(30 * 60))
         #expect(try await client.send(alertRequest()).status == 200)
@@ -150,10 +154,12 @@ struct APNsClientTests {
         let key = try TestKey()
         let skew = Mutex<Double>(0)
         var configuration = simulatorConfiguration(key)
-        configuration.now = { EpochTime.now.addingTimeInterval(skew.withLock { $0 }) }
+        configuration.now = { Timestamp.now.addingTimeInterval(skew.withLock { $0 }) }
         let simulator = try await APNsSimulator.start(configuration)
-        let clock = ManualClock(autoAdvance: false)
-        let client = try APNsClient(configuration: clientConfiguration(key, simulator: simulator, clock: clock))
+        let clock = ManualAPNsClock(autoAdvance: false)
+        var clientSettings = clientConfiguration(key, simulator: simulator, clock: clock)
+        clientSettings.idleTimeout = nil  // the clock jumps by 30 minutes: no idle close
+        let client = try APNsClient(configuration: clientSettings)
         #expect(try await client.send(alertRequest()).status == 200)
         // APNs now thinks the token is 61 minutes old; our clock says 30.
         skew.withLock { $0 = 61 * 60 }
@@ -189,7 +195,7 @@ struct APNsClientTests {
         let key = try TestKey()
         let simulator = try await APNsSimulator.start(simulatorConfiguration(key))
         simulator.updateFaults { $0.tooManyRequests[deviceToken] = 2 }
-        let clock = ManualClock(autoAdvance: true)
+        let clock = ManualAPNsClock(autoAdvance: true)
         let client = try APNsClient(configuration: clientConfiguration(key, simulator: simulator, clock: clock))
         let response = try await client.send(alertRequest())
         #expect(response.status == 200)
@@ -213,14 +219,14 @@ struct APNsClientTests {
         let key = try TestKey()
         let simulator = try await APNsSimulator.start(simulatorConfiguration(key))
         simulator.updateFaults { $0.failNext = 3 }
-        let clock = ManualClock(autoAdvance: true)
+        let clock = ManualAPNsClock(autoAdvance: true)
         let client = try APNsClient(configuration: clientConfiguration(key, simulator: simulator, clock: clock))
         let apnsID = UUID().uuidString.lowercased()
         let response = try await client.send(alertRequest(apnsID: apnsID))
         #expect(response.status == 200)
         #expect(simulator.statusCounts[500] == 3)
         #expect(simulator.deliveries(apnsID: apnsID) == 1)
-        let sleeps = clock.sleeps.map(seconds)
+        let sleeps = clock.sleeps.map(\.timeInterval)
         #expect(sleeps.count == 3)
         for (index, delay) in sleeps.enumerated() {
             let base = pow(2, Double(index))  // 1 s doubling; full jitter: anywhere in 0...base
@@ -261,7 +267,7 @@ struct APNsClientTests {
         let key = try TestKey()
         let first = try await APNsSimulator.start(simulatorConfiguration(key))
         let port = first.port
-        let clock = ManualClock(autoAdvance: false)
+        let clock = ManualAPNsClock(autoAdvance: false)
         var configuration = clientConfiguration(key, simulator: first, clock: clock)
         configuration.maxConnections = 1
         configuration.retryBackoff = APNsBackoff(initial: .milliseconds(10), maximum: .milliseconds(10))
@@ -274,9 +280,13 @@ struct APNsClientTests {
         var reconnectDelays: [Duration] = []
         var second: APNsSimulator?
         var rounds = 0
-        while second == nil && rounds < 20 {
+        while second == nil && rounds < 40 {
             rounds += 1
-            let delay = await clock.nextSleep()
+            // Retry pauses are sleeps; reconnect backoff is a timer on the same
+            // clock. A connection's keep-alive check, and a stream started just
+            // before the server went away, arm timers too: not what this counts.
+            let delay = await clock.nextWait()
+            if delay == configuration.responseTimeout || delay == configuration.pingInterval { continue }
             if delay >= .seconds(1) {
                 reconnectDelays.append(delay)
                 if reconnectDelays.count == 2 {
@@ -324,43 +334,48 @@ struct APNsClientTests {
         simulator.updateFaults { $0.responseDelay = .seconds(5) }
         let client = try APNsClient(configuration: clientConfiguration(key, simulator: simulator))
         await #expect(throws: APNsError.deadlineExceeded) {
-            try await client.send(alertRequest(deadline: EpochTime.now.addingTimeInterval(0.2)))
+            try await client.send(alertRequest(deadline: Timestamp.now.addingTimeInterval(0.2)))
         }
         await client.shutdown()
         try await simulator.stop()
     }
 
-    @Test("Quiet connections are PINGed, idle ones closed")
+    @Test("Quiet connections are PINGed, idle ones closed (keep-alive on the manual clock)")
     func keepAliveAndIdleClose() async throws {
         let key = try TestKey()
         let simulator = try await APNsSimulator.start(simulatorConfiguration(key))
         let events = simulator.events()
-        var configuration = clientConfiguration(key, simulator: simulator)
+        let clock = ManualAPNsClock(autoAdvance: false)
+        var configuration = clientConfiguration(key, simulator: simulator, clock: clock)
         configuration.maxConnections = 1
-        configuration.pingInterval = .milliseconds(50)
-        configuration.idleTimeout = .milliseconds(300)
+        configuration.pingInterval = .seconds(60)
+        configuration.idleTimeout = .seconds(600)
         let client = try APNsClient(configuration: configuration)
         #expect(try await client.send(alertRequest()).status == 200)
+        await clock.waitForTimers(1)  // the keep-alive check, armed
+        // Quiet for a ping interval: one PING, whatever the wall clock says.
+        clock.advance(by: .seconds(59))
+        #expect(clock.pendingTimers == 1)
+        clock.advance(by: .seconds(1))
         var pings = 0
-        var sawGoAway = false
         var closed = false
         for await event in events {
             switch event {
             case .ping: pings += 1
-            case .goAwayReceived: sawGoAway = true
             case .connectionClosed: closed = true
-            case .connectionOpened, .requestHeld: break
+            case .connectionOpened, .requestHeld, .goAwayReceived: break
             }
-            if closed { break }
+            if pings == 1 { break }
         }
-        #expect(pings >= 1)
-        // The GOAWAY is sent before closing, but a late PING ACK can turn the close into a
-        // TCP reset that discards it on the simulator's side, so it is not asserted.
-        _ = sawGoAway
+        #expect(!closed)
+        // No stream for the idle timeout: the connection is retired and closed.
+        clock.advance(by: .seconds(540))
+        for await event in events {
+            if case .connectionClosed = event { break }
+        }
+        #expect(pings == 1)
         #expect(await client.status().connectionsOpen == 0)
-        // The next send opens a fresh connection. (Counted from here: on a
-        // loaded machine a PING can miss its 50 ms-scale timeout and cost an
-        // extra reconnect before the idle close, which is not what this tests.)
+        // The next send opens a fresh connection.
         let acceptedBefore = simulator.connectionsAccepted
         #expect(try await client.send(alertRequest()).status == 200)
         #expect(simulator.connectionsAccepted == acceptedBefore + 1)

@@ -1,8 +1,9 @@
 import APNs
 import APNsSimulation
 import Foundation
+import HeraldPrimitives
+import HeraldTestSupport
 import Testing
-import TLSTransport
 
 /// Retries bounded by the request's deadline (its TTL), not a count, with
 /// full-jitter backoff on an injected clock; and the response timeout that
@@ -12,12 +13,12 @@ struct APNsRetryTests {
     /// A simulator failing the next `failNext` requests with 500, and a
     /// client on an auto-advancing manual clock; `body` runs, then both stop.
     func withFailingSimulator(
-        failNext: Int, _ body: (APNsSimulator, APNsClient, ManualClock) async throws -> Void
+        failNext: Int, _ body: (APNsSimulator, APNsClient, ManualAPNsClock) async throws -> Void
     ) async throws {
         let key = try TestKey()
         let simulator = try await APNsSimulator.start(simulatorConfiguration(key))
         simulator.updateFaults { $0.failNext = failNext }
-        let clock = ManualClock(autoAdvance: true)
+        let clock = ManualAPNsClock(autoAdvance: true)
         let client = try APNsClient(configuration: clientConfiguration(key, simulator: simulator, clock: clock))
         try await body(simulator, client, clock)
         await client.shutdown()
@@ -69,7 +70,7 @@ struct APNsRetryTests {
         let key = try TestKey()
         let simulator = try await APNsSimulator.start(simulatorConfiguration(key))
         simulator.updateFaults { $0.hang = [deviceToken] }
-        let clock = ManualClock(autoAdvance: false)
+        let clock = ManualAPNsClock(autoAdvance: false)
         var configuration = clientConfiguration(key, simulator: simulator, clock: clock)
         configuration.responseTimeout = .seconds(30)
         let client = try APNsClient(configuration: configuration)
@@ -81,7 +82,7 @@ struct APNsRetryTests {
         for await event in events {  // the request reached the simulator, which holds it
             if case .requestHeld = event { break }
         }
-        await clock.waitForTimers(count: 1)  // its response timer runs
+        await clock.waitForTimers(1)  // its response timer runs
         clock.advance(by: .seconds(29))
         #expect(simulator.deliveredCount == 0)
         clock.advance(by: .seconds(1))  // the timeout: stream reset, retry pause

@@ -1,7 +1,7 @@
 import Foundation
 @testable import APNs
+import HeraldPrimitives
 import Testing
-import TLSTransport
 
 /// The Foundation-free replacements agree with Foundation (tests may link it).
 @Suite("Foundation-free helpers")
@@ -29,16 +29,16 @@ struct FoundationFreeTests {
         #expect(Base64URL.decode("") == [])
     }
 
-    @Test("EpochTime reads the same wall clock as Date")
+    @Test("Timestamp reads the same wall clock as Date")
     func epochTimeNow() {
         let before = Date().timeIntervalSince1970
-        let now = EpochTime.now.timeIntervalSince1970
+        let now = Timestamp.now.timeIntervalSince1970
         let after = Date().timeIntervalSince1970
         #expect(now >= before - 0.001 && now <= after + 0.001)
-        let t = EpochTime(timeIntervalSince1970: 100)
+        let t = Timestamp(timeIntervalSince1970: 100)
         #expect(t.addingTimeInterval(2.5).timeIntervalSince(t) == 2.5)
         #expect(t < t.addingTimeInterval(0.001))
-        #expect(EpochTime(millisecondsSince1970: 1_500).timeIntervalSince1970 == 1.5)
+        #expect(Timestamp(milliseconds: 1_500).timeIntervalSince1970 == 1.5)
     }
 
     @Test("Error-body numbers read as NSNumber.int64Value did")

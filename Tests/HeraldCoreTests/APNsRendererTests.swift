@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import Testing
 @testable import HeraldCore
 

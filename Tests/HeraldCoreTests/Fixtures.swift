@@ -1,3 +1,4 @@
+import HeraldPrimitives
 @testable import HeraldCore
 
 /// Shared builders for test messages.

@@ -1,3 +1,4 @@
+import HeraldPrimitives
 @testable import HeraldCore
 
 /// The matrix behind ``GoldenOutputTests``: messages × locales × tokens

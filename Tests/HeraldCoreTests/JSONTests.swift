@@ -1,3 +1,4 @@
+@testable import HeraldPrimitives
 import Testing
 @testable import HeraldCore
 

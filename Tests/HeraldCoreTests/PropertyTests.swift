@@ -1,3 +1,4 @@
+@testable import HeraldPrimitives
 import HeraldTestSupport
 import Testing
 @testable import HeraldCore

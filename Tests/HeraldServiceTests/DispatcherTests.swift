@@ -1,6 +1,7 @@
 import APNsSimulation
 import Foundation
 import HeraldCore
+import HeraldPrimitives
 import HeraldProtos
 import HeraldStorage
 import Logging
@@ -50,7 +51,7 @@ struct DispatcherTests {
     static func schedule(_ rig: Rig, key: String, ttl: UInt32?) async throws -> StoredMessage {
         let bytes = requestBytes(bundle: bundle, key: key, ttl: ttl)
         let message = StoredMessage(
-            id: MessageID.make(now: due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
+            id: UUIDv7.make(now: due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
             idempotencyKey: key, deliveryMethod: .traditional, abTest: false,
             windowStart: due, windowEnd: due + 3_600_000, dueAt: due, request: bytes, createdAt: due - 1000)
         guard case .scheduled(let stored, _) = try await rig.store.schedule(message) else {

@@ -1,6 +1,7 @@
 import Foundation
 import GRPCEngine
 import HeraldCore
+import HeraldPrimitives
 import HeraldProtos
 import HeraldStorage
 import Logging

@@ -2,6 +2,7 @@ import APNs
 import APNsSimulation
 import Foundation
 import HeraldCore
+import HeraldPrimitives
 import HeraldProtos
 import HeraldStorage
 import Logging
@@ -12,90 +13,6 @@ import Testing
 import TLSTransport
 
 @testable import HeraldService
-
-/// An APNs clock the test moves: sleeps (retry pauses) and timers (response
-/// timeouts) wake only when it passes them.
-final class ManualAPNsClock: APNsClock, Sendable {
-    private struct State {
-        var now: EpochTime
-        var sleepers: [(wake: EpochTime, continuation: CheckedContinuation<Void, Never>)] = []
-        var timers: [(id: Int, fire: EpochTime, loop: any EventLoop, body: @Sendable () -> Void)] = []
-        var nextTimer = 0
-        var waiters: [(ready: @Sendable (State) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
-
-        mutating func readyWaiters() -> [CheckedContinuation<Void, Never>] {
-            let snapshot = self
-            var ready: [CheckedContinuation<Void, Never>] = []
-            waiters.removeAll { waiter in
-                guard waiter.ready(snapshot) else { return false }
-                ready.append(waiter.continuation)
-                return true
-            }
-            return ready
-        }
-    }
-
-    private let state: Mutex<State>
-
-    init(start: EpochTime) { state = Mutex(State(now: start)) }
-
-    func now() -> EpochTime { state.withLock { $0.now } }
-
-    func sleep(for duration: Duration) async throws {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { state in
-                state.sleepers.append((state.now.addingTimeInterval(Self.seconds(duration)), continuation))
-                return state.readyWaiters()
-            }
-            for waiter in ready { waiter.resume() }
-        }
-    }
-
-    func schedule(after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void) -> APNsTimer {
-        let (id, ready) = state.withLock { state in
-            state.nextTimer += 1
-            state.timers.append((state.nextTimer, state.now.addingTimeInterval(Self.seconds(duration)), loop, body))
-            return (state.nextTimer, state.readyWaiters())
-        }
-        for waiter in ready { waiter.resume() }
-        return APNsTimer { [self] in state.withLock { $0.timers.removeAll { $0.id == id } } }
-    }
-
-    /// Returns once at least `count` tasks sleep on this clock.
-    func waitForSleepers(_ count: Int) async { await waitUntil { $0.sleepers.count >= count } }
-
-    /// Returns once at least `count` timers are pending.
-    func waitForTimers(_ count: Int) async { await waitUntil { $0.timers.count >= count } }
-
-    private func waitUntil(_ ready: @escaping @Sendable (State) -> Bool) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state in
-                if ready(state) { return true }
-                state.waiters.append((ready, continuation))
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    func advance(by duration: Duration) {
-        let (sleepers, timers) = state.withLock { state in
-            state.now = state.now.addingTimeInterval(Self.seconds(duration))
-            let now = state.now
-            let sleepers = state.sleepers.filter { $0.wake <= now }.map(\.continuation)
-            state.sleepers.removeAll { $0.wake <= now }
-            let timers = state.timers.filter { $0.fire <= now }
-            state.timers.removeAll { $0.fire <= now }
-            return (sleepers, timers)
-        }
-        for timer in timers { timer.loop.execute(timer.body) }
-        for sleeper in sleepers { sleeper.resume() }
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-}
 
 @Suite("Route admission (state machine)", .timeLimit(.minutes(1)))
 struct RouteAdmissionTests {
@@ -158,7 +75,7 @@ struct RouteIsolationTests {
         defer { removeTemporaryDirectory(directory) }
         let store = try SQLiteStore(path: "\(directory)/herald.sqlite")
         let logger = Logger(label: "test")
-        let apnsClock = ManualAPNsClock(start: EpochTime(timeIntervalSince1970: Double(Self.due) / 1000))
+        let apnsClock = ManualAPNsClock(start: Timestamp(timeIntervalSince1970: Double(Self.due) / 1000))
 
         let key = try PrivateKey.generateP256()
         var simulatorConfiguration = APNsSimulatorConfiguration()
@@ -192,7 +109,7 @@ struct RouteIsolationTests {
             for index in 0..<count {
                 let key = "\(bundle)-\(index)"
                 let message = StoredMessage(
-                    id: MessageID.make(now: Self.due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
+                    id: UUIDv7.make(now: Self.due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
                     idempotencyKey: key, deliveryMethod: .traditional, abTest: false, windowStart: dueAt,
                     windowEnd: dueAt + 3_600_000, dueAt: dueAt, request: DispatcherTests.requestBytes(bundle: bundle, key: key, ttl: nil),
                     createdAt: dueAt - 1000)

@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import HeraldProtos
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldPrimitives
 import Testing
 @testable import HeraldStorage
 
@@ -241,7 +242,7 @@ struct MessageTests {
 @Suite("Message IDs", .timeLimit(.minutes(1)))
 struct MessageIDTests {
     @Test func uuidV7IsWellFormedAndTimeOrdered() throws {
-        let a = MessageID.make(now: now), b = MessageID.make(now: now + 1)
+        let a = UUIDv7.make(now: now), b = UUIDv7.make(now: now + 1)
         let uuid = try #require(UUID(uuidString: a))
         #expect(uuid.uuidString.lowercased() == a)
         #expect(a.count == 36 && Array(a)[14] == "7")

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldPrimitives
 import Testing
 @testable import HeraldStorage
 
@@ -20,16 +21,16 @@ struct StoreBenchmarks {
     static let request = [UInt8]((0..<600).map { UInt8(truncatingIfNeeded: $0 &* 13) })
 
     /// `HERALD_BENCH_IDS=v4` for random message IDs (default: UUIDv7, as
-    /// `MessageID.make`); keys are always random (client-supplied).
+    /// `UUIDv7.make`); keys are always random (client-supplied).
     static let randomIDs = ProcessInfo.processInfo.environment["HERALD_BENCH_IDS"] == "v4"
 
     /// Due times as traffic makes them: now + 30 s grace, a little spread.
     static func message(_ i: Int, now: Int64) -> StoredMessage {
         var generator = SystemRandomNumberGenerator()
-        let key = UUIDText.format(high: generator.next() & ~0xF000 | 0x4000, low: generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
+        let key = UUIDv4.make(using: &generator)
         let id = randomIDs
-            ? UUIDText.format(high: generator.next() & ~0xF000 | 0x4000, low: generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
-            : MessageID.make(now: now + Int64(i / 1_000), using: &generator)
+            ? UUIDv4.make(using: &generator)
+            : UUIDv7.make(now: now + Int64(i / 1_000), using: &generator)
         return StoredMessage(
             id: id, bundleID: "com.example.bench", platform: .ios,
             userID: "user-\(i % 100_000)", campaignID: "campaign-\(i % 50)",

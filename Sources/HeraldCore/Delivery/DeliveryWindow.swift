@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// When a message may be delivered: `[start, end]`.
 ///
 /// `start` = deliver_after or now; `end` = target_delivery_time or start +

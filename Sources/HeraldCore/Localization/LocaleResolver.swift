@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// Picks the translation for a device locale.
 ///
 /// Order (SPEC §4): 1. the exact tag, case-insensitive with `_` = `-`

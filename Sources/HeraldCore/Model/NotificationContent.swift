@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// A text field given either once or per locale (`herald.v1.LocalizedText`).
 public enum LocalizedText: Sendable, Hashable {
     /// The same text for every locale.

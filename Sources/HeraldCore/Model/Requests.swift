@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// The message fields shared by Schedule and Render, as the request gives
 /// them (unvalidated). Empty optional strings count as unset.
 public struct MessageInput: Sendable, Hashable {

@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// Writes APNs payloads straight into a ``JSONWriter``, merging the `ios`
 /// overrides on the fly (no intermediate tree: this is the hot path).
 ///

@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// Why a validated message cannot be rendered for a device.
 public enum RenderError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The rendered payload breaks a rule (e.g. over 4096 bytes); INVALID_ARGUMENT.

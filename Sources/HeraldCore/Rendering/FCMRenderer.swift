@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// One FCM HTTP v1 send request body.
 public struct FCMRendering: Sendable, Hashable {
     /// `{"message":{…}}`, compact UTF-8 JSON.

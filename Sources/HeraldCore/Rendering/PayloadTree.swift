@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// An insertion-ordered JSON object used while building platform payloads,
 /// so rendered keys come out in a fixed, meaningful order (`aps` first, then
 /// user data, then Herald's `ctx_` keys), and overrides can be deep-merged.

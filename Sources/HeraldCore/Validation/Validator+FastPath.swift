@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// The fast path: content of the common shape (short locale tags, the same
 /// locale set in every translated field) is known valid without running
 /// the full checks; anything else falls back to them.

@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// Schedule's own fields: required strings, their bounds, the delivery window.
 extension Validator {
     static func checkRequired(_ s: String, _ field: String, max: Int, into v: inout [FieldViolation]) {

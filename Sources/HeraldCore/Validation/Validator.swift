@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// Checks requests against SPEC §3–§5 and applies defaults.
 ///
 /// Every rule is checked and every violation collected, so one error lists

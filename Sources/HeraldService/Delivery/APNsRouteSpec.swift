@@ -1,5 +1,6 @@
 import APNs
 import HeraldCore
+import HeraldPrimitives
 import HeraldStorage
 
 /// One APNs route as an operator writes it: space-separated `key=value`

@@ -1,9 +1,9 @@
 import APNs
 import HeraldCore
+import HeraldPrimitives
 import HeraldStorage
 import Logging
 import Synchronization
-import TLSTransport
 
 /// Carries out a due message's next action: the alert push (traditional, or
 /// the context-aware fallback at window end) or the context-aware handoff
@@ -137,7 +137,7 @@ public final class Dispatcher: Sendable {
         // TTL 0 is one attempt.
         var deadlineMilliseconds = now + max(ttlMilliseconds, 10_000)
         if push == .handoff { deadlineMilliseconds = min(deadlineMilliseconds, max(claimed.windowEnd, now + 10_000)) }
-        let deadline = EpochTime(timeIntervalSince1970: Double(deadlineMilliseconds) / 1000)
+        let deadline = Timestamp(timeIntervalSince1970: Double(deadlineMilliseconds) / 1000)
         let singleAttempt = ttlMilliseconds == 0
 
         var unrouted: [(Device, DeviceResult)] = []
@@ -282,7 +282,7 @@ public final class Dispatcher: Sendable {
 
     private func send(
         _ message: PushMessage, of stored: StoredMessage, push: Push, to device: Device, with client: APNsClient,
-        deadline: EpochTime, singleAttempt: Bool, pushStart: Int64
+        deadline: Timestamp, singleAttempt: Bool, pushStart: Int64
     ) async -> DeviceResult {
         let now = Timestamp(milliseconds: clock.now())
         let rendering: APNsRendering
@@ -304,7 +304,7 @@ public final class Dispatcher: Sendable {
     }
 
     private func send(
-        _ rendering: APNsRendering, to device: Device, with client: APNsClient, deadline: EpochTime,
+        _ rendering: APNsRendering, to device: Device, with client: APNsClient, deadline: Timestamp,
         singleAttempt: Bool = false, willHandOver: APNsHandOverHook? = nil
     ) async -> DeviceResult {
         let request = APNsRequest(
@@ -353,7 +353,7 @@ public final class Dispatcher: Sendable {
         guard let key = message.idempotencyKey else { return }
         do {
             let devices = try await store.devices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
-            let deadline = EpochTime(timeIntervalSince1970: Double(max(message.windowEnd, clock.now() + 10_000)) / 1000)
+            let deadline = Timestamp(timeIntervalSince1970: Double(max(message.windowEnd, clock.now() + 10_000)) / 1000)
             for device in devices {
                 guard let client = gateway.client(bundleID: message.bundleID, environment: device.environment) else { continue }
                 let rendering = APNsRenderer.renderRevoke(

@@ -1,4 +1,5 @@
-import TLSTransport
+import HeraldPrimitives
+
 /// The scheduler's clock: wall time in milliseconds, and a way to wait for
 /// a moment. Tests drive a manual clock; production uses `SystemClock`.
 public protocol HeraldClock: Sendable {
@@ -12,7 +13,7 @@ public protocol HeraldClock: Sendable {
 public struct SystemClock: HeraldClock {
     public init() {}
 
-    public func now() -> Int64 { EpochTime.nowMilliseconds() }
+    public func now() -> Int64 { Timestamp.nowMilliseconds() }
 
     public func sleep(until milliseconds: Int64) async throws {
         let delta = milliseconds - now()

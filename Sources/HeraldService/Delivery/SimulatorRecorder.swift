@@ -1,5 +1,6 @@
 import APNsSimulation
 import HeraldCore
+import HeraldPrimitives
 import HeraldStorage
 
 #if canImport(Glibc)

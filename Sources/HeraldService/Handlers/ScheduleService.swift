@@ -1,5 +1,6 @@
 import GRPCEngine
 import HeraldCore
+import HeraldPrimitives
 import HeraldProtos
 import HeraldStorage
 
@@ -32,7 +33,7 @@ struct ScheduleService: Sendable {
             input, now: Timestamp(milliseconds: now), split: split, graceSeconds: graceSeconds,
             // Time-ordered (UUIDv7), like message ids: inserts append to the
             // key index instead of dirtying a random page per Schedule.
-            generateIdempotencyKey: { MessageID.make(now: now) })
+            generateIdempotencyKey: { UUIDv7.make(now: now) })
         let message = validated.message
         guard message.isEnabled(on: message.platform) else {
             let override = message.platform == .ios ? "ios" : "android"
@@ -42,7 +43,7 @@ struct ScheduleService: Sendable {
             throw GRPCStatus(.failedPrecondition, missing)
         }
         let stored = StoredMessage(
-            id: MessageID.make(now: now), bundleID: message.bundleID, platform: message.platform, userID: validated.userID,
+            id: UUIDv7.make(now: now), bundleID: message.bundleID, platform: message.platform, userID: validated.userID,
             campaignID: validated.campaignID, idempotencyKey: message.idempotencyKey,
             deliveryMethod: validated.method, abTest: validated.abTest,
             windowStart: validated.window.start.milliseconds, windowEnd: validated.window.end.milliseconds,

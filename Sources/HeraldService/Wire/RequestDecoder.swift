@@ -1,5 +1,6 @@
 import CInterop
 import HeraldCore
+import HeraldPrimitives
 import HeraldProtos
 
 /// Turns protoc-c request structs into domain values, once, at the edge.

@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// The fuzz targets, as plain functions of the input bytes.
 ///
 /// A target returns normally for every input the server would answer

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldPrimitives
 
 /// Input: any bytes, parsed as one JSON document. For a document that
 /// parses, the writer's output must parse back to an equal value, and

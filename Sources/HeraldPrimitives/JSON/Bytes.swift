@@ -1,14 +1,14 @@
 /// Runs `body` on the UTF-8 bytes of `s` without copying native strings.
-@inline(__always)
-func withBytes<R>(_ s: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+@inlinable @inline(__always)
+public func withBytes<R>(_ s: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
     if let r = try s.utf8.withContiguousStorageIfAvailable(body) { return r }
     var copy = s
     return try copy.withUTF8(body)
 }
 
 /// Runs `body` on the UTF-8 bytes of a substring.
-@inline(__always)
-func withBytes<R>(_ s: Substring, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+@inlinable @inline(__always)
+public func withBytes<R>(_ s: Substring, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
     if let r = try s.utf8.withContiguousStorageIfAvailable(body) { return r }
     var copy = s
     return try copy.withUTF8(body)
@@ -18,8 +18,8 @@ func withBytes<R>(_ s: Substring, _ body: (UnsafeBufferPointer<UInt8>) throws ->
 /// ASCII characters another Unicode scalar is canonically equivalent to):
 /// for such literals byte equality is exactly `String` equality, and much
 /// cheaper than the general comparison.
-@inline(__always)
-func isLiteral(_ s: String, _ literal: StaticString) -> Bool {
+@inlinable @inline(__always)
+public func isLiteral(_ s: String, _ literal: StaticString) -> Bool {
     let n = literal.utf8CodeUnitCount
     guard s.utf8.count == n else { return false }
     return withBytes(s) { p in

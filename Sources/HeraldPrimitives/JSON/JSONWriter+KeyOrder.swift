@@ -28,7 +28,7 @@ extension JSONWriter {
     /// The first eight bytes of a key, big-endian and zero-padded: keys whose
     /// prefixes differ are ordered by them (``keyOrder``); equal prefixes
     /// need the full comparison.
-    @inline(__always)
+    @inlinable @inline(__always)
     static func keyPrefix(_ p: UnsafeBufferPointer<UInt8>) -> UInt64 {
         let n = p.count
         if n >= 8, let base = p.baseAddress {
@@ -43,7 +43,7 @@ extension JSONWriter {
         return x
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     static func keyPrefix(_ s: String) -> UInt64 {
         withBytes(s) { keyPrefix($0) }
     }
@@ -51,8 +51,8 @@ extension JSONWriter {
     /// Calls `body` for every entry of `o` in writing order (``keyOrder``)
     /// without copying the entries into an array: objects of up to eight
     /// members are sorted as (key prefix, index) pairs on the stack.
-    @inline(__always)
-    static func forEachSorted(
+    @inlinable @inline(__always)
+    public static func forEachSorted(
         _ o: [String: JSONValue], _ body: (String, JSONValue) throws(JSONEncodingError) -> Void
     ) throws(JSONEncodingError) {
         let n = o.count

@@ -1,6 +1,6 @@
 import Foundation
+@testable import HeraldPrimitives
 import Testing
-@testable import HeraldStorage
 
 @Suite("POSIX file helpers")
 struct POSIXFileTests {

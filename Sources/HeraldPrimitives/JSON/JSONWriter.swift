@@ -125,7 +125,7 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes a value, spelling non-finite numbers as `null` (for diagnostics).
-    mutating func writeLenient(_ value: JSONValue) {
+    public mutating func writeLenient(_ value: JSONValue) {
         switch value {
         case .number(let n) where !n.isFinite:
             writeRaw("null")

@@ -62,40 +62,11 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// False for strings, Booleans and null (no need to look inside).
-    @inline(__always)
-    var mayContainNumber: Bool {
+    @inlinable @inline(__always)
+    public var mayContainNumber: Bool {
         switch self {
         case .number, .array, .object: return true
         default: return false
-        }
-    }
-
-    /// The first path (e.g. `a.b[2]`) below `self` holding a NaN or infinite
-    /// number, or nil when the value is representable in JSON. Keys in the
-    /// path are truncated (``ErrorText``): they are client input.
-    public func firstNonFiniteNumberPath(prefix: String) -> String? {
-        guard containsNonFiniteNumber else { return nil }
-        return nonFinitePath(prefix: prefix)
-    }
-
-    /// One depth-first pass (no `containsNonFiniteNumber` per level, which
-    /// would rescan every subtree once per level above it).
-    private func nonFinitePath(prefix: String) -> String? {
-        switch self {
-        case .number(let n):
-            return n.isFinite ? nil : prefix
-        case .array(let a):
-            for (i, v) in a.enumerated() where v.mayContainNumber {
-                if let p = v.nonFinitePath(prefix: "\(prefix)[\(i)]") { return p }
-            }
-            return nil
-        case .object(let o):
-            for (k, v) in JSONWriter.sortedPairs(o) where v.mayContainNumber {
-                if let p = v.nonFinitePath(prefix: prefix + "." + ErrorText.truncated(k)) { return p }
-            }
-            return nil
-        default:
-            return nil
         }
     }
 }
@@ -126,5 +97,14 @@ extension JSONValue: CustomStringConvertible {
         var w = JSONWriter()
         w.writeLenient(self)
         return w.string
+    }
+}
+
+extension JSONValue {
+    /// A JSON number as Int64 the way `NSNumber.int64Value` read it
+    /// (truncated toward zero); nil when out of range or not finite.
+    public static func integer(fromNumber number: Double) -> Int64? {
+        guard number.isFinite, number > -9.3e18, number < 9.3e18 else { return nil }
+        return Int64(number.rounded(.towardZero))
     }
 }

@@ -1,5 +1,6 @@
 import GRPCEngine
 import HeraldCore
+import HeraldPrimitives
 import HeraldProtos
 import HeraldStorage
 

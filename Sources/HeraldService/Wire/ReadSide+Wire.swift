@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldPrimitives
 import HeraldProtos
 import HeraldStorage
 

@@ -151,8 +151,11 @@ let package = Package(
         .executableTarget(name: "herald-fuzz", dependencies: ["HeraldFuzz"], path: "fuzz/Sources/herald-fuzz"),
         .testTarget(name: "HeraldFuzzTests", dependencies: ["HeraldFuzz"]),
         // Helpers shared by the test targets (PRNG, manual clock, temporary
-        // directories), so each exists once.
-        .target(name: "HeraldTestSupport", dependencies: ["HeraldService"], path: "Tests/HeraldTestSupport"),
+        // directories, an in-memory store, a fake APNs gateway), so each
+        // exists once.
+        .target(
+            name: "HeraldTestSupport", dependencies: ["HeraldService", "HeraldStorage", "HeraldCore", "APNs"],
+            path: "Tests/HeraldTestSupport"),
         .testTarget(
             name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldTestSupport"],
             exclude: ["Golden"]),  // read by path, not a resource bundle
@@ -164,7 +167,10 @@ let package = Package(
             name: "APNsTests",
             dependencies: ["APNs", "APNsSimulation", "TLSTransport", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "HeraldStorageTests", dependencies: ["HeraldStorage", "HeraldCore", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldServiceTests", dependencies: [
+            "HeraldService", "HeraldProtos", "HeraldTestSupport",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

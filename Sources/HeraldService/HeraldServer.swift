@@ -289,19 +289,11 @@ public final class HeraldServer: Service, Sendable {
     }
 
     private func registerDeliveryHandlers(store: SQLiteStore, scheduler: Scheduler, revokes: RevokeQueue) {
-        let policy = configuration.accessPolicy
-        let clock = configuration.clock
-        let schedule = ScheduleService(
-            policy: policy, store: store, scheduler: scheduler, clock: clock,
+        let routes = DeliveryRoutes(
+            policy: configuration.accessPolicy, clock: configuration.clock,
             split: ABSplit(contextAwareShare: configuration.contextAwareShare), graceSeconds: configuration.graceSeconds)
-        let admission = policy.admission
-        server.register(ScheduleService.path, DomainStatus.async(schedule.schedule), admission: admission)
-        let cancel = CancelService(policy: policy, store: store, scheduler: scheduler, revokes: revokes, clock: clock)
-        server.register(CancelService.path, DomainStatus.async(cancel.cancel), admission: admission)
-        let report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
-        server.register(ReportEventService.path, DomainStatus.async(report.report), admission: admission)
-        let devices = DeviceHandlers(policy: policy, store: store, clock: clock)
-        server.register(DeviceHandlers.registerPath, DomainStatus.async(devices.register), admission: admission)
-        server.register(DeviceHandlers.unregisterPath, DomainStatus.async(devices.unregister), admission: admission)
+        for route in routes.handlers(store: store, scheduler: scheduler, revokes: revokes) {
+            server.register(route.path, route.handler, admission: configuration.accessPolicy.admission)
+        }
     }
 }

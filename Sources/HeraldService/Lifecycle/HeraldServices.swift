@@ -34,14 +34,17 @@ struct StoreService: Service {
 /// Stops the APNs gateway once: at its turn, or earlier when pushes are still
 /// in flight at the drain bound (stopping it ends their sends).
 final class GatewayStopper: Sendable {
-    let gateway: APNsGateway
+    private let shutdown: @Sendable () async -> Void
     private let stopped = Atomic<Bool>(false)
 
-    init(_ gateway: APNsGateway) { self.gateway = gateway }
+    init(_ gateway: APNsGateway) { shutdown = { await gateway.shutdown() } }
+
+    /// Any other gateway (a fake in tests).
+    init(shutdown: @escaping @Sendable () async -> Void) { self.shutdown = shutdown }
 
     func stop() async {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        await gateway.shutdown()
+        await shutdown()
     }
 }
 

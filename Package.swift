@@ -101,7 +101,9 @@ let package = Package(
             ]
         ),
         // Durable storage behind a protocol: embedded SQLite (WAL) first.
-        .target(name: "HeraldStorage", dependencies: ["CInterop", "HeraldCore"]),
+        .target(name: "HeraldStorage", dependencies: [
+            "CInterop", "HeraldCore", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        ]),
         // Handlers (protobuf-c <-> domain at the edge), Status, Health; wiring.
         .target(
             name: "HeraldService",

@@ -1,4 +1,5 @@
 import CInterop
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// Counters of the group-commit writer, for tests and metrics.
@@ -45,6 +46,8 @@ final class WriteAbandonment: Sendable {
 }
 
 /// A write whose caller awaits a `T` through a continuation.
+// @unchecked Sendable: `result` is written by `run` and read by `finish`,
+// both on the writer (or WAL-sync) thread, handed over under a lock.
 final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
     private let body: @Sendable (Database) throws -> T
     private let continuation: CheckedContinuation<T, any Error>
@@ -88,8 +91,10 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
 ///
 /// Batching needs no timer: while one batch commits (fsync), new writes queue
 /// up and form the next batch. A lone write commits at once.
+// @unchecked Sendable: the queue, stats and stop state are guarded by
+// `condition`; `db` is touched only by the writer thread.
 final class GroupCommitWriter: @unchecked Sendable {
-    private let condition = PThreadCondition()
+    private let condition = WorkerCondition(value: false)
     private var queue: [any WriteJob] = []
     private let stopping = WorkerStop()
     private var stats = WriteStats(commits: 0, writes: 0, largestBatch: 0)
@@ -149,8 +154,7 @@ final class GroupCommitWriter: @unchecked Sendable {
             return
         }
         queue.append(job)
-        condition.signal()
-        condition.unlock()
+        condition.unlock(withValue: true)
     }
 
     var currentStats: WriteStats {
@@ -186,9 +190,10 @@ final class GroupCommitWriter: @unchecked Sendable {
 
     private func loop() {
         while true {
-            condition.lock()
-            while queue.isEmpty && !stopping.isRequested {
-                condition.wait()
+            condition.lock(whenValue: true)
+            if queue.isEmpty && !stopping.isRequested {
+                condition.unlock(withValue: false)
+                continue
             }
             if queue.isEmpty {
                 db.close()
@@ -205,7 +210,7 @@ final class GroupCommitWriter: @unchecked Sendable {
                 batch = Array(queue.prefix(maxBatch))
                 queue.removeFirst(maxBatch)
             }
-            condition.unlock()
+            condition.unlock(withValue: !queue.isEmpty || stopping.isRequested)
             commit(batch)
         }
     }

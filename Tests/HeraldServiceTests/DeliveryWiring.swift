@@ -90,7 +90,8 @@ struct DeliveryWiring {
     /// ScheduleRequest bytes: traditional, within an hour of `after`
     /// seconds from the manual clock's start, "Hello" / `body`.
     static func schedule(
-        key: String, user: String = "u1", bundle: String = bundle, body: String = "World", after seconds: Int = 60
+        key: String, user: String = "u1", bundle: String = bundle, body: String = "World", after seconds: Int = 60,
+        method: Herald__V1__DeliveryMethod = HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_TRADITIONAL
     ) -> [UInt8] {
         let arena = CArena()
         var request = Herald__V1__ScheduleRequest.initialized()
@@ -99,7 +100,7 @@ struct DeliveryWiring {
         request.user_id = arena.string(user)
         request.campaign_id = arena.string("c1")
         request.idempotency_key = arena.string(key)
-        request.delivery_method = HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_TRADITIONAL
+        request.delivery_method = method
         request.deliver_after = arena.string(RFC3339.format(Timestamp(milliseconds: start + Int64(seconds) * 1000)))
         request.window_case = HERALD__V1__SCHEDULE_REQUEST__WINDOW_DELIVER_WITHIN_HOURS
         request.deliver_within_hours = 1
@@ -135,8 +136,11 @@ struct DeliveryWiring {
         var state: Herald__V1__MessageState
     }
 
-    func schedule(key: String, body: String = "World", after seconds: Int = 60) async throws -> Scheduled {
-        let bytes = try await call(ScheduleService.path, Self.schedule(key: key, body: body, after: seconds))
+    func schedule(
+        key: String, body: String = "World", after seconds: Int = 60,
+        method: Herald__V1__DeliveryMethod = HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_TRADITIONAL
+    ) async throws -> Scheduled {
+        let bytes = try await call(ScheduleService.path, Self.schedule(key: key, body: body, after: seconds, method: method))
         return try ProtobufC.withUnpacked(Herald__V1__ScheduleResponse.self, from: bytes) { wire in
             Scheduled(messageID: String(cString: wire.message_id), replaced: wire.replaced != 0, state: wire.state)
         }
@@ -145,6 +149,20 @@ struct DeliveryWiring {
     func cancel(key: String) async throws -> (cancelled: Bool, state: Herald__V1__MessageState) {
         let bytes = try await call(CancelService.path, Self.cancel(key: key))
         return try ProtobufC.withUnpacked(Herald__V1__CancelResponse.self, from: bytes) { ($0.cancelled != 0, $0.state) }
+    }
+
+    /// ReportEvent DISPLAYED from the registered device; returns the state.
+    func reportDisplayed(key: String) async throws -> Herald__V1__MessageState {
+        let arena = CArena()
+        var request = Herald__V1__ReportEventRequest.initialized()
+        request.bundle_id = arena.string(Self.bundle)
+        request.platform = HERALD__V1__PLATFORM__PLATFORM_IOS
+        request.user_id = arena.string("u1")
+        request.idempotency_key = arena.string(key)
+        request.event = HERALD__V1__MESSAGE_EVENT__MESSAGE_EVENT_DISPLAYED
+        request.device_token = arena.string(Self.deviceToken)
+        let bytes = try await call(ReportEventService.path, withExtendedLifetime(arena) { ProtobufC.pack(&request) })
+        return try ProtobufC.withUnpacked(Herald__V1__ReportEventResponse.self, from: bytes) { $0.state }
     }
 
     /// Moves the clock to the messages' due time (`after` seconds).

@@ -163,4 +163,46 @@ struct DeliveryWiringTests {
             #expect(wiring.gateway.sent.count == 1)
         }
     }
+
+    @Test("ReportEvent DISPLAYED moves a SENT message to DISPLAYED and is recorded")
+    func reportDisplayed() async throws {
+        let wiring = Wiring()
+        try await wiring.registerDevice()
+        try await wiring.withDelivery {
+            let scheduled = try await wiring.schedule(key: "k1")
+            wiring.advance()
+            _ = await wiring.store.waitFor(id: scheduled.messageID) { $0.state == .sent }
+            #expect(try await wiring.reportDisplayed(key: "k1") == HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_DISPLAYED)
+            #expect(try await wiring.store.message(id: scheduled.messageID)?.state == .displayed)
+            let kinds = try await wiring.store.outcomes(messageID: scheduled.messageID).map(\.kind)
+            #expect(kinds == [.sent, .displayed])
+        }
+    }
+
+    @Test("context-aware: the handoff goes out at window start; Cancel then queues a revoke push, sent before shutdown completes")
+    func handoffThenCancelRevokes() async throws {
+        let wiring = Wiring()
+        try await wiring.registerDevice()
+        let scheduled = try await wiring.withDelivery {
+            let scheduled = try await wiring.schedule(key: "k1", method: HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_CONTEXT_AWARE)
+            wiring.advance()
+            let handoff = try #require(await wiring.gateway.next(1).first)
+            #expect(handoff.header("apns-push-type") == "background")
+            let handedOff = await wiring.store.waitFor(id: scheduled.messageID) { $0.state == .handedOff }
+            #expect(handedOff.dueAt > Wiring.start + 60_000)  // the fallback, at window end
+            #expect(await wiring.scheduler.pendingCount == 1)
+
+            let cancel = try await wiring.cancel(key: "k1")
+            #expect(cancel.cancelled)
+            #expect(await wiring.scheduler.pendingCount == 0)  // no fallback
+            let revoke = try #require(await wiring.gateway.next(1).first)
+            #expect(revoke.header("apns-push-type") == "background")
+            #expect(revoke.deviceToken == Wiring.deviceToken)
+            return scheduled
+        }
+        // The graceful shutdown waited for the revoke in flight: it is done, not owed.
+        #expect(try await wiring.store.pendingRevokes().isEmpty)
+        #expect(try await wiring.store.message(id: scheduled.messageID)?.state == .cancelled)
+        #expect(wiring.gateway.sent.count == 2)
+    }
 }

@@ -205,4 +205,31 @@ struct DeliveryWiringTests {
         #expect(try await wiring.store.message(id: scheduled.messageID)?.state == .cancelled)
         #expect(wiring.gateway.sent.count == 2)
     }
+
+    @Test("delivery torn down by cancellation mid-push: left to the crash rule (UNCONFIRMED at the next start), never FAILED")
+    func cancelledMidPushIsLeftToTheCrashRule() async throws {
+        let wiring = Wiring()
+        try await wiring.registerDevice()
+        wiring.gateway.hold(Wiring.deviceToken)
+        let scheduled = try await wiring.schedule(key: "k1")
+        let delivery = Task {
+            try await wiring.withDelivery {
+                wiring.advance()
+                let (never, keep) = AsyncStream<Void>.makeStream()
+                for await _ in never {}  // until cancelled
+                keep.finish()
+            }
+        }
+        _ = await wiring.gateway.next(1)  // handed over (its mark written), no answer yet
+        delivery.cancel()
+        _ = try? await delivery.value
+        let claimed = try #require(try await wiring.store.message(id: scheduled.messageID))
+        #expect(claimed.state == .scheduled)
+        #expect(claimed.sendingSince != nil)  // still claimed: resolved at the next start
+        #expect(try await wiring.store.outcomes(messageID: scheduled.messageID).isEmpty)
+        let recovery = try await wiring.store.recoverInterrupted(now: Wiring.start + 120_000)
+        #expect(recovery.resumed == [scheduled.messageID])
+        #expect(recovery.unconfirmedDevices == 1)
+    }
 }
+

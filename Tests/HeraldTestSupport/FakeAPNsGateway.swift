@@ -21,6 +21,7 @@ public final class FakeAPNsGateway: DeliveryGateway, APNsSending {
     private struct State {
         var sent: [Sent] = []
         var answers: [String: APNsResponse] = [:]
+        var held: Set<String> = []
     }
 
     /// Bundles with a route; `*` serves every bundle.
@@ -28,10 +29,25 @@ public final class FakeAPNsGateway: DeliveryGateway, APNsSending {
     private let state = Mutex(State())
     private let stream: AsyncStream<Sent>
     private let continuation: AsyncStream<Sent>.Continuation
+    private let releases: AsyncStream<Void>
+    private let release: AsyncStream<Void>.Continuation
 
     public init(bundleIDs: Set<String> = ["*"]) {
         self.bundleIDs = bundleIDs
         (stream, continuation) = AsyncStream.makeStream()
+        (releases, release) = AsyncStream.makeStream()
+    }
+
+    /// Later requests for `deviceToken` get no answer until `releaseOne()`;
+    /// a held request whose task is cancelled throws `APNsError.cancelled`
+    /// (withdrawn), as the real client does.
+    public func hold(_ deviceToken: String) {
+        state.withLock { _ = $0.held.insert(deviceToken) }
+    }
+
+    /// Lets one held request go on to its answer.
+    public func releaseOne() {
+        release.yield()
     }
 
     /// Every request sent so far, in order.
@@ -64,11 +80,15 @@ public final class FakeAPNsGateway: DeliveryGateway, APNsSending {
             if let failure { throw APNsError.handOverNotRecorded("\(failure)") }
         }
         let sent = Sent(deviceToken: request.deviceToken, headers: request.headers, payload: request.payload)
-        let answer = state.withLock { state in
+        let (answer, held) = state.withLock { state in
             state.sent.append(sent)
-            return state.answers[request.deviceToken]
+            return (state.answers[request.deviceToken], state.held.contains(request.deviceToken))
         }
         continuation.yield(sent)
+        if held {
+            for await _ in releases { break }  // nil at once when cancelled
+            if Task.isCancelled { throw APNsError.cancelled }
+        }
         return answer ?? APNsResponse(status: 200, apnsID: request.header("apns-id"))
     }
 }

@@ -30,8 +30,9 @@ public final class Dispatcher: Sendable {
         case refused(DeviceOutcomeKind, reason: String)
         case expired
         case failed(String)
-        /// Herald is shutting down (the client was shut down mid-send): no
-        /// outcome; the push resumes at the next start, like after a crash.
+        /// Herald is shutting down (the client was shut down mid-send, or
+        /// the send was cancelled): no outcome; the push resumes at the next
+        /// start, like after a crash.
         case interrupted
     }
 
@@ -336,7 +337,9 @@ public final class Dispatcher: Sendable {
             return .refused(kind, reason: response.reason?.rawValue ?? "HTTP \(response.status)")
         } catch APNsError.deadlineExceeded {
             return .expired
-        } catch APNsError.shutdown {
+        } catch APNsError.shutdown, APNsError.cancelled {
+            // Cancelled: delivery was torn down (not a graceful stop, which
+            // never cancels a push); like a shutdown, left to the crash rule.
             return .interrupted
         } catch {
             return .failed("\(error)")

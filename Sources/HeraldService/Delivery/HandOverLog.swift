@@ -59,12 +59,14 @@ final class HandOverLog: Sendable {
         }
     }
 
-    /// Writes the queued marks, batch after batch, until `finish()`; then
-    /// writes what is left and returns.
+    /// Writes the queued marks, batch after batch, until `finish()` (or
+    /// until the task is cancelled); then refuses later marks, writes what
+    /// is left and returns.
     func run() async {
         for await _ in wakeups {
             await drain()
         }
+        finish()
         await drain()
     }
 

@@ -45,13 +45,12 @@ final class WriteAbandonment: Sendable {
     }
 }
 
-/// A write whose caller awaits a `T` through a continuation.
-// @unchecked Sendable: `result` is written by `run` and read by `finish`,
-// both on the writer (or WAL-sync) thread, handed over under a lock.
-final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
+/// A write whose caller awaits a `T` through a continuation. `run` (writer
+/// thread) keeps the result for `finish` (writer or WAL-sync thread).
+final class ContinuationWriteJob<T: Sendable>: WriteJob, Sendable {
     private let body: @Sendable (Database) throws -> T
     private let continuation: CheckedContinuation<T, any Error>
-    private var result: Result<T, any Error>?
+    private let result = Mutex<Result<T, any Error>?>(nil)
     let abandonment: WriteAbandonment?
 
     init(body: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>,
@@ -65,19 +64,21 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
 
     func run(_ db: Database, isolated: Bool) -> (any Error)? {
         defer { db.resetBusyStatements() }
+        let outcome: Result<T, any Error>
         do {
-            result = .success(isolated ? try db.savepoint { try body(db) } : try body(db))
-            return nil
+            outcome = .success(isolated ? try db.savepoint { try body(db) } : try body(db))
         } catch {
-            result = .failure(error)
-            return error
+            outcome = .failure(error)
         }
+        result.withLock { $0 = outcome }
+        if case .failure(let error) = outcome { return error }
+        return nil
     }
 
     func finish(commitError: (any Error)?) {
         if let commitError {
             continuation.resume(throwing: commitError)
-        } else if let result {
+        } else if let result = result.withLock({ $0 }) {
             continuation.resume(with: result)
         } else {
             continuation.resume(throwing: StoreError.closed)

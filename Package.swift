@@ -108,7 +108,9 @@ let package = Package(
             ]
         ),
         // Durable storage behind a protocol: embedded SQLite (WAL) first.
-        .target(name: "HeraldStorage", dependencies: ["CInterop", "HeraldCore", "HeraldPrimitives"]),
+        .target(name: "HeraldStorage", dependencies: [
+            "CInterop", "HeraldCore", "HeraldPrimitives", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        ]),
         // Handlers (protobuf-c <-> domain at the edge), Status, Health; wiring.
         .target(
             name: "HeraldService",
@@ -160,9 +162,14 @@ let package = Package(
         .executableTarget(name: "herald-fuzz", dependencies: ["HeraldFuzz"], path: "fuzz/Sources/herald-fuzz"),
         .testTarget(name: "HeraldFuzzTests", dependencies: ["HeraldFuzz"]),
         // Helpers shared by the test targets (PRNG, manual clock, temporary
-        // directories), so each exists once.
+        // directories, an in-memory store, a fake APNs gateway, the manual
+        // clocks), so each exists once.
         .target(
-            name: "HeraldTestSupport", dependencies: ["HeraldService", "APNs", "HeraldPrimitives", .product(name: "NIOCore", package: "swift-nio")],
+            name: "HeraldTestSupport",
+            dependencies: [
+                "HeraldService", "HeraldStorage", "HeraldCore", "APNs", "HeraldPrimitives",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             path: "Tests/HeraldTestSupport"),
         .testTarget(
             name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPrimitives", "HeraldTestSupport"],
@@ -179,7 +186,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .testTarget(name: "HeraldStorageTests", dependencies: ["HeraldStorage", "HeraldCore", "HeraldPrimitives", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldServiceTests", dependencies: ["HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldServiceTests", dependencies: [
+            "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

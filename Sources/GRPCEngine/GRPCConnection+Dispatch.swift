@@ -44,6 +44,7 @@ extension GRPCConnection {
         case .async(let body):
             stream.machine.handlerStarted()
             let loop = eventLoop
+            let bound = NIOLoopBound(stream, eventLoop: loop)
             stream.task = Task { [self] in
                 let result: Result<[UInt8], any Error>
                 do {
@@ -51,7 +52,7 @@ extension GRPCConnection {
                 } catch {
                     result = .failure(error)
                 }
-                loop.execute { self.asyncFinished(stream, result) }
+                loop.execute { self.asyncFinished(bound.value, result) }
             }
         }
     }
@@ -82,6 +83,7 @@ extension GRPCConnection {
         let cancellation = GRPCCallCancellation()
         stream.cancellation = cancellation
         let loop = eventLoop
+        let bound = NIOLoopBound(stream, eventLoop: loop)
         shared.computePool.submit { [self] poolState in
             defer { shared.computeCalls.subtract(1, ordering: .relaxed) }
             ComputeThread.lowerPriority()
@@ -93,7 +95,7 @@ extension GRPCConnection {
             } else {
                 result = Result { try body(request) }
             }
-            loop.execute { self.asyncFinished(stream, result) }
+            loop.execute { self.asyncFinished(bound.value, result) }
         }
     }
 

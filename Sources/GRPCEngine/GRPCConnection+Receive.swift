@@ -109,8 +109,9 @@ extension GRPCConnection {
             if timeout.duration < .seconds(8_640_000) {
                 let components = timeout.duration.components
                 let nanoseconds = components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+                let bound = NIOLoopBound(stream, eventLoop: eventLoop)
                 stream.deadlineTimer = eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in
-                    deadlineExpired(stream)
+                    deadlineExpired(bound.value)
                 }
             }
         }

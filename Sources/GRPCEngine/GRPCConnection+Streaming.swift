@@ -17,6 +17,7 @@ extension GRPCConnection {
         stream.isStreaming = true
         let writer = GRPCResponseWriter(call: GRPCStreamingCall(connection: self, stream: stream))
         let loop = eventLoop
+        let bound = NIOLoopBound(stream, eventLoop: loop)
         stream.task = Task { [self] in
             let result: Result<Void, any Error>
             do {
@@ -25,7 +26,7 @@ extension GRPCConnection {
             } catch {
                 result = .failure(error)
             }
-            loop.execute { self.streamingFinished(stream, result) }
+            loop.execute { self.streamingFinished(bound.value, result) }
         }
     }
 

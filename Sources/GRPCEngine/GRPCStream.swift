@@ -3,9 +3,9 @@ import HTTP2Core
 import NIOCore
 import Synchronization
 
-/// Per-stream state of one call. Confined to its connection's event loop; the
-/// `@unchecked Sendable` only lets an async handler's Task carry it back to the loop.
-final class GRPCStream: @unchecked Sendable {
+/// Per-stream state of one call. Confined to its connection's event loop: a
+/// handler's Task carries it back to the loop in a `NIOLoopBound`.
+final class GRPCStream {
     let id: Int32
     /// Where the call is in its life (receiving → running → responded → closed).
     var machine = GRPCStreamStateMachine()

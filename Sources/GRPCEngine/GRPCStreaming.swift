@@ -62,18 +62,22 @@ public struct GRPCRequestMessages: AsyncSequence, Sendable {
 }
 
 /// The bridge between a streaming handler's Task and its stream on the
-/// connection's loop. `@unchecked Sendable`: it holds loop-confined objects and
-/// touches them only inside `eventLoop.execute`.
-final class GRPCStreamingCall: @unchecked Sendable {
+/// connection's loop: the stream is loop-bound, touched only inside
+/// `eventLoop.execute`.
+final class GRPCStreamingCall: Sendable {
     let connection: GRPCConnection
-    let stream: GRPCStream
+    private let boundStream: NIOLoopBound<GRPCStream>
     let eventLoop: any EventLoop
 
+    /// On the connection's loop.
     init(connection: GRPCConnection, stream: GRPCStream) {
         self.connection = connection
-        self.stream = stream
+        self.boundStream = NIOLoopBound(stream, eventLoop: connection.eventLoop)
         self.eventLoop = connection.eventLoop
     }
+
+    /// The stream, on the connection's loop.
+    var stream: GRPCStream { boundStream.value }
 
     func send(_ message: [UInt8]) async throws {
         try Task.checkCancellation()

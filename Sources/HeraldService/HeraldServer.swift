@@ -92,8 +92,6 @@ public final class HeraldServer: Service, Sendable {
     private let gatewayCell = Mutex<APNsGateway?>(nil)
     /// The running group, for `shutdown()` when no parent group drives this one.
     private let group = Mutex<ServiceGroup?>(nil)
-    /// `start()`'s run, awaited by `shutdown()`.
-    private let started = Mutex<Task<Void, any Error>?>(nil)
 
     public init(configuration: HeraldConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -177,19 +175,31 @@ public final class HeraldServer: Service, Sendable {
     }
 
     /// Runs the server without a parent group (in-process tests, tools):
-    /// returns the bound address once serving. Pair with `shutdown()`.
-    public func start() async throws -> (host: String, port: Int) {
-        let task = Task { try await self.run() }
-        started.withLock { $0 = task }
-        return try await listeningAddress()
+    /// `run()` as a child task; `body` gets the bound address once serving;
+    /// then a graceful shutdown, as SIGTERM under `herald serve` (Health
+    /// NOT_SERVING, GOAWAY, in-flight RPCs finish within the drain bound,
+    /// pushes in flight finish, the store is closed) before it returns.
+    ///
+    /// - Throws: `run()`'s error, else `body`'s.
+    public func withRunning<T: Sendable>(_ body: ((host: String, port: Int)) async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: Void.self) { children in
+            children.addTask { try await self.run() }
+            let outcome: Result<T, any Error>
+            do {
+                outcome = .success(try await body(try await listeningAddress()))
+            } catch {
+                outcome = .failure(error)
+            }
+            await shutdown()
+            try await children.waitForAll()
+            return try outcome.get()
+        }
     }
 
-    /// Shuts down what `start()` started, as SIGTERM does under `herald
-    /// serve`: Health turns NOT_SERVING, GOAWAY, in-flight RPCs finish within
-    /// the drain bound, pushes in flight finish, the store is closed.
+    /// Starts a graceful shutdown of a `run()` without a parent group (see
+    /// `withRunning`); `run()` returns when it is complete.
     public func shutdown() async {
         await group.withLock { $0 }?.triggerGracefulShutdown()
-        _ = try? await started.withLock { $0 }?.value
     }
 
     private func bound(_ address: (host: String, port: Int)) {
@@ -280,20 +290,13 @@ public final class HeraldServer: Service, Sendable {
 
     private func registerDeliveryHandlers(store: SQLiteStore, scheduler: Scheduler, revokes: RevokeQueue, gateway: APNsGateway) {
         let policy = configuration.accessPolicy
-        let clock = configuration.clock
-        let schedule = ScheduleService(
-            policy: policy, store: store, scheduler: scheduler, clock: clock,
+        let routes = DeliveryRoutes(
+            policy: policy, clock: configuration.clock,
             split: ABSplit(contextAwareShare: configuration.contextAwareShare), graceSeconds: configuration.graceSeconds,
             coverage: DeliveryCoverage(gateway: gateway))
-        let admission = policy.admission
-        server.register(ScheduleService.path, DomainStatus.async(schedule.schedule), admission: admission)
-        let cancel = CancelService(policy: policy, store: store, scheduler: scheduler, revokes: revokes, clock: clock)
-        server.register(CancelService.path, DomainStatus.async(cancel.cancel), admission: admission)
-        let report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
-        server.register(ReportEventService.path, DomainStatus.async(report.report), admission: admission)
-        let devices = DeviceHandlers(policy: policy, store: store, clock: clock)
-        server.register(DeviceHandlers.registerPath, DomainStatus.async(devices.register), admission: admission)
-        server.register(DeviceHandlers.unregisterPath, DomainStatus.async(devices.unregister), admission: admission)
+        for route in routes.handlers(store: store, scheduler: scheduler, revokes: revokes) {
+            server.register(route.path, route.handler, admission: policy.admission)
+        }
         ReadSideAccess.register(on: server, policy: policy, store: store)
     }
 }

@@ -1,4 +1,5 @@
 import CInterop
+import NIOConcurrencyHelpers
 
 /// Copies the WAL back into the database file on its own thread and its own
 /// connection (`PASSIVE` checkpoints), so commits never wait for it.
@@ -9,8 +10,10 @@ import CInterop
 /// still outgrows a hard limit (sustained load never leaves a gap in which a
 /// passive checkpoint can finish, so the WAL cannot restart), the writer runs
 /// a `RESTART` checkpoint itself, which has little left to copy by then.
+// @unchecked Sendable: `requested`, `checkpoints` and the stop state are
+// guarded by `condition`; `db` is touched only by the checkpointer thread.
 final class Checkpointer: @unchecked Sendable {
-    private let condition = PThreadCondition()
+    private let condition = WorkerCondition(value: false)
     private var requested = false
     private let stopping = WorkerStop()
     private var checkpoints = 0
@@ -25,8 +28,7 @@ final class Checkpointer: @unchecked Sendable {
     func request() {
         condition.lock()
         requested = true
-        condition.signal()
-        condition.unlock()
+        condition.unlock(withValue: true)
     }
 
     var completedCheckpoints: Int {
@@ -41,8 +43,7 @@ final class Checkpointer: @unchecked Sendable {
 
     private func loop() {
         while true {
-            condition.lock()
-            while !requested && !stopping.isRequested { condition.wait() }
+            condition.lock(whenValue: true)
             if stopping.isRequested {
                 db.close()
                 let waiters = stopping.exited()
@@ -51,7 +52,7 @@ final class Checkpointer: @unchecked Sendable {
                 return
             }
             requested = false
-            condition.unlock()
+            condition.unlock(withValue: false)
 
             var logFrames: Int32 = 0, copiedFrames: Int32 = 0
             let rc = sqlite3_wal_checkpoint_v2(db.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copiedFrames)

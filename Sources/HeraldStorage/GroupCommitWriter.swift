@@ -1,4 +1,5 @@
 import CInterop
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// Counters of the group-commit writer, for tests and metrics.
@@ -44,11 +45,12 @@ final class WriteAbandonment: Sendable {
     }
 }
 
-/// A write whose caller awaits a `T` through a continuation.
-final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
+/// A write whose caller awaits a `T` through a continuation. `run` (writer
+/// thread) keeps the result for `finish` (writer or WAL-sync thread).
+final class ContinuationWriteJob<T: Sendable>: WriteJob, Sendable {
     private let body: @Sendable (Database) throws -> T
     private let continuation: CheckedContinuation<T, any Error>
-    private var result: Result<T, any Error>?
+    private let result = Mutex<Result<T, any Error>?>(nil)
     let abandonment: WriteAbandonment?
 
     init(body: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>,
@@ -62,19 +64,21 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
 
     func run(_ db: Database, isolated: Bool) -> (any Error)? {
         defer { db.resetBusyStatements() }
+        let outcome: Result<T, any Error>
         do {
-            result = .success(isolated ? try db.savepoint { try body(db) } : try body(db))
-            return nil
+            outcome = .success(isolated ? try db.savepoint { try body(db) } : try body(db))
         } catch {
-            result = .failure(error)
-            return error
+            outcome = .failure(error)
         }
+        result.withLock { $0 = outcome }
+        if case .failure(let error) = outcome { return error }
+        return nil
     }
 
     func finish(commitError: (any Error)?) {
         if let commitError {
             continuation.resume(throwing: commitError)
-        } else if let result {
+        } else if let result = result.withLock({ $0 }) {
             continuation.resume(with: result)
         } else {
             continuation.resume(throwing: StoreError.closed)
@@ -88,8 +92,10 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, @unchecked Sendable {
 ///
 /// Batching needs no timer: while one batch commits (fsync), new writes queue
 /// up and form the next batch. A lone write commits at once.
+// @unchecked Sendable: the queue, stats and stop state are guarded by
+// `condition`; `db` is touched only by the writer thread.
 final class GroupCommitWriter: @unchecked Sendable {
-    private let condition = PThreadCondition()
+    private let condition = WorkerCondition(value: false)
     private var queue: [any WriteJob] = []
     private let stopping = WorkerStop()
     private var stats = WriteStats(commits: 0, writes: 0, largestBatch: 0)
@@ -149,8 +155,7 @@ final class GroupCommitWriter: @unchecked Sendable {
             return
         }
         queue.append(job)
-        condition.signal()
-        condition.unlock()
+        condition.unlock(withValue: true)
     }
 
     var currentStats: WriteStats {
@@ -186,9 +191,10 @@ final class GroupCommitWriter: @unchecked Sendable {
 
     private func loop() {
         while true {
-            condition.lock()
-            while queue.isEmpty && !stopping.isRequested {
-                condition.wait()
+            condition.lock(whenValue: true)
+            if queue.isEmpty && !stopping.isRequested {
+                condition.unlock(withValue: false)
+                continue
             }
             if queue.isEmpty {
                 db.close()
@@ -205,7 +211,7 @@ final class GroupCommitWriter: @unchecked Sendable {
                 batch = Array(queue.prefix(maxBatch))
                 queue.removeFirst(maxBatch)
             }
-            condition.unlock()
+            condition.unlock(withValue: !queue.isEmpty || stopping.isRequested)
             commit(batch)
         }
     }

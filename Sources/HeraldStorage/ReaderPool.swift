@@ -1,8 +1,12 @@
+import NIOConcurrencyHelpers
+
 /// Read connections, checked out one per read. WAL lets them read committed
 /// data while the writer commits; a read started after a write's `await`
 /// returned sees that write.
+// @unchecked Sendable: `idle` and `closed` are guarded by `lock`; a
+// connection (not Sendable) is used by one reader at a time.
 final class ReaderPool: @unchecked Sendable {
-    private let lock = PThreadLock()
+    private let lock = NIOLock()
     private var idle: [Database] = []
     private var closed = false
     private let path: String

@@ -1,43 +1,11 @@
 import CInterop
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// A pthread mutex and condition variable in stable heap storage (what
-/// `NSCondition` was, without Foundation): `lock`/`unlock`, `wait` with the
-/// lock held, `signal`.
-final class PThreadCondition: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-
-    init() {
-        mutex.initialize(to: pthread_mutex_t())
-        cond.initialize(to: pthread_cond_t())
-        precondition(pthread_mutex_init(mutex, nil) == 0)
-        precondition(pthread_cond_init(cond, nil) == 0)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deinitialize(count: 1)
-        mutex.deinitialize(count: 1)
-        cond.deallocate()
-        mutex.deallocate()
-    }
-
-    func lock() { precondition(pthread_mutex_lock(mutex) == 0) }
-    func unlock() { precondition(pthread_mutex_unlock(mutex) == 0) }
-    /// Atomically unlocks, sleeps until signalled (or spuriously), relocks.
-    func wait() { precondition(pthread_cond_wait(cond, mutex) == 0) }
-    func signal() { precondition(pthread_cond_signal(cond) == 0) }
-}
-
-/// A plain pthread mutex (what `NSLock` was).
-typealias PThreadLock = PThreadCondition
 
 private final class ThreadBody {
     let name: String
@@ -70,17 +38,24 @@ func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     #endif
 }
 
+/// The wake-up condition of a worker thread: NIO's `ConditionLock`, whose
+/// value says whether the worker has something to do (work queued, or a stop
+/// requested). Producers set it under the lock (`unlock(withValue: true)`);
+/// the worker sleeps in `lock(whenValue: true)` and, after taking its work,
+/// leaves it true only if more is waiting.
+typealias WorkerCondition = ConditionLock<Bool>
+
 /// The stop handshake of a worker thread whose state `condition` guards:
 /// `stop(signalling:)` asks the loop to finish and returns once it has exited; the loop
 /// checks `isRequested` and, on its way out, calls `exited()` with the lock
 /// held and resumes what it returns after unlocking.
+// @unchecked Sendable: every field is guarded by the worker's condition lock.
 final class WorkerStop: @unchecked Sendable {
-    // Guarded by the worker's condition.
     private(set) var isRequested = false
     private var hasExited = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
-    func stop(signalling condition: PThreadCondition) async {
+    func stop(signalling condition: WorkerCondition) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             condition.lock()
             isRequested = true
@@ -90,8 +65,7 @@ final class WorkerStop: @unchecked Sendable {
                 return
             }
             waiters.append(continuation)
-            condition.signal()
-            condition.unlock()
+            condition.unlock(withValue: true)
         }
     }
 

@@ -17,8 +17,10 @@ import Darwin
 /// when a caller resumes, its commit frame is on disk. The WAL is only
 /// rewritten from the start after a checkpoint copied every frame into the
 /// database file and synced it (SQLite's NORMAL still syncs at checkpoints).
+// @unchecked Sendable: `pending`, the counters and the stop state are
+// guarded by `condition`; `fd` is used only by the sync thread.
 final class WALSyncer: @unchecked Sendable {
-    private let condition = PThreadCondition()
+    private let condition = WorkerCondition(value: false)
     private var pending: [any WriteJob] = []
     private let stopping = WorkerStop()
     private var syncs = 0
@@ -40,8 +42,7 @@ final class WALSyncer: @unchecked Sendable {
     func resumeAfterSync(_ jobs: [any WriteJob]) {
         condition.lock()
         pending.append(contentsOf: jobs)
-        condition.signal()
-        condition.unlock()
+        condition.unlock(withValue: true)
     }
 
     var stats: (syncs: Int, lastFailure: String?) {
@@ -65,8 +66,11 @@ final class WALSyncer: @unchecked Sendable {
 
     private func loop() {
         while true {
-            condition.lock()
-            while pending.isEmpty && !stopping.isRequested { condition.wait() }
+            condition.lock(whenValue: true)
+            if pending.isEmpty && !stopping.isRequested {
+                condition.unlock(withValue: false)
+                continue
+            }
             if pending.isEmpty {
                 closeDescriptor(fd)
                 let waiters = stopping.exited()
@@ -76,7 +80,7 @@ final class WALSyncer: @unchecked Sendable {
             }
             let jobs = pending
             pending = []
-            condition.unlock()
+            condition.unlock(withValue: stopping.isRequested)
 
             var failure: StoreError?
             if Self.syncData(fd) != 0 {

@@ -25,8 +25,12 @@ struct DispatcherTests {
         let clock: ManualClock
         let dispatcher: Dispatcher
         let directory: String
+        /// The dispatcher's hand-over log (`Dispatcher.run()`), as the delivery service runs it.
+        let handOvers: Task<Void, Never>
 
         func close() async {
+            dispatcher.finish()
+            await handOvers.value
             await gateway.shutdown()
             await store.close()
             removeTemporaryDirectory(directory)
@@ -44,7 +48,8 @@ struct DispatcherTests {
         let scheduler = Scheduler(clock: clock, logger: logger)
         let dispatcher = Dispatcher(
             store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, decode: decode)
-        return Rig(store: store, gateway: gateway, clock: clock, dispatcher: dispatcher, directory: directory)
+        let handOvers = Task { await dispatcher.run() }
+        return Rig(store: store, gateway: gateway, clock: clock, dispatcher: dispatcher, directory: directory, handOvers: handOvers)
     }
 
     /// A stored traditional message due at `due`, from real ScheduleRequest bytes.

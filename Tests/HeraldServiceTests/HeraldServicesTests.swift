@@ -15,15 +15,15 @@ struct HeraldServicesTests {
         return configuration
     }
 
-    @Test("start() serves on the bound port; shutdown() drains and closes the store (it reopens)")
+    @Test("withRunning serves on the bound port, then drains and closes the store (it reopens)")
     func startAndShutdown() async throws {
         try await withTemporaryDirectory(prefix: "herald-lifecycle") { directory in
             let server = HeraldServer(configuration: Self.configuration(directory), logger: Logger(label: "test"))
-            let address = try await server.start()
-            #expect(address.port > 0)
-            #expect(server.state.current == .serving)
-            #expect(try await server.listeningAddress().port == address.port)
-            await server.shutdown()
+            try await server.withRunning { address async throws in
+                #expect(address.port > 0)
+                #expect(server.state.current == .serving)
+                #expect(try await server.listeningAddress().port == address.port)
+            }
             #expect(server.state.current == .draining)
             // Closed: another store opens the same file and reads it.
             let reopened = try SQLiteStore(path: "\(directory)/herald.sqlite")

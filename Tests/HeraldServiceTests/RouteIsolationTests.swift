@@ -119,6 +119,7 @@ struct RouteIsolationTests {
         }
         let events = simulator.events()
         await scheduler.load(entries)
+        let handOvers = Task { await dispatcher.run() }
         let run = Task { await scheduler.run { id, lease in await dispatcher.dispatch(id, lease: lease) } }
 
         // Every healthy message is delivered and SENT while the hung route holds its 4 requests.
@@ -142,8 +143,10 @@ struct RouteIsolationTests {
         try await Self.waitForState(store, .sent, count: 50)
         let ids = simulator.delivered.map(\.apnsID)
         #expect(Set(ids).count == 50)  // each message delivered once
-        run.cancel()
+        await scheduler.stop()
         await run.value
+        dispatcher.finish()
+        await handOvers.value
         await gateway.shutdown()
         try await simulator.stop()
         await store.close()

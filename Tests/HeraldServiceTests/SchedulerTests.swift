@@ -172,4 +172,42 @@ struct SchedulerTests {
         run.cancel()
         await run.value
     }
+
+    @Test func stopWaitsForDispatchesInFlightWithoutCancellingThem() async {
+        let clock = ManualClock(now: 0)
+        let scheduler = Scheduler(clock: clock, logger: Logger(label: "test"))
+        let dispatched = Dispatched()
+        let gate = Gate()
+        let cancelledInside = Mutex<Bool?>(nil)
+        let run = Task {
+            await scheduler.run { id in
+                dispatched.record(id)
+                await gate.wait()
+                cancelledInside.withLock { $0 = Task.isCancelled }
+            }
+        }
+        await scheduler.schedule(id: "a", dueAt: 0)
+        _ = await dispatched.next(1)
+        await scheduler.stop()
+        await scheduler.schedule(id: "b", dueAt: 0)  // after stop(): kept, not dispatched
+        #expect(cancelledInside.withLock { $0 } == nil)  // still in flight
+        await gate.open()
+        await run.value  // returns once "a" finished
+        #expect(cancelledInside.withLock { $0 } == false)
+        #expect(dispatched.all == ["a"])
+        #expect(await scheduler.pendingCount == 1)
+    }
+
+    @Test func aManualClockSleepIsCancelledWithItsWait() async {
+        let clock = ManualClock(now: 0)
+        let scheduler = Scheduler(clock: clock, logger: Logger(label: "test"))
+        let run = Task { await scheduler.run { _ in } }
+        await scheduler.schedule(id: "far", dueAt: 1_000_000)
+        // The loop waits on the clock and a wake-up at once; stop() must end both.
+        while clock.sleeperCount == 0 { await Task.yield() }
+        await scheduler.stop()
+        await run.value
+        #expect(clock.sleeperCount == 0)
+        #expect(await scheduler.pendingCount == 1)
+    }
 }

@@ -2,11 +2,19 @@ import HeraldService
 import Synchronization
 
 /// A scheduler clock the test moves by hand; sleepers wake when it passes
-/// their time (never by themselves, however long the test takes).
+/// their time (never by themselves, however long the test takes), or throw
+/// `CancellationError` when their task is cancelled.
 public final class ManualClock: HeraldClock {
+    private struct Sleeper {
+        var id: Int
+        var until: Int64
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
     private struct State {
         var now: Int64
-        var sleepers: [(until: Int64, continuation: CheckedContinuation<Void, any Error>)] = []
+        var nextID = 0
+        var sleepers: [Sleeper] = []
     }
 
     private let state: Mutex<State>
@@ -15,14 +23,35 @@ public final class ManualClock: HeraldClock {
 
     public func now() -> Int64 { state.withLock { $0.now } }
 
+    /// Sleepers not yet woken.
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
     public func sleep(until milliseconds: Int64) async throws {
-        try await withCheckedThrowingContinuation { continuation in
-            let ready = state.withLock { state -> Bool in
-                if milliseconds <= state.now { return true }
-                state.sleepers.append((milliseconds, continuation))
-                return false
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                enum Now { case ready, cancelled, wait }
+                let now = state.withLock { state -> Now in
+                    if milliseconds <= state.now { return .ready }
+                    if Task.isCancelled { return .cancelled }
+                    state.sleepers.append(Sleeper(id: id, until: milliseconds, continuation: continuation))
+                    return .wait
+                }
+                switch now {
+                case .ready: continuation.resume()
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .wait: break
+                }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            let sleeper = state.withLock { state -> Sleeper? in
+                guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.sleepers.remove(at: index)
+            }
+            sleeper?.continuation.resume(throwing: CancellationError())
         }
     }
 

@@ -30,8 +30,9 @@ public final class Dispatcher: Sendable {
         case refused(DeviceOutcomeKind, reason: String, status: Int, attempts: Int)
         case expired
         case failed(String)
-        /// Herald is shutting down (the client was shut down mid-send): no
-        /// outcome; the push resumes at the next start, like after a crash.
+        /// Herald is shutting down (the client was shut down mid-send, or
+        /// the send was cancelled): no outcome; the push resumes at the next
+        /// start, like after a crash.
         case interrupted
     }
 
@@ -51,7 +52,7 @@ public final class Dispatcher: Sendable {
     }
 
     let store: any HeraldStore
-    let gateway: APNsGateway
+    let gateway: any DeliveryGateway
     let clock: any HeraldClock
     let scheduler: Scheduler
     let logger: Logger
@@ -62,7 +63,7 @@ public final class Dispatcher: Sendable {
     private let gates = Mutex<[ObjectIdentifier: RouteGate]>([:])
 
     public init(
-        store: any HeraldStore, gateway: APNsGateway, clock: any HeraldClock, scheduler: Scheduler, logger: Logger,
+        store: any HeraldStore, gateway: any DeliveryGateway, clock: any HeraldClock, scheduler: Scheduler, logger: Logger,
         routeLimits: RouteLimits = RouteLimits(), decode: @escaping StoredRequestDecoder
     ) {
         self.decode = decode
@@ -73,6 +74,19 @@ public final class Dispatcher: Sendable {
         self.logger = logger
         self.routeLimits = routeLimits
         self.handOvers = HandOverLog(store: store, clock: clock)
+    }
+
+    /// Writes the hand-over marks of the pushes in flight (``HandOverLog``)
+    /// until `finish()`: run it for as long as pushes may go out (the
+    /// delivery service does); a push's request waits for its mark.
+    public func run() async {
+        await handOvers.run()
+    }
+
+    /// Ends `run()` once the queued marks are written; call it after the
+    /// last dispatch returned (a later push is refused, unsent).
+    public func finish() {
+        handOvers.finish()
     }
 
     /// Runs the next action of message `id`, if it still has one.
@@ -141,9 +155,9 @@ public final class Dispatcher: Sendable {
         let singleAttempt = ttlMilliseconds == 0
 
         var unrouted: [(Device, DeviceResult)] = []
-        var routes: [ObjectIdentifier: (client: APNsClient, devices: [Device])] = [:]
+        var routes: [ObjectIdentifier: (client: any APNsSending, devices: [Device])] = [:]
         for device in devices {
-            guard let client = gateway.client(bundleID: claimed.bundleID, environment: device.environment) else {
+            guard let client = gateway.sender(bundleID: claimed.bundleID, environment: device.environment) else {
                 unrouted.append((device, .failed("no APNs route for \(claimed.bundleID) (\(device.environment?.rawValue ?? "production"))")))
                 continue
             }
@@ -281,7 +295,7 @@ public final class Dispatcher: Sendable {
     }
 
     private func send(
-        _ message: PushMessage, of stored: StoredMessage, push: Push, to device: Device, with client: APNsClient,
+        _ message: PushMessage, of stored: StoredMessage, push: Push, to device: Device, with client: any APNsSending,
         deadline: Timestamp, singleAttempt: Bool, pushStart: Int64
     ) async -> DeviceResult {
         let now = Timestamp(milliseconds: clock.now())
@@ -303,8 +317,8 @@ public final class Dispatcher: Sendable {
                           willHandOver: handOvers.hook(messageID: stored.id, deviceToken: device.deviceToken, push: pushStart))
     }
 
-    private func send(
-        _ rendering: APNsRendering, to device: Device, with client: APNsClient, deadline: Timestamp,
+    func send(
+        _ rendering: APNsRendering, to device: Device, with client: any APNsSending, deadline: Timestamp,
         singleAttempt: Bool = false, willHandOver: APNsHandOverHook? = nil
     ) async -> DeviceResult {
         let request = APNsRequest(
@@ -323,7 +337,9 @@ public final class Dispatcher: Sendable {
             return .refused(kind, reason: response.reason?.rawValue ?? "HTTP \(response.status)", status: response.status, attempts: response.attempts)
         } catch APNsError.deadlineExceeded {
             return .expired
-        } catch APNsError.shutdown {
+        } catch APNsError.shutdown, APNsError.cancelled {
+            // Cancelled: delivery was torn down (not a graceful stop, which
+            // never cancels a push); like a shutdown, left to the crash rule.
             return .interrupted
         } catch {
             return .failed("\(error)")
@@ -344,38 +360,6 @@ public final class Dispatcher: Sendable {
             logger.info("message ended", metadata: [
                 "message_id": "\(message.id)", "state": "\(to.rawValue)", "reason": "\(error ?? "")",
             ])
-        }
-    }
-
-    /// Sends the background revoke push for a cancelled handed-off message
-    /// to each of the user's devices, then marks the revoke done.
-    public func revoke(_ message: StoredMessage) async {
-        guard let key = message.idempotencyKey else { return }
-        do {
-            let devices = try await store.devices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
-            let deadline = Timestamp(timeIntervalSince1970: Double(max(message.windowEnd, clock.now() + 10_000)) / 1000)
-            for device in devices {
-                guard let client = gateway.client(bundleID: message.bundleID, environment: device.environment) else { continue }
-                let rendering = APNsRenderer.renderRevoke(
-                    bundleID: message.bundleID, idempotencyKey: key, deviceToken: device.deviceToken,
-                    apnsID: UUIDv4.make(), expiresAt: Timestamp(milliseconds: message.windowEnd))
-                let result = await send(rendering, to: device, with: client, deadline: deadline)
-                try await store.recordOutcome(result.revokeOutcome(messageID: message.id, device: device, at: clock.now()))
-            }
-            try await store.completeRevoke(messageID: message.id)
-        } catch {
-            logger.error("revoke failed", metadata: ["message_id": "\(message.id)", "error": "\(error)"])
-        }
-    }
-
-    /// Sends the revokes still owed (after a restart).
-    public func resumeRevokes() async {
-        do {
-            for owed in try await store.pendingRevokes() {
-                if let message = try await store.message(id: owed.messageID) { await revoke(message) }
-            }
-        } catch {
-            logger.error("resuming revokes failed", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -24,15 +24,20 @@ public final class DispatchLease: Sendable {
 /// index, wakes at the earliest due time (or when an earlier message
 /// arrives), and hands due message ids to the dispatcher with bounded
 /// concurrency.
+///
+/// Its dispatches are children of `run()`'s task group (no detached task):
+/// `stop()` ends the loop without cancelling them, so a push in flight is
+/// never withdrawn from APNs; `run()` returns once they have finished.
 public actor Scheduler {
     private var index = DueIndex()
     private let clock: any HeraldClock
     private let maxInFlight: Int
     private let logger: Logger
 
-    private var waiter: CheckedContinuation<Void, Never>?
+    /// Wakes the loop: a new earlier due time, a load, `stop()`.
+    private let wakeups = WakeSignal()
     private var waitingUntil: Int64 = .max
-    private var timer: Task<Void, Never>?
+    private var stopped = false
     private var inFlight = 0
     private var slotWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -51,7 +56,7 @@ public actor Scheduler {
     /// Schedules (or reschedules) `id` at `dueAt`.
     public func schedule(id: String, dueAt: Int64) {
         index.insert(id: id, dueAt: dueAt)
-        if dueAt < waitingUntil { wake() }
+        if dueAt < waitingUntil { wakeups.signal() }
     }
 
     /// Drops `id` (cancelled, superseded).
@@ -63,12 +68,18 @@ public actor Scheduler {
     public func load(_ entries: [(id: String, dueAt: Int64)]) {
         index.reserve(index.count + entries.count)
         for entry in entries { index.insert(id: entry.id, dueAt: entry.dueAt) }
-        wake()
+        wakeups.signal()
     }
 
-    /// Runs until the task is cancelled, calling `dispatch` for every due id.
-    /// On cancellation it stops taking new work and waits for the
-    /// dispatches in flight, which are not cancelled.
+    /// Stops taking work: `run()` dispatches nothing more and returns once
+    /// the dispatches in flight have finished (they are not cancelled).
+    public func stop() {
+        stopped = true
+        wakeups.signal()
+    }
+
+    /// Runs until `stop()` (or until the task is cancelled, which cancels the
+    /// dispatches in flight too), calling `dispatch` for every due id.
     public func run(dispatch: @escaping @Sendable (String) async -> Void) async {
         await run { id, _ in await dispatch(id) }
     }
@@ -76,7 +87,7 @@ public actor Scheduler {
     /// The same, handing each dispatch its lease to give back early.
     public func run(dispatch: @escaping @Sendable (String, DispatchLease) async -> Void) async {
         await withDiscardingTaskGroup { group in
-            while !Task.isCancelled {
+            while !stopped && !Task.isCancelled {
                 let due = index.popDue(now: clock.now(), limit: 256)
                 if due.isEmpty {
                     await waitForWork()
@@ -84,7 +95,7 @@ public actor Scheduler {
                 }
                 for id in due {
                     await acquireSlot()
-                    if Task.isCancelled {
+                    if stopped || Task.isCancelled {
                         // Not dispatched: keep it due for the next start.
                         index.insert(id: id, dueAt: clock.now())
                         releaseSlot()
@@ -92,10 +103,7 @@ public actor Scheduler {
                     }
                     let lease = DispatchLease(scheduler: self)
                     group.addTask {
-                        // Unstructured: stopping the scheduler must not cancel
-                        // a push in flight (that would withdraw it from APNs
-                        // and fail the message); it finishes on its own.
-                        await Task { await dispatch(id, lease) }.value
+                        await dispatch(id, lease)
                         await lease.release()
                     }
                 }
@@ -103,35 +111,24 @@ public actor Scheduler {
         }
     }
 
+    /// Returns at the earliest due time, at a wake-up, or when cancelled:
+    /// the clock's sleep and the wake-up race as children of one group.
     private func waitForWork() async {
         let until = index.peekDueAt() ?? .max
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                if Task.isCancelled {
-                    continuation.resume()
-                    return
-                }
-                waiter = continuation
-                waitingUntil = until
-                if until != .max {
-                    let clock = self.clock
-                    timer = Task { [weak self] in
-                        do { try await clock.sleep(until: until) } catch { return }
-                        await self?.wake()
-                    }
-                }
-            }
-        } onCancel: {
-            Task { await self.wake() }
+        waitingUntil = until
+        defer { waitingUntil = .max }
+        let wakeups = self.wakeups
+        guard until != .max else {
+            await wakeups.wait()
+            return
         }
-    }
-
-    private func wake() {
-        timer?.cancel()
-        timer = nil
-        waitingUntil = .max
-        waiter?.resume()
-        waiter = nil
+        let clock = self.clock
+        await withTaskGroup(of: Void.self) { race in
+            race.addTask { try? await clock.sleep(until: until) }
+            race.addTask { await wakeups.wait() }
+            await race.next()
+            race.cancelAll()
+        }
     }
 
     private func acquireSlot() async {
@@ -147,6 +144,47 @@ public actor Scheduler {
             inFlight -= 1
         } else {
             slotWaiters.removeFirst().resume()
+        }
+    }
+}
+
+/// A one-slot wake-up: `signal()` resumes the one waiter, or is kept for the
+/// next `wait()`; a cancelled `wait()` returns at once.
+final class WakeSignal: Sendable {
+    private struct State {
+        var pending = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.pending = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.pending || Task.isCancelled {
+                        state.pending = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            signal()
         }
     }
 }

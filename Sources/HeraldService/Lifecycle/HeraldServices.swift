@@ -34,14 +34,17 @@ struct StoreService: Service {
 /// Stops the APNs gateway once: at its turn, or earlier when pushes are still
 /// in flight at the drain bound (stopping it ends their sends).
 final class GatewayStopper: Sendable {
-    let gateway: APNsGateway
+    private let shutdown: @Sendable () async -> Void
     private let stopped = Atomic<Bool>(false)
 
-    init(_ gateway: APNsGateway) { self.gateway = gateway }
+    init(_ gateway: APNsGateway) { shutdown = { await gateway.shutdown() } }
+
+    /// Any other gateway (a fake in tests).
+    init(shutdown: @escaping @Sendable () async -> Void) { self.shutdown = shutdown }
 
     func stop() async {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        await gateway.shutdown()
+        await shutdown()
     }
 }
 
@@ -138,36 +141,44 @@ struct DeliveryService: Service {
 
     func run() async {
         let (scheduler, dispatcher, revokes) = (scheduler, dispatcher, revokes)
-        await withTaskGroup(of: Bool.self) { race in
-            race.addTask {
-                await withDiscardingTaskGroup { work in
-                    // Cancelled at the graceful shutdown: the scheduler stops
-                    // taking work and waits for its dispatches in flight.
-                    work.addTask {
-                        await cancelWhenGracefulShutdown {
+        await withDiscardingTaskGroup { owner in
+            // The hand-over log's writes, until the last push has returned.
+            owner.addTask { await dispatcher.run() }
+            await withTaskGroup(of: Bool.self) { race in
+                race.addTask {
+                    await withDiscardingTaskGroup { work in
+                        // At the graceful shutdown the scheduler stops taking
+                        // work and waits for its dispatches in flight (its
+                        // children, not cancelled).
+                        work.addTask {
                             await scheduler.run { id, lease in await dispatcher.dispatch(id, lease: lease) }
                         }
+                        work.addTask {
+                            await untilGracefulShutdown()
+                            await scheduler.stop()
+                        }
+                        work.addTask { await dispatcher.resumeRevokes() }
+                        for await message in revokes.messages.cancelOnGracefulShutdown() {
+                            work.addTask { await dispatcher.revoke(message) }
+                        }
                     }
-                    work.addTask { await dispatcher.resumeRevokes() }
-                    for await message in revokes.messages.cancelOnGracefulShutdown() {
-                        work.addTask { await dispatcher.revoke(message) }
-                    }
+                    return true
                 }
-                return true
+                race.addTask {
+                    await untilGracefulShutdown()
+                    // Cancelled (the work finished first): not a timeout.
+                    do { try await Task.sleep(for: drainTimeout) } catch { return true }
+                    return false
+                }
+                if await race.next() ?? true {
+                    race.cancelAll()
+                } else {
+                    logger.warning("pushes still in flight at the drain bound; they resolve at the next start")
+                    await gateway.stop()
+                }
+                await race.waitForAll()
             }
-            race.addTask {
-                await untilGracefulShutdown()
-                // Cancelled (the work finished first): not a timeout.
-                do { try await Task.sleep(for: drainTimeout) } catch { return true }
-                return false
-            }
-            if await race.next() ?? true {
-                race.cancelAll()
-            } else {
-                logger.warning("pushes still in flight at the drain bound; they resolve at the next start")
-                await gateway.stop()
-            }
-            await race.waitForAll()
+            dispatcher.finish()
         }
     }
 }

@@ -1,0 +1,34 @@
+import GRPCEngine
+import HeraldCore
+import HeraldStorage
+
+/// The delivery RPCs (Schedule, Cancel, ReportEvent, RegisterDevice,
+/// UnregisterDevice) over a store and a scheduler, with their domain errors
+/// mapped to gRPC statuses: what the server registers, and what handler
+/// tests call in process (an in-memory store, a fake gateway).
+struct DeliveryRoutes: Sendable {
+    let policy: AccessPolicy
+    let clock: any HeraldClock
+    let split: ABSplit
+    let graceSeconds: Int64
+    /// What Schedule checks before storing (``DeliveryCoverage/unchecked`` in tests of other parts).
+    var coverage: DeliveryCoverage = .unchecked
+
+    func handlers(
+        store: any HeraldStore, scheduler: Scheduler, revokes: RevokeQueue
+    ) -> [(path: String, handler: GRPCUnaryHandler)] {
+        let schedule = ScheduleService(
+            policy: policy, store: store, scheduler: scheduler, clock: clock, split: split, graceSeconds: graceSeconds,
+            coverage: coverage)
+        let cancel = CancelService(policy: policy, store: store, scheduler: scheduler, revokes: revokes, clock: clock)
+        let report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
+        let devices = DeviceHandlers(policy: policy, store: store, clock: clock)
+        return [
+            (ScheduleService.path, DomainStatus.async(schedule.schedule)),
+            (CancelService.path, DomainStatus.async(cancel.cancel)),
+            (ReportEventService.path, DomainStatus.async(report.report)),
+            (DeviceHandlers.registerPath, DomainStatus.async(devices.register)),
+            (DeviceHandlers.unregisterPath, DomainStatus.async(devices.unregister)),
+        ]
+    }
+}

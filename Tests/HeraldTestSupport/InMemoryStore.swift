@@ -1,0 +1,280 @@
+import HeraldCore
+import HeraldStorage
+
+/// `HeraldStore` in memory, for handler and wiring tests: the contract of
+/// the protocol (last request wins, spent keys, checked transitions, claims
+/// and their release, the crash rule, revokes, device upserts) without a
+/// file. Not durable, by design. `waitFor` lets a test wait for a message
+/// to reach a state without sleeping.
+public actor InMemoryStore: HeraldStore {
+    private struct Key: Hashable {
+        var bundleID: String
+        var key: String
+    }
+
+    private struct HandOver: Hashable {
+        var messageID: String
+        var deviceToken: String
+        var push: Int64
+    }
+
+    private struct Waiter {
+        var id: String
+        var until: @Sendable (StoredMessage) -> Bool
+        var continuation: CheckedContinuation<StoredMessage, Never>
+    }
+
+    private var messages: [String: StoredMessage] = [:]
+    private var keys: [Key: String] = [:]
+    private var outcomeLog: [String: [DeviceOutcome]] = [:]
+    private var handOverMarks: [HandOver: Int64] = [:]
+    private var revokes: [String: Int64] = [:]
+    private var deviceTable: [Key: Device] = [:]
+    private var waiters: [Waiter] = []
+
+    public init() {}
+
+    /// Every stored message (superseded and cancelled ones too).
+    public var allMessages: [StoredMessage] { messages.values.sorted { $0.id < $1.id } }
+
+    /// Returns the message `id` once `until` holds for it (at once if it does).
+    public func waitFor(id: String, until: @escaping @Sendable (StoredMessage) -> Bool) async -> StoredMessage {
+        if let message = messages[id], until(message) { return message }
+        return await withCheckedContinuation { waiters.append(Waiter(id: id, until: until, continuation: $0)) }
+    }
+
+    private func put(_ message: StoredMessage) {
+        messages[message.id] = message
+        var ready: [(CheckedContinuation<StoredMessage, Never>, StoredMessage)] = []
+        waiters.removeAll { waiter in
+            guard waiter.id == message.id, waiter.until(message) else { return false }
+            ready.append((waiter.continuation, message))
+            return true
+        }
+        for (continuation, message) in ready { continuation.resume(returning: message) }
+    }
+
+    private static func check(id: String, from: MessageState, to: MessageState) throws(StoreError) {
+        guard from.canTransition(to: to) else { throw .illegalTransition(from: from, to: to, id: id) }
+    }
+
+    private func isWaiting(_ message: StoredMessage) -> Bool {
+        (message.state == .scheduled || message.state == .handedOff) && message.sendingSince == nil
+    }
+
+    // MARK: Messages (API)
+
+    public func schedule(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
+        if Task.isCancelled || deadline.map({ $0 <= ContinuousClock.now }) == true { throw StoreError.abandoned }
+        guard let key = message.idempotencyKey else {
+            put(message)
+            return .scheduled(message, supersededID: nil)
+        }
+        var supersededID: String?
+        if let existingID = keys[Key(bundleID: message.bundleID, key: key)], var existing = messages[existingID] {
+            if existing.keySpent { return .alreadyExists(existing) }
+            if existing.state == .scheduled {
+                try Self.check(id: existing.id, from: .scheduled, to: .superseded)
+                existing.state = .superseded
+                existing.updatedAt = message.createdAt
+                put(existing)
+                supersededID = existing.id
+            }
+        }
+        put(message)
+        keys[Key(bundleID: message.bundleID, key: key)] = message.id
+        return .scheduled(message, supersededID: supersededID)
+    }
+
+    public func cancel(
+        bundleID: String, platform: Platform, userID: String, campaignID: String, idempotencyKey: String, now: Int64
+    ) async throws -> CancelOutcome {
+        guard let id = keys[Key(bundleID: bundleID, key: idempotencyKey)], var message = messages[id],
+              message.platform == platform, message.userID == userID, message.campaignID == campaignID
+        else { return .notFound }
+        if message.isSending { return .notCancelled(message) }
+        switch message.state {
+        case .cancelled:
+            return .cancelled(message, revokeDue: false)
+        case .scheduled, .handedOff:
+            let handedOff = message.state == .handedOff
+            try Self.check(id: id, from: message.state, to: .cancelled)
+            if handedOff && revokes[id] == nil { revokes[id] = now }
+            message.state = .cancelled
+            message.updatedAt = now
+            put(message)
+            return .cancelled(message, revokeDue: handedOff)
+        default:
+            return .notCancelled(message)
+        }
+    }
+
+    public func message(id: String) async throws -> StoredMessage? { messages[id] }
+
+    public func message(bundleID: String, idempotencyKey: String) async throws -> StoredMessage? {
+        keys[Key(bundleID: bundleID, key: idempotencyKey)].flatMap { messages[$0] }
+    }
+
+    // MARK: Scheduler and dispatcher
+
+    private var waitingInDueOrder: [StoredMessage] {
+        messages.values.filter(isWaiting).sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
+    }
+
+    public func due(before: Int64, limit: Int) async throws -> [StoredMessage] {
+        Array(waitingInDueOrder.lazy.filter { $0.dueAt <= before }.prefix(limit))
+    }
+
+    public func pending(after cursor: PendingCursor?, limit: Int) async throws -> [PendingEntry] {
+        Array(waitingInDueOrder.lazy
+            .filter { message in cursor.map { (message.dueAt, message.id) > ($0.dueAt, $0.id) } ?? true }
+            .prefix(limit)
+            .map { PendingEntry(id: $0.id, dueAt: $0.dueAt, state: $0.state) })
+    }
+
+    public func claim(id: String, from: MessageState, now: Int64) async throws -> StoredMessage? {
+        try Self.check(id: id, from: from, to: .sent)
+        guard var message = messages[id], message.state == from, message.sendingSince == nil else { return nil }
+        message.sendingSince = now
+        message.sendStartedAt = message.sendStartedAt ?? now
+        message.pushStartedAt = message.pushStartedAt ?? now
+        message.attempts += 1
+        message.updatedAt = now
+        put(message)
+        return message
+    }
+
+    public func transition(
+        id: String, from: MessageState, to: MessageState, dueAt: Int64?, apnsID: String?, lastError: String?, now: Int64
+    ) async throws -> Bool {
+        try await transition(id: id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: lastError, now: now,
+                             recording: [])
+    }
+
+    public func transition(
+        id: String, from: MessageState, to: MessageState, dueAt: Int64?, apnsID: String?, lastError: String?, now: Int64,
+        recording outcomes: [DeviceOutcome]
+    ) async throws -> Bool {
+        try Self.check(id: id, from: from, to: to)
+        for outcome in outcomes { outcomeLog[outcome.messageID, default: []].append(outcome) }
+        handOverMarks = handOverMarks.filter { $0.key.messageID != id }
+        guard var message = messages[id], message.state == from else { return false }
+        message.state = to
+        message.dueAt = dueAt ?? message.dueAt
+        message.apnsID = apnsID ?? message.apnsID
+        message.lastError = lastError ?? message.lastError
+        message.sendingSince = nil
+        message.pushStartedAt = nil
+        message.updatedAt = now
+        put(message)
+        return true
+    }
+
+    public func recordOutcome(_ outcome: DeviceOutcome) async throws {
+        outcomeLog[outcome.messageID, default: []].append(outcome)
+    }
+
+    public func outcomes(messageID: String) async throws -> [DeviceOutcome] { outcomeLog[messageID] ?? [] }
+
+    public func recordHandOvers(_ marks: [HandOverMark]) async throws {
+        for mark in marks {
+            let key = HandOver(messageID: mark.messageID, deviceToken: mark.deviceToken, push: mark.push)
+            if handOverMarks[key] == nil { handOverMarks[key] = mark.at }
+        }
+    }
+
+    public func handOvers(messageID: String, push: Int64) async throws -> [String] {
+        handOverMarks.keys.filter { $0.messageID == messageID && $0.push == push }.map(\.deviceToken).sorted()
+    }
+
+    /// Whether the message's open push handed anything over or got any answer.
+    private func pushTouched(_ message: StoredMessage) -> Bool {
+        guard let push = message.pushStartedAt else { return false }
+        return handOverMarks.keys.contains { $0.messageID == message.id && $0.push == push }
+            || (outcomeLog[message.id] ?? []).contains { $0.at >= push }
+    }
+
+    private func release(_ message: StoredMessage, now: Int64) {
+        var message = message
+        let touched = pushTouched(message)
+        if message.sendStartedAt == message.sendingSince && !touched { message.sendStartedAt = nil }
+        if !touched { message.pushStartedAt = nil }
+        message.sendingSince = nil
+        message.updatedAt = now
+        put(message)
+    }
+
+    public func releaseClaim(id: String, now: Int64) async throws -> Bool {
+        guard let message = messages[id], message.sendingSince != nil else { return false }
+        release(message, now: now)
+        return true
+    }
+
+    public func recoverInterrupted(now: Int64) async throws -> InterruptedRecovery {
+        let interrupted = messages.values.filter { $0.sendingSince != nil }.sorted { $0.id < $1.id }
+        var unconfirmed = 0
+        for message in interrupted {
+            guard let push = message.pushStartedAt else { continue }
+            let answered = Set((outcomeLog[message.id] ?? []).filter { $0.at >= push }.map(\.deviceToken))
+            for token in try await handOvers(messageID: message.id, push: push) where !answered.contains(token) {
+                outcomeLog[message.id, default: []].append(DeviceOutcome(
+                    messageID: message.id, deviceToken: token, kind: .unconfirmed,
+                    reason: DeviceOutcomeKind.unconfirmedReason, at: now))
+                unconfirmed += 1
+            }
+        }
+        for message in interrupted { release(message, now: now) }
+        return InterruptedRecovery(resumed: interrupted.map(\.id), unconfirmedDevices: unconfirmed)
+    }
+
+    public func pendingRevokes() async throws -> [PendingRevoke] {
+        revokes.map { PendingRevoke(messageID: $0.key, dueAt: $0.value) }.sorted { ($0.dueAt, $0.messageID) < ($1.dueAt, $1.messageID) }
+    }
+
+    public func completeRevoke(messageID: String) async throws { revokes[messageID] = nil }
+
+    // MARK: Devices
+
+    public func registerDevice(_ device: Device) async throws -> Bool {
+        let key = Key(bundleID: device.bundleID, key: device.deviceToken)
+        guard let existing = deviceTable[key] else {
+            deviceTable[key] = device
+            return true
+        }
+        var updated = device
+        updated.registeredAt = existing.registeredAt
+        deviceTable[key] = updated
+        return false
+    }
+
+    public func unregisterDevice(bundleID: String, deviceToken: String) async throws -> Bool {
+        deviceTable.removeValue(forKey: Key(bundleID: bundleID, key: deviceToken)) != nil
+    }
+
+    public func devices(bundleID: String, platform: Platform, userID: String) async throws -> [Device] {
+        deviceTable.values
+            .filter { $0.bundleID == bundleID && $0.platform == platform && $0.userID == userID }
+            .sorted { $0.deviceToken < $1.deviceToken }
+    }
+
+    public func removeDevice(bundleID: String, deviceToken: String, ifRegisteredBefore timestamp: Int64) async throws -> Bool {
+        let key = Key(bundleID: bundleID, key: deviceToken)
+        guard let device = deviceTable[key], device.updatedAt < timestamp else { return false }
+        deviceTable[key] = nil
+        return true
+    }
+
+    // MARK: Operators
+
+    public func countsByState() async throws -> [MessageState: Int] {
+        messages.values.reduce(into: [:]) { $0[$1.state, default: 0] += 1 }
+    }
+
+    public func oldestDue(now: Int64) async throws -> Int64? {
+        messages.values.filter { isWaiting($0) && $0.dueAt <= now }.map(\.dueAt).min()
+    }
+
+    public func health() async -> StoreHealth {
+        StoreHealth(kind: "memory", location: "in-process", ok: true, lastError: nil)
+    }
+}

@@ -120,7 +120,7 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
         let tls = shared.tls
         let host = configuration.endpoint.host
         ClientBootstrap(group: eventLoop)
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(.nanoseconds(Int64(configuration.connectTimeout.seconds * 1e9)))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

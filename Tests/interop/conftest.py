@@ -56,7 +56,9 @@ class HeraldProcess:
             raise AssertionError("herald did not exit within the graceful-shutdown bound")
 
 
-def start_herald(*args: str, data_dir: str | None = None, preexec_fn=None) -> HeraldProcess:
+def start_herald(*args: str, data_dir: str | None = None, preexec_fn=None, admin: bool | None = None) -> HeraldProcess:
+    """Starts `herald serve` on port 0; `admin` (default: `--admin-port` is
+    among `args`) reads the admin listener's line too."""
     data_dir = data_dir or tempfile.mkdtemp(prefix="herald-data-")
     cmd = [herald_binary(), "serve", "--port", "0", "--data-dir", data_dir, *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
@@ -71,7 +73,7 @@ def start_herald(*args: str, data_dir: str | None = None, preexec_fn=None) -> He
         proc.wait()
         raise AssertionError(f"herald did not report its port: {line!r} {''.join(stderr_lines)}")
     admin_port = None
-    if "--admin-port" in args:
+    if admin if admin is not None else "--admin-port" in args:
         # `admin listening on HOST:PORT` follows the first line.
         admin = ADMIN_LISTENING.search(proc.stdout.readline() or "")
         if not admin:

@@ -388,3 +388,29 @@ def test_the_access_log_has_one_line_per_rpc_and_never_a_token(stubs, tmp_path, 
         assert all(MS_TIMESTAMP.match(line.split(" ")[0]) for line in lines)
         assert all(f"bundle={BUNDLE}" in line and "code=" in line and "duration_ms=" in line for line in lines[:3])
         assert "code=UNAUTHENTICATED" in lines[3] and "bundle=-" in lines[3] and "method=grpc.health.v1.Health/Check" in lines[4]
+
+
+# -- the flags from a config file ------------------------------------------------------
+
+
+def test_admin_and_log_settings_come_from_the_config_file(tmp_path):
+    config = tmp_path / "herald.conf"
+    config.write_text("admin-port = 0\nadmin-host = 127.0.0.1\nlog-format = json\n")
+    server = start_herald("--config", str(config), admin=True)
+    try:
+        assert get(server.admin_port, "/readyz")[0] in (200, 503)
+        deadline = time.monotonic() + 10
+        while get(server.admin_port, "/readyz")[0] != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        assert server.stop() == 0
+    lines = [json.loads(line) for line in server.stderr_lines if line.strip()]
+    assert lines and all(MS_TIMESTAMP.match(line["ts"]) and line["label"] == "herald" for line in lines)
+
+
+def test_bad_log_format_and_admin_port_are_refused():
+    for flags in (["--log-format", "xml"], ["--admin-port", "70000"]):
+        result = subprocess.run([herald_binary(), "serve", "--port", "0", *flags], capture_output=True, text=True,
+                                timeout=30)
+        assert result.returncode != 0 and flags[0] in result.stderr

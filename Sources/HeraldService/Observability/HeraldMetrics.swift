@@ -25,6 +25,7 @@ public final class HeraldMetrics: Sendable {
     /// Made on first use: outcomes and endpoints are open sets (off the RPC path).
     private let deliveries = Mutex<[String: CoreMetrics.Counter]>([:])
     private let connections = Mutex<[String: CoreMetrics.Gauge]>([:])
+    private let rpcTables = Mutex<[RPCMetricsTable]>([])
 
     static let rpcBuckets: [Duration] = [
         .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
@@ -42,7 +43,6 @@ public final class HeraldMetrics: Sendable {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = Self.secondsBuckets
-        factory.durationHistogramBuckets["herald_rpc_duration_seconds"] = Self.rpcBuckets
         factory.durationHistogramBuckets["herald_store_commit_duration_seconds"] = Self.rpcBuckets
         self.registry = registry
         self.factory = factory
@@ -108,14 +108,22 @@ public final class HeraldMetrics: Sendable {
         }
     }
 
-    /// The per-call tables of the RPC metrics, for the engine's methods.
+    /// The per-call tables of the RPC metrics, for the engine's methods
+    /// (rendered with the rest from then on).
     func rpcTable(methods: [String]) -> RPCMetricsTable {
-        RPCMetricsTable(methods: methods, factory: factory)
+        let table = RPCMetricsTable(methods: methods, factory: factory)
+        rpcTables.withLock { $0.append(table) }
+        return table
     }
 
-    /// The Prometheus text exposition of every metric.
+    /// The Prometheus text exposition of every metric: the registry's, then
+    /// the lock-free RPC duration histograms.
     public func render() -> [UInt8] {
-        registry.emitToBuffer()
+        var buffer = registry.emitToBuffer()
+        var text = ""
+        for table in rpcTables.withLock({ $0 }) { table.render(into: &text) }
+        buffer.append(contentsOf: text.utf8)
+        return buffer
     }
 }
 
@@ -134,8 +142,8 @@ struct RPCMetricsTable: Sendable {
     let methodNames: [String]
     /// `herald_rpc_requests_total{method,code}`: [method index + 1][code].
     private let counters: [[CoreMetrics.Counter]]
-    /// `herald_rpc_duration_seconds{method}`: [method index + 1].
-    private let durations: [CoreMetrics.Timer]
+    /// `herald_rpc_duration_seconds{method}`: [method index + 1] (lock-free).
+    private let durations: [LockFreeHistogram]
 
     init(methods: [String], factory: PrometheusMetricsFactory) {
         let names = ["unknown"] + methods.map { $0.hasPrefix("/") ? String($0.dropFirst()) : $0 }
@@ -148,8 +156,14 @@ struct RPCMetricsTable: Sendable {
             }
         }
         durations = names.map {
-            CoreMetrics.Timer(label: "herald_rpc_duration_seconds", dimensions: [("method", $0)], factory: factory)
+            LockFreeHistogram(name: "herald_rpc_duration_seconds", labels: [("method", $0)], bounds: HeraldMetrics.rpcBuckets)
         }
+    }
+
+    /// The duration histograms in the Prometheus text format.
+    func render(into out: inout String) {
+        out += "# TYPE herald_rpc_duration_seconds histogram\n"
+        for histogram in durations { histogram.render(into: &out) }
     }
 
     /// The gRPC status codes a call can end with (0...16).

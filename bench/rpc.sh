@@ -6,7 +6,9 @@
 #   bench/rpc.sh                 # release build, then the runs
 #   N_MANY=100000 N_ONE=5000 SKIP_BUILD=1 bench/rpc.sh
 #   BASELINE_BIN=/tmp/herald-old SKIP_BUILD=1 bench/rpc.sh   # A/B: Health c16 m32,
-#       old and new binary alternating (AB_ROUNDS rounds), medians and the ratio
+#       old and new binary alternating (AB_ROUNDS rounds), medians and the ratio;
+#       HERALD_ARGS / BASELINE_ARGS add flags to the new / baseline server
+#       (e.g. HERALD_ARGS="--admin-port 0": metrics on and scraped by nobody)
 #
 # Only 127.0.0.1 is loaded; every run is bounded by -n and by `timeout`.
 set -euo pipefail
@@ -44,7 +46,9 @@ free_port() {
 
 # --- servers -----------------------------------------------------------------
 source bench/lib/serve.sh
-start_herald "$WORK"
+# HERALD_ARGS: extra flags for the binary under test (e.g. "--admin-port 0").
+# shellcheck disable=SC2086
+start_herald "$WORK" ${HERALD_ARGS:-}
 
 NGHTTPD_PORT=$(free_port)
 nghttpd --no-tls -d "$WORK/www" "$NGHTTPD_PORT" > "$WORK/nghttpd.log" 2>&1 &
@@ -56,7 +60,8 @@ done
 
 # --- A/B mode: the same Health run against a baseline binary, alternating ----
 if [[ -n "${BASELINE_BIN:-}" ]]; then
-    "$BASELINE_BIN" serve --port 0 --data-dir "$WORK/data-base" --log-level warning > "$WORK/base.out" 2> "$WORK/base.err" &
+    # shellcheck disable=SC2086
+    "$BASELINE_BIN" serve --port 0 --data-dir "$WORK/data-base" --log-level warning ${BASELINE_ARGS:-} > "$WORK/base.out" 2> "$WORK/base.err" &
     BASE_PID=$!
     for _ in $(seq 1 200); do grep -q "listening on" "$WORK/base.out" 2>/dev/null && break; sleep 0.05; done
     BASE_PORT=$(sed -n 's/.*listening on [^:]*:\([0-9]*\).*/\1/p' "$WORK/base.out" | head -1)

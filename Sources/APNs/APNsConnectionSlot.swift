@@ -122,7 +122,7 @@ final class APNsConnectionSlot: APNsConnectionDelegate, @unchecked Sendable {
         let tls = shared.tls
         let host = configuration.endpoint.host
         ClientBootstrap(group: eventLoop)
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(TimeAmount(configuration.connectTimeout))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -26,6 +26,7 @@ extension GRPCConnection {
         let request = GRPCRequest(
             path: path, metadata: stream.metadata, message: message, deadline: stream.deadline,
             remoteAddress: remoteAddress)
+        annotate(stream, request)
         guard let handler = route.handler else {
             if case .serverStreaming(let body) = route.streaming {
                 startStreaming(stream) { writer in try await body(request, writer) }
@@ -142,6 +143,7 @@ extension GRPCConnection {
         if stream.counted {
             stream.counted = false
             counters.rpcFinished()
+            reportFinished(stream)
         }
     }
 

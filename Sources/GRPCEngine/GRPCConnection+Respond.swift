@@ -14,6 +14,7 @@ extension GRPCConnection {
     /// Unary success: HEADERS, one length-prefixed message, `grpc-status: 0` trailers.
     func respondOK(_ stream: GRPCStream, _ message: [UInt8]) {
         guard let session, stream.machine.end() == .trailersOnly else { return }
+        stream.finalStatus = 0
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil
         releaseBuffered(stream)
@@ -41,6 +42,7 @@ extension GRPCConnection {
         case .trailersOnly:
             break
         }
+        stream.finalStatus = status.code.rawValue
         endStreamingWork(stream)
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil

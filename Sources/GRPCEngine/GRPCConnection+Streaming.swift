@@ -146,6 +146,7 @@ extension GRPCConnection {
     /// queued messages, then trailers.
     func finishStreaming(_ stream: GRPCStream, _ status: GRPCStatus) {
         guard let session, let body = stream.responseBody else { return }
+        stream.finalStatus = status.code.rawValue
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil
         releaseBuffered(stream)

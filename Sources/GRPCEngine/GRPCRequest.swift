@@ -48,6 +48,8 @@ struct GRPCRoute: Sendable {
     /// A streaming method's handler.
     var streaming: GRPCStreamingHandler?
     var admission: GRPCAdmission?
+    /// Registration order: the method's index in `GRPCServer.methods`.
+    var index = -1
 }
 
 /// Decides from a call's request headers, before its body is read, whether it

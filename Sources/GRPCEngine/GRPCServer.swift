@@ -29,6 +29,8 @@ public final class GRPCServer: Sendable {
 
     private struct State {
         var routes: [String: GRPCRoute] = [:]
+        var methods: [String] = []
+        var observer: (any GRPCCallObserver)?
         var group: MultiThreadedEventLoopGroup?
         var serverChannel: (any Channel)?
         var shared: GRPCServerShared?
@@ -49,7 +51,8 @@ public final class GRPCServer: Sendable {
     public func register(_ path: String, _ handler: GRPCUnaryHandler, admission: GRPCAdmission? = nil) {
         state.withLock { state in
             precondition(state.shared == nil, "register(_:_:) must be called before start()")
-            state.routes[path] = GRPCRoute(handler: handler, admission: admission)
+            state.routes[path] = GRPCRoute(handler: handler, admission: admission, index: state.methods.count)
+            state.methods.append(path)
         }
     }
 
@@ -57,7 +60,20 @@ public final class GRPCServer: Sendable {
     public func register(_ path: String, streaming handler: GRPCStreamingHandler, admission: GRPCAdmission? = nil) {
         state.withLock { state in
             precondition(state.shared == nil, "register(_:streaming:) must be called before start()")
-            state.routes[path] = GRPCRoute(handler: nil, streaming: handler, admission: admission)
+            state.routes[path] = GRPCRoute(handler: nil, streaming: handler, admission: admission, index: state.methods.count)
+            state.methods.append(path)
+        }
+    }
+
+    /// The registered method paths, in registration order (the index a
+    /// `GRPCFinishedCall` names).
+    public var methods: [String] { state.withLock { $0.methods } }
+
+    /// Sets the one observer told about every finished call; call before `start()`.
+    public func observe(_ observer: any GRPCCallObserver) {
+        state.withLock { state in
+            precondition(state.shared == nil, "observe(_:) must be called before start()")
+            state.observer = observer
         }
     }
 
@@ -71,7 +87,7 @@ public final class GRPCServer: Sendable {
             var configuration = configuration
             configuration.maxConnections = ProcessLimits.connectionCap(configuration.maxConnections, logger: logger)
             let shared = GRPCServerShared(
-                configuration: configuration, routes: state.routes, logger: logger)
+                configuration: configuration, routes: state.routes, observer: state.observer, logger: logger)
             let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
             shared.computePool.start()
             state.shared = shared
@@ -88,7 +104,7 @@ public final class GRPCServer: Sendable {
             }
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .childChannelInitializer { channel in
@@ -184,6 +200,7 @@ final class GRPCConnectionCounters: Sendable {
 final class GRPCServerShared: Sendable {
     let configuration: GRPCServerConfiguration
     let routes: [String: GRPCRoute]
+    let observer: (any GRPCCallObserver)?
     let logger: Logger
     /// Runs large `.compute` calls off the event loops.
     let computePool: NIOThreadPool
@@ -205,9 +222,13 @@ final class GRPCServerShared: Sendable {
         var closedRPCs = 0
     }
 
-    init(configuration: GRPCServerConfiguration, routes: [String: GRPCRoute], logger: Logger) {
+    init(
+        configuration: GRPCServerConfiguration, routes: [String: GRPCRoute], observer: (any GRPCCallObserver)? = nil,
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.routes = routes
+        self.observer = observer
         self.logger = logger
         self.computePool = NIOThreadPool(numberOfThreads: max(1, configuration.computeThreads))
     }

@@ -35,6 +35,10 @@ final class GRPCStream {
     var extraMessage = false
     var bufferedBytes = 0
     var counted = false
+    /// The status sent (-1 until one is): what the call observer is told.
+    var finalStatus = -1
+    /// What the call observer said about the request.
+    var annotation: String?
 
     // Work in flight.
     var deadline: ContinuousClock.Instant?

@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldProtos
 
 /// `grpc.health.v1.Health/Check`: `""` and every Herald service answer SERVING
-/// while serving and NOT_SERVING otherwise; unknown names are NOT_FOUND.
+/// while serving with a writable store and NOT_SERVING otherwise; unknown names are NOT_FOUND.
 struct HealthService: Sendable {
     static let checkPath = "/grpc.health.v1.Health/Check"
 
@@ -34,7 +34,7 @@ struct HealthService: Sendable {
                 throw GRPCStatus(.notFound, "unknown service " + ErrorText.quote(service))
             }
         }
-        return state.current == .serving ? serving : notServing
+        return state.isReady ? serving : notServing
     }
 
     private static func packed(_ status: Grpc__Health__V1__HealthCheckResponse__ServingStatus) -> [UInt8] {

@@ -51,6 +51,15 @@ public struct HeraldConfiguration: Sendable {
     public var apnsResponseTimeout: Duration = .seconds(30)
     /// The scheduler's clock.
     public var clock: any HeraldClock = SystemClock()
+    /// The admin HTTP listener (`/metrics`, `/healthz`, `/readyz`); nil: off.
+    public var admin: AdminConfiguration?
+    /// One line per RPC (method, code, duration, peer, bundle); nil logs
+    /// them at debug level instead.
+    public var accessLogPath: String?
+    /// The access log's format (the logs' own is the log handler's).
+    public var logFormat = LogFormat.text
+    /// How often the store's writability is probed (Health, `/readyz`).
+    public var storeProbeInterval: Duration = .seconds(1)
 
     public init() {}
 
@@ -85,8 +94,12 @@ public final class HeraldServer: Service, Sendable {
 
     public let configuration: HeraldConfiguration
     public let state = ServingStateCell()
-    private let server: GRPCServer
-    private let logger: Logger
+    /// This instance's Prometheus metrics (served by the admin listener).
+    public let metrics = HeraldMetrics(states: MessageState.allCases.map(\.rawValue))
+    let server: GRPCServer
+    let logger: Logger
+    /// The admin listener's bound address, once it is up.
+    let adminAddress = AdminAddress()
     private let snapshot = OperatorSnapshotCell()
     private let phase = Mutex(Phase.starting(waiters: []))
     private let gatewayCell = Mutex<APNsGateway?>(nil)
@@ -211,7 +224,13 @@ public final class HeraldServer: Service, Sendable {
         for waiter in waiters { waiter.resume(returning: address) }
     }
 
+    /// True until `run()` has ended (`/healthz`).
+    var isRunning: Bool {
+        phase.withLock { if case .ended = $0 { false } else { true } }
+    }
+
     private func end(with error: any Error) {
+        adminAddress.fail(error)
         let waiters = phase.withLock { phase -> [CheckedContinuation<(host: String, port: Int), any Error>] in
             defer { phase = .ended(error) }
             guard case .starting(let waiters) = phase else { return [] }
@@ -232,6 +251,7 @@ public final class HeraldServer: Service, Sendable {
         try POSIXFile.createDirectories(configuration.dataDirectory)
         var storeOptions = SQLiteStore.Options()
         storeOptions.durability = configuration.durability
+        storeOptions.commitObserver = { [metrics] in metrics.storeCommitted($0) }
         let store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)
         let gateway: APNsGateway
         let scheduler: Scheduler
@@ -265,6 +285,7 @@ public final class HeraldServer: Service, Sendable {
             throw error
         }
         gatewayCell.withLock { $0 = gateway }
+        gateway.observe(metrics: metrics, logger: logger)
         let dispatcher = Dispatcher(
             store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits,
             decode: StoredRequest.decode)
@@ -273,12 +294,14 @@ public final class HeraldServer: Service, Sendable {
 
         let stopper = GatewayStopper(gateway)
         var services: [any Service] = [StoreService(store: store)]
+        services += try observabilityServices(store: store)
         if let path = configuration.simulatorRecordPath, let simulator = gateway.simulator {
             // Subscribed now, before any push, so no delivery is missed.
             services.append(SimulatorRecorderService(deliveries: simulator.deliveryStream(), path: path, logger: logger))
         }
         services.append(GatewayService(stopper: stopper))
-        services.append(StatusSnapshotService(cell: snapshot, store: store, gateway: gateway, clock: clock, logger: logger))
+        services.append(StatusSnapshotService(
+            cell: snapshot, store: store, gateway: gateway, clock: clock, logger: logger, metrics: metrics))
         services.append(DeliveryService(
             scheduler: scheduler, dispatcher: dispatcher, revokes: revokes, gateway: stopper,
             drainTimeout: configuration.drainTimeout, logger: logger))

@@ -9,7 +9,9 @@ struct OperatorSnapshot: Sendable {
     var counts: [MessageState: Int] = [:]
     var oldestDueLagMilliseconds: Int64 = 0
     var store: StoreHealth?
-    var pools: [APNsPoolStatus] = []
+    var pools: [APNsPoolReport] = []
+    /// When it was taken (Status reports its age).
+    var takenAt = ContinuousClock.now
 }
 
 /// The latest snapshot, shared across threads.

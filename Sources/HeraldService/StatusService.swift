@@ -49,18 +49,31 @@ struct StatusService: Sendable {
         if let store = figures.store {
             response.store = arena.message(Herald__V1__StoreStatus.self) {
                 $0.kind = arena.string(store.kind)
-                $0.healthy = store.ok ? 1 : 0
+                $0.healthy = store.ok && state.readiness.storeWritable ? 1 : 0
                 $0.detail = arena.string(store.lastError.map { "\(store.location): \($0)" } ?? store.location)
             }
         }
         let pools = figures.pools.map { pool in
             arena.message(Herald__V1__ApnsPoolStatus.self) {
-                $0.endpoint = arena.string(pool.endpoint.description)
-                $0.connections_open = UInt32(pool.connectionsOpen)
-                $0.streams_in_flight = UInt32(pool.streamsInFlight)
-                $0.last_error = arena.string(pool.lastError ?? "")
+                $0.endpoint = arena.string(pool.status.endpoint.description)
+                $0.connections_open = UInt32(pool.status.connectionsOpen)
+                $0.streams_in_flight = UInt32(pool.status.streamsInFlight)
+                // The provider's last refusal or failure, else the connection's.
+                $0.last_error = arena.string(pool.errors.lastError ?? pool.status.lastError ?? "")
+                $0.route = arena.string(pool.route)
+                $0.last_error_at = arena.string(pool.errors.lastErrorAt.map { LogLine.timestamp(milliseconds: $0) } ?? "")
+                $0.auth_failures = UInt64(pool.errors.authFailures.values.reduce(0, +))
+                let reasons = pool.errors.authFailures.sorted { $0.key < $1.key }.map { reason, count in
+                    arena.message(Herald__V1__ProviderReasonCount.self) {
+                        $0.reason = arena.string(reason)
+                        $0.count = UInt64(count)
+                    }
+                }
+                $0.n_auth_failure_reasons = reasons.count
+                $0.auth_failure_reasons = arena.pointerArray(reasons)
             }
         }
+        response.snapshot_age_ms = UInt64(max(0, (ContinuousClock.now - figures.takenAt).nanoseconds / 1_000_000))
         response.n_apns_pools = pools.count
         response.apns_pools = arena.pointerArray(pools)
         return withExtendedLifetime(arena) { ProtobufC.pack(&response) }

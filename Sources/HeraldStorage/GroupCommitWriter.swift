@@ -110,12 +110,14 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let walLimitPages: Int
     /// When set, callers resume only after it synced the WAL.
     let syncer: WALSyncer?
+    private let commitObserver: (@Sendable (Duration) -> Void)?
 
     init(
         database: Database, maxBatch: Int, checkpointer: Checkpointer, syncer: WALSyncer?,
-        checkpointPages: Int, walLimitPages: Int
+        checkpointPages: Int, walLimitPages: Int, commitObserver: (@Sendable (Duration) -> Void)? = nil
     ) {
         self.db = database
+        self.commitObserver = commitObserver
         self.syncer = syncer
         self.maxBatch = max(1, maxBatch)
         self.checkpointer = checkpointer
@@ -233,6 +235,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
         guard !batch.isEmpty else { return }
         var failure: (any Error)?
+        let began = ContinuousClock.now
         do {
             try db.run("BEGIN IMMEDIATE")
             var anyFailed = false
@@ -257,6 +260,7 @@ final class GroupCommitWriter: @unchecked Sendable {
             }
             if failure == nil {
                 try db.run("COMMIT")
+                commitObserver?(ContinuousClock.now - began)
             }
         } catch {
             failure = error

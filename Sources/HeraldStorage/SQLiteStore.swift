@@ -51,6 +51,8 @@ public final class SQLiteStore: HeraldStore {
         /// WAL pages after which the writer itself runs a blocking RESTART
         /// checkpoint between batches, bounding the WAL under sustained load.
         public var walLimitPages = 32_768
+        /// Told each group commit's time (BEGIN to COMMIT), on the writer thread.
+        public var commitObserver: (@Sendable (Duration) -> Void)?
 
         public init() {}
     }
@@ -83,7 +85,8 @@ public final class SQLiteStore: HeraldStore {
         self.checkpointer = checkpointer
         self.writer = GroupCommitWriter(
             database: db, maxBatch: options.maxBatch, checkpointer: checkpointer, syncer: syncer,
-            checkpointPages: options.checkpointPages, walLimitPages: options.walLimitPages)
+            checkpointPages: options.checkpointPages, walLimitPages: options.walLimitPages,
+            commitObserver: options.commitObserver)
         self.readers = ReaderPool(path: path, busyTimeoutMs: options.busyTimeoutMs)
     }
 
@@ -223,6 +226,13 @@ public final class SQLiteStore: HeraldStore {
                 }
             }
         }
+    }
+
+    /// A write through the group-commit writer that changes nothing (it
+    /// takes the write lock and commits): throws when the store cannot be
+    /// written; a success clears an earlier commit failure from `health()`.
+    public func probeWrite() async throws {
+        try await writer.write { db in try db.run("UPDATE state_counts SET n = n WHERE 0") }
     }
 
     public func health() async -> StoreHealth {

@@ -62,6 +62,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
     var logLevel: String = Settings.string("log-level") ?? "info"
 
+    @Option(name: .customLong("log-format"), help: "text or json; both with UTC millisecond timestamps (env HERALD_LOG_FORMAT).")
+    var logFormat: String = Settings.string("log-format") ?? "text"
+
+    @Option(name: .customLong("access-log"), help: "Append one line per RPC (method, code, duration, peer, bundle; never tokens or content) to this file; without it they are logged at debug level.")
+    var accessLog: String = Settings.string("access-log") ?? ""
+
+    @Option(name: .customLong("admin-port"), help: "Serve /metrics, /healthz and /readyz over HTTP/1.1 on this port (0 picks one); off when not given (or -1).")
+    var adminPort: Int = Settings.int("admin-port") ?? -1
+
+    @Option(name: .customLong("admin-host"), help: "Address of the admin listener.")
+    var adminHost: String = Settings.string("admin-host") ?? "127.0.0.1"
+
+    @Option(name: .customLong("admin-timeout"), help: "Seconds an admin connection has to send a whole request; then it is closed.")
+    var adminTimeout: Double = Settings.double("admin-timeout") ?? 5
+
     @Option(name: .customLong("max-concurrent-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS advertised per connection.")
     var maxConcurrentStreams: Int = Settings.int("max-concurrent-streams") ?? 100
 
@@ -105,6 +120,9 @@ struct ServeCommand: AsyncParsableCommand {
         if let problem = Settings.problem { throw ValidationError(problem) }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
+        guard LogFormat(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text or json") }
+        guard (-1...65535).contains(adminPort) else { throw ValidationError("--admin-port must be 0...65535 (-1: off)") }
+        guard adminTimeout > 0 && adminTimeout <= 3600 else { throw ValidationError("--admin-timeout must be more than 0 and at most 3600") }
         guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
         guard ["full", "process"].contains(durability) else { throw ValidationError("--durability must be full or process") }
         guard (0...3600).contains(graceSeconds) else { throw ValidationError("--grace-seconds must be 0...3600") }
@@ -129,11 +147,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let format = LogFormat(rawValue: logFormat) ?? .text
+        LoggingSystem.bootstrap { label in HeraldLogHandler(label: label, format: format, level: level) }
         let logger = Logger(label: "herald")
         if !pinMallocMmapThreshold() {
             logger.warning("mallopt(M_MMAP_THRESHOLD) failed; large request buffers may stay resident after release")
@@ -159,6 +174,15 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.apnsResponseTimeout = .seconds(apnsResponseTimeout)
         configuration.routeLimits = Dispatcher.RouteLimits(inFlight: routeInFlight, queue: routeQueue)
         configuration.simulatorRecordPath = simulatorRecord.isEmpty ? nil : simulatorRecord
+        configuration.logFormat = format
+        configuration.accessLogPath = accessLog.isEmpty ? nil : accessLog
+        if adminPort >= 0 {
+            var admin = AdminConfiguration()
+            admin.host = adminHost
+            admin.port = adminPort
+            admin.requestTimeout = .milliseconds(Int64(adminTimeout * 1000))
+            configuration.admin = admin
+        }
         for entry in simulatorUnregistered {
             let parts = entry.split(separator: ":", maxSplits: 1)
             let timestamp = parts.count == 2 ? Int64(parts[1]) : nil
@@ -186,6 +210,9 @@ struct ServeCommand: AsyncParsableCommand {
             let address = try await server.listeningAddress()
             // The first stdout line names the bound port (port 0 picks one).
             print("listening on \(address.host):\(address.port)")
+            if let admin = try await server.adminListeningAddress() {
+                print("admin listening on \(admin.host):\(admin.port)")
+            }
             fflush(nil)  // all streams: `stdout` is not concurrency-safe to name
         }
     }

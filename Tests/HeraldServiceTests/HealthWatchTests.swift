@@ -144,8 +144,27 @@ struct HealthWatchTests {
         cell.set(.starting)
         cell.set(.serving)
         var iterator = changes.makeAsyncIterator()
-        #expect(await iterator.next() == .serving)
+        #expect(await iterator.next()?.state == .serving)
         cell.set(.draining)
-        #expect(await iterator.next() == .draining)
+        #expect(await iterator.next()?.state == .draining)
+    }
+
+    @Test func aStoreThatCannotBeWrittenIsNotServingUntilItCanAgain() async throws {
+        let cell = ServingStateCell(.serving)
+        let handler = HealthWatchService(state: cell)
+        let sent = AsyncStream<[UInt8]>.makeStream()
+        let task = Task {
+            try await handler.watch(request: []) { sent.continuation.yield($0) }
+        }
+        var responses = sent.stream.makeAsyncIterator()
+        #expect(await responses.next() == HealthWatchService.packed(GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING))
+        #expect(cell.isReady)
+        cell.setStoreWritable(false)
+        #expect(!cell.isReady && cell.current == .serving)
+        #expect(await responses.next() == HealthWatchService.packed(GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING))
+        cell.setStoreWritable(true)
+        #expect(await responses.next() == HealthWatchService.packed(GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING))
+        task.cancel()
+        _ = try? await task.value
     }
 }

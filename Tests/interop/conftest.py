@@ -18,6 +18,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROTOS = ROOT / "Protos"
 LISTENING = re.compile(r"listening on (\S+):(\d+)")
+ADMIN_LISTENING = re.compile(r"^admin listening on (\S+):(\d+)")
 
 
 def herald_binary() -> str:
@@ -36,6 +37,8 @@ class HeraldProcess:
     port: int
     data_dir: str
     stderr_lines: list[str] = field(default_factory=list)
+    #: The admin listener's port (`--admin-port`), from the second stdout line.
+    admin_port: int | None = None
 
     @property
     def address(self) -> str:
@@ -53,7 +56,9 @@ class HeraldProcess:
             raise AssertionError("herald did not exit within the graceful-shutdown bound")
 
 
-def start_herald(*args: str, data_dir: str | None = None, preexec_fn=None) -> HeraldProcess:
+def start_herald(*args: str, data_dir: str | None = None, preexec_fn=None, admin: bool | None = None) -> HeraldProcess:
+    """Starts `herald serve` on port 0; `admin` (default: `--admin-port` is
+    among `args`) reads the admin listener's line too."""
     data_dir = data_dir or tempfile.mkdtemp(prefix="herald-data-")
     cmd = [herald_binary(), "serve", "--port", "0", "--data-dir", data_dir, *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
@@ -67,8 +72,17 @@ def start_herald(*args: str, data_dir: str | None = None, preexec_fn=None) -> He
         proc.kill()
         proc.wait()
         raise AssertionError(f"herald did not report its port: {line!r} {''.join(stderr_lines)}")
+    admin_port = None
+    if admin if admin is not None else "--admin-port" in args:
+        # `admin listening on HOST:PORT` follows the first line.
+        admin = ADMIN_LISTENING.search(proc.stdout.readline() or "")
+        if not admin:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"herald did not report its admin port: {''.join(stderr_lines)}")
+        admin_port = int(admin.group(2))
     threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
-    return HeraldProcess(proc, match.group(1), int(match.group(2)), data_dir, stderr_lines)
+    return HeraldProcess(proc, match.group(1), int(match.group(2)), data_dir, stderr_lines, admin_port)
 
 
 @pytest.fixture

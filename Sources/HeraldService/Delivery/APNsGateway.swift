@@ -2,6 +2,7 @@ import APNs
 import APNsSimulation
 import HeraldCore
 import Logging
+import Synchronization
 import TLSTransport
 
 /// Where pushes go: an APNs client per (credentials, environment), chosen by
@@ -18,11 +19,14 @@ public final class APNsGateway: Sendable {
         /// The device environment it serves; nil serves both.
         public var environment: APNsEnvironment?
         public var client: APNsClient
+        /// How logs and Status name it (its pool and bundles).
+        public var name: String
 
-        public init(bundleIDs: Set<String>, environment: APNsEnvironment?, client: APNsClient) {
+        public init(bundleIDs: Set<String>, environment: APNsEnvironment?, client: APNsClient, name: String = "") {
             self.bundleIDs = bundleIDs
             self.environment = environment
             self.client = client
+            self.name = name.isEmpty ? "\(client.configuration.endpoint) bundles=\(bundleIDs.sorted().joined(separator: ","))" : name
         }
 
         func serves(bundleID: String, environment: APNsEnvironment) -> Bool {
@@ -34,6 +38,9 @@ public final class APNsGateway: Sendable {
     public let routes: [Route]
     /// The in-process simulator, when Herald runs on its embedded defaults.
     public let simulator: APNsSimulator?
+    /// Errors and auth refusals per pool (Status), delivery metrics.
+    let errors = ProviderErrorBook()
+    private let observation = Mutex<(metrics: HeraldMetrics, logger: Logger)?>(nil)
 
     public init(routes: [Route], simulator: APNsSimulator? = nil) {
         self.routes = routes
@@ -59,6 +66,65 @@ public final class APNsGateway: Sendable {
         var statuses: [APNsPoolStatus] = []
         for client in clients { statuses.append(await client.status()) }
         return statuses
+    }
+
+    /// Each pool's status with its route's name and error book entry.
+    func poolReports() async -> [APNsPoolReport] {
+        var reports: [APNsPoolReport] = []
+        for client in clients {
+            reports.append(APNsPoolReport(
+                status: await client.status(), route: routeName(client), errors: errors.entry(ObjectIdentifier(client))))
+        }
+        return reports
+    }
+
+    private func routeName(_ client: APNsClient) -> String {
+        routes.first { $0.client === client }?.name ?? "\(client.configuration.endpoint)"
+    }
+
+    /// Records delivery metrics in `metrics` and logs auth refusals through `logger`.
+    func observe(metrics: HeraldMetrics, logger: Logger) {
+        observation.withLock { $0 = (metrics, logger) }
+    }
+
+    /// Sends through `client`, timing the request and keeping its pool's
+    /// error book and the delivery counters.
+    func send(_ request: APNsRequest, with client: APNsClient) async throws -> APNsResponse {
+        let began = ContinuousClock.now
+        let observation = observation.withLock { $0 }
+        let logger = observation?.logger ?? Logger(label: "herald")
+        do {
+            let response = try await client.send(request)
+            let outcome = response.isSuccess ? "accepted" : DeviceOutcomeKind(refusal: response).rawValue
+            observation?.metrics.delivery(service: "apns", outcome: outcome, duration: ContinuousClock.now - began)
+            let reason = response.reason.map { Self.isPoolError($0) ? $0 : nil } ?? nil
+            if response.isSuccess || reason != nil || response.status >= 500 {
+                errors.record(
+                    pool: ObjectIdentifier(client), route: routeName(client),
+                    error: response.isSuccess ? nil : "HTTP \(response.status) \(response.reason?.rawValue ?? "")",
+                    authReason: reason.flatMap { ProviderErrorBook.authReasons.contains($0) ? $0 : nil }, logger: logger)
+            }
+            return response
+        } catch {
+            let outcome = switch error {
+            case APNsError.deadlineExceeded: "expired"
+            case APNsError.shutdown: "interrupted"
+            default: "error"
+            }
+            observation?.metrics.delivery(service: "apns", outcome: outcome, duration: ContinuousClock.now - began)
+            errors.record(pool: ObjectIdentifier(client), route: routeName(client), error: "\(error)", authReason: nil, logger: logger)
+            throw error
+        }
+    }
+
+    /// A due message is being sent `milliseconds` after it was due.
+    public func dispatchLateness(milliseconds: Int64) {
+        observation.withLock { $0 }?.metrics.dispatchLateness(milliseconds: milliseconds)
+    }
+
+    /// A refusal about the pool (credentials, topic, server), not one device.
+    private static func isPoolError(_ reason: APNsReason) -> Bool {
+        ProviderErrorBook.authReasons.contains(reason) || [.badTopic, .topicDisallowed, .tooManyProviderTokenUpdates].contains(reason)
     }
 
     public func shutdown() async {
@@ -90,6 +156,7 @@ public final class APNsGateway: Sendable {
         let client = try APNsClient(configuration: clientConfiguration, logger: logger)
         logger.info("no APNs credentials configured: delivering to the bundled APNs simulator",
                     metadata: ["endpoint": "\(simulator.host):\(simulator.port)"])
-        return APNsGateway(routes: [Route(bundleIDs: ["*"], environment: nil, client: client)], simulator: simulator)
+        return APNsGateway(
+            routes: [Route(bundleIDs: ["*"], environment: nil, client: client, name: "bundled simulator")], simulator: simulator)
     }
 }

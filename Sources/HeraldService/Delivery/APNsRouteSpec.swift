@@ -116,7 +116,9 @@ public struct APNsRouteSpec: Sendable, Equatable {
                     configuration.responseTimeout = responseTimeout
                     return configuration
                 }
-                routes.append(APNsGateway.Route(bundleIDs: spec.bundleIDs, environment: environment, client: client))
+                routes.append(APNsGateway.Route(
+                    bundleIDs: spec.bundleIDs, environment: environment, client: client,
+                    name: "\(key) bundles=\(spec.bundleIDs.sorted().joined(separator: ","))"))
             }
         }
         return routes

@@ -115,6 +115,7 @@ public final class Dispatcher: Sendable {
 
     private func deliver(_ claimed: StoredMessage, from: MessageState, push: Push, lease: DispatchLease) async throws {
         let now = clock.now()
+        gateway.dispatchLateness(milliseconds: now - claimed.dueAt)
         let pushStart = claimed.pushStartedAt ?? now
         // A push resumed after a crash or a deferral: the devices with an
         // outcome for it (sent, UNCONFIRMED, failed…) are done; never resend.
@@ -325,7 +326,7 @@ public final class Dispatcher: Sendable {
             deviceToken: device.deviceToken, headers: rendering.headers.map { ($0.name, $0.value) },
             payload: rendering.payload, deadline: deadline, singleAttempt: singleAttempt, willHandOver: willHandOver)
         do {
-            let response = try await client.send(request)
+            let response = try await gateway.send(request, with: client)
             if response.isSuccess { return .delivered(apnsID: response.apnsID ?? rendering.header("apns-id") ?? "", attempts: response.attempts) }
             let kind = DeviceOutcomeKind(refusal: response)
             if kind.dropsDevice {

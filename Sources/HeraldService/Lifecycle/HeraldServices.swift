@@ -82,9 +82,11 @@ struct StatusSnapshotService: Service {
     let gateway: APNsGateway
     let clock: any HeraldClock
     let logger: Logger
+    /// Also refreshes the gauges of `/metrics` (counts, lag, connections).
+    var metrics: HeraldMetrics?
 
     func run() async {
-        let (cell, store, gateway, clock, logger) = (cell, store, gateway, clock, logger)
+        let (cell, store, gateway, clock, logger, metrics) = (cell, store, gateway, clock, logger, metrics)
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let began = ContinuousClock.now
@@ -97,8 +99,10 @@ struct StatusSnapshotService: Service {
                     logger.warning("status refresh failed", metadata: ["error": "\(error)"])
                 }
                 snapshot.store = await store.health()
-                snapshot.pools = await gateway.poolStatuses()
+                snapshot.pools = await gateway.poolReports()
+                snapshot.takenAt = .now
                 cell.set(snapshot)
+                metrics?.refresh(snapshot)
                 // Every second, or less often when counting is costly (a
                 // million rows): the refresh takes at most ~5% of the time.
                 try? await Task.sleep(for: max(.seconds(1), (ContinuousClock.now - began) * 20))

@@ -31,25 +31,25 @@ struct HealthWatchService: Sendable {
         if !known {
             try await send(Self.packed(GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN))
         }
-        for await state in changes {
+        for await readiness in changes {
             if known {
-                let status = Self.status(state)
+                let status = Self.status(readiness)
                 // Coalesced changes may repeat what the client already has.
                 if status != sent {
                     try await send(Self.packed(status))
                     sent = status
                 }
             }
-            if state == .draining { return }
+            if readiness.state == .draining { return }
         }
         // The stream ended because the task was cancelled: the client left or
         // the engine ended the RPC. Nothing more to say.
     }
 
-    /// The status Check answers in `state` (HealthService.check decides the
-    /// same way: SERVING only while serving).
-    static func status(_ state: ServingState) -> Status {
-        state == .serving
+    /// The status Check answers (HealthService.check decides the same way:
+    /// SERVING only while serving with a writable store).
+    static func status(_ readiness: Readiness) -> Status {
+        readiness.isReady
             ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
             : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
     }

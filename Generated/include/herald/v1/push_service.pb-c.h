@@ -33,6 +33,7 @@ typedef struct Herald__V1__StatusRequest Herald__V1__StatusRequest;
 typedef struct Herald__V1__MessageStateCount Herald__V1__MessageStateCount;
 typedef struct Herald__V1__StoreStatus Herald__V1__StoreStatus;
 typedef struct Herald__V1__ApnsPoolStatus Herald__V1__ApnsPoolStatus;
+typedef struct Herald__V1__ProviderReasonCount Herald__V1__ProviderReasonCount;
 typedef struct Herald__V1__ServerStatus Herald__V1__ServerStatus;
 typedef struct Herald__V1__StatusResponse Herald__V1__StatusResponse;
 
@@ -367,10 +368,38 @@ struct  Herald__V1__ApnsPoolStatus
   uint32_t connections_open;
   uint32_t streams_in_flight;
   char *last_error;
+  /*
+   * The route's name (as configured, e.g. "team=ABC env=production
+   * bundles=com.a"), so an operator can tell which credentials fail.
+   */
+  char *route;
+  /*
+   * When last_error happened (RFC 3339 UTC, milliseconds); empty when never.
+   */
+  char *last_error_at;
+  /*
+   * Requests the provider refused for the credentials (InvalidProviderToken,
+   * ExpiredProviderToken, MissingProviderToken, BadCertificate, Forbidden…),
+   * since start; per reason in auth_failure_reasons.
+   */
+  uint64_t auth_failures;
+  size_t n_auth_failure_reasons;
+  Herald__V1__ProviderReasonCount **auth_failure_reasons;
 };
 #define HERALD__V1__APNS_POOL_STATUS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&herald__v1__apns_pool_status__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
+
+
+struct  Herald__V1__ProviderReasonCount
+{
+  ProtobufCMessage base;
+  char *reason;
+  uint64_t count;
+};
+#define HERALD__V1__PROVIDER_REASON_COUNT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&herald__v1__provider_reason_count__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Herald__V1__ServerStatus
@@ -405,10 +434,15 @@ struct  Herald__V1__StatusResponse
   size_t n_apns_pools;
   Herald__V1__ApnsPoolStatus **apns_pools;
   Herald__V1__ServerStatus *server;
+  /*
+   * How old messages, oldest_due_lag_ms, store and apns_pools are: they are
+   * refreshed in the background (about every second), not per call.
+   */
+  uint64_t snapshot_age_ms;
 };
 #define HERALD__V1__STATUS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&herald__v1__status_response__descriptor) \
-    , HERALD__V1__SERVING_STATE__SERVING_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0,NULL, 0, NULL, 0,NULL, NULL }
+    , HERALD__V1__SERVING_STATE__SERVING_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0,NULL, 0, NULL, 0,NULL, NULL, 0 }
 
 
 /* Herald__V1__ScheduleRequest methods */
@@ -680,6 +714,25 @@ Herald__V1__ApnsPoolStatus *
 void   herald__v1__apns_pool_status__free_unpacked
                      (Herald__V1__ApnsPoolStatus *message,
                       ProtobufCAllocator *allocator);
+/* Herald__V1__ProviderReasonCount methods */
+void   herald__v1__provider_reason_count__init
+                     (Herald__V1__ProviderReasonCount         *message);
+size_t herald__v1__provider_reason_count__get_packed_size
+                     (const Herald__V1__ProviderReasonCount   *message);
+size_t herald__v1__provider_reason_count__pack
+                     (const Herald__V1__ProviderReasonCount   *message,
+                      uint8_t             *out);
+size_t herald__v1__provider_reason_count__pack_to_buffer
+                     (const Herald__V1__ProviderReasonCount   *message,
+                      ProtobufCBuffer     *buffer);
+Herald__V1__ProviderReasonCount *
+       herald__v1__provider_reason_count__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   herald__v1__provider_reason_count__free_unpacked
+                     (Herald__V1__ProviderReasonCount *message,
+                      ProtobufCAllocator *allocator);
 /* Herald__V1__ServerStatus methods */
 void   herald__v1__server_status__init
                      (Herald__V1__ServerStatus         *message);
@@ -764,6 +817,9 @@ typedef void (*Herald__V1__StoreStatus_Closure)
                   void *closure_data);
 typedef void (*Herald__V1__ApnsPoolStatus_Closure)
                  (const Herald__V1__ApnsPoolStatus *message,
+                  void *closure_data);
+typedef void (*Herald__V1__ProviderReasonCount_Closure)
+                 (const Herald__V1__ProviderReasonCount *message,
                   void *closure_data);
 typedef void (*Herald__V1__ServerStatus_Closure)
                  (const Herald__V1__ServerStatus *message,
@@ -878,6 +934,7 @@ extern const ProtobufCMessageDescriptor herald__v1__status_request__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__message_state_count__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__store_status__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__apns_pool_status__descriptor;
+extern const ProtobufCMessageDescriptor herald__v1__provider_reason_count__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__server_status__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__status_response__descriptor;
 extern const ProtobufCServiceDescriptor herald__v1__push_service__descriptor;

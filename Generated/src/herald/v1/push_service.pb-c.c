@@ -643,6 +643,51 @@ void   herald__v1__apns_pool_status__free_unpacked
   assert(message->base.descriptor == &herald__v1__apns_pool_status__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   herald__v1__provider_reason_count__init
+                     (Herald__V1__ProviderReasonCount         *message)
+{
+  static const Herald__V1__ProviderReasonCount init_value = HERALD__V1__PROVIDER_REASON_COUNT__INIT;
+  *message = init_value;
+}
+size_t herald__v1__provider_reason_count__get_packed_size
+                     (const Herald__V1__ProviderReasonCount *message)
+{
+  assert(message->base.descriptor == &herald__v1__provider_reason_count__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t herald__v1__provider_reason_count__pack
+                     (const Herald__V1__ProviderReasonCount *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &herald__v1__provider_reason_count__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t herald__v1__provider_reason_count__pack_to_buffer
+                     (const Herald__V1__ProviderReasonCount *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &herald__v1__provider_reason_count__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Herald__V1__ProviderReasonCount *
+       herald__v1__provider_reason_count__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Herald__V1__ProviderReasonCount *)
+     protobuf_c_message_unpack (&herald__v1__provider_reason_count__descriptor,
+                                allocator, len, data);
+}
+void   herald__v1__provider_reason_count__free_unpacked
+                     (Herald__V1__ProviderReasonCount *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &herald__v1__provider_reason_count__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   herald__v1__server_status__init
                      (Herald__V1__ServerStatus         *message)
 {
@@ -1947,7 +1992,7 @@ const ProtobufCMessageDescriptor herald__v1__store_status__descriptor =
   (ProtobufCMessageInit) herald__v1__store_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor herald__v1__apns_pool_status__field_descriptors[4] =
+static const ProtobufCFieldDescriptor herald__v1__apns_pool_status__field_descriptors[8] =
 {
   {
     "endpoint",
@@ -1997,17 +2042,69 @@ static const ProtobufCFieldDescriptor herald__v1__apns_pool_status__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "route",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__ApnsPoolStatus, route),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_error_at",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__ApnsPoolStatus, last_error_at),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "auth_failures",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__ApnsPoolStatus, auth_failures),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "auth_failure_reasons",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Herald__V1__ApnsPoolStatus, n_auth_failure_reasons),
+    offsetof(Herald__V1__ApnsPoolStatus, auth_failure_reasons),
+    &herald__v1__provider_reason_count__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned herald__v1__apns_pool_status__field_indices_by_name[] = {
+  7,   /* field[7] = auth_failure_reasons */
+  6,   /* field[6] = auth_failures */
   1,   /* field[1] = connections_open */
   0,   /* field[0] = endpoint */
   3,   /* field[3] = last_error */
+  5,   /* field[5] = last_error_at */
+  4,   /* field[4] = route */
   2,   /* field[2] = streams_in_flight */
 };
 static const ProtobufCIntRange herald__v1__apns_pool_status__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor herald__v1__apns_pool_status__descriptor =
 {
@@ -2017,11 +2114,62 @@ const ProtobufCMessageDescriptor herald__v1__apns_pool_status__descriptor =
   "Herald__V1__ApnsPoolStatus",
   "herald.v1",
   sizeof(Herald__V1__ApnsPoolStatus),
-  4,
+  8,
   herald__v1__apns_pool_status__field_descriptors,
   herald__v1__apns_pool_status__field_indices_by_name,
   1,  herald__v1__apns_pool_status__number_ranges,
   (ProtobufCMessageInit) herald__v1__apns_pool_status__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor herald__v1__provider_reason_count__field_descriptors[2] =
+{
+  {
+    "reason",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__ProviderReasonCount, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "count",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__ProviderReasonCount, count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned herald__v1__provider_reason_count__field_indices_by_name[] = {
+  1,   /* field[1] = count */
+  0,   /* field[0] = reason */
+};
+static const ProtobufCIntRange herald__v1__provider_reason_count__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor herald__v1__provider_reason_count__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "herald.v1.ProviderReasonCount",
+  "ProviderReasonCount",
+  "Herald__V1__ProviderReasonCount",
+  "herald.v1",
+  sizeof(Herald__V1__ProviderReasonCount),
+  2,
+  herald__v1__provider_reason_count__field_descriptors,
+  herald__v1__provider_reason_count__field_indices_by_name,
+  1,  herald__v1__provider_reason_count__number_ranges,
+  (ProtobufCMessageInit) herald__v1__provider_reason_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor herald__v1__server_status__field_descriptors[3] =
@@ -2088,7 +2236,7 @@ const ProtobufCMessageDescriptor herald__v1__server_status__descriptor =
   (ProtobufCMessageInit) herald__v1__server_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor herald__v1__status_response__field_descriptors[9] =
+static const ProtobufCFieldDescriptor herald__v1__status_response__field_descriptors[10] =
 {
   {
     "serving",
@@ -2198,6 +2346,18 @@ static const ProtobufCFieldDescriptor herald__v1__status_response__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "snapshot_age_ms",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__StatusResponse, snapshot_age_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned herald__v1__status_response__field_indices_by_name[] = {
   7,   /* field[7] = apns_pools */
@@ -2205,6 +2365,7 @@ static const unsigned herald__v1__status_response__field_indices_by_name[] = {
   5,   /* field[5] = oldest_due_lag_ms */
   8,   /* field[8] = server */
   0,   /* field[0] = serving */
+  9,   /* field[9] = snapshot_age_ms */
   3,   /* field[3] = started_at */
   6,   /* field[6] = store */
   2,   /* field[2] = uptime_seconds */
@@ -2213,7 +2374,7 @@ static const unsigned herald__v1__status_response__field_indices_by_name[] = {
 static const ProtobufCIntRange herald__v1__status_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor herald__v1__status_response__descriptor =
 {
@@ -2223,7 +2384,7 @@ const ProtobufCMessageDescriptor herald__v1__status_response__descriptor =
   "Herald__V1__StatusResponse",
   "herald.v1",
   sizeof(Herald__V1__StatusResponse),
-  9,
+  10,
   herald__v1__status_response__field_descriptors,
   herald__v1__status_response__field_indices_by_name,
   1,  herald__v1__status_response__number_ranges,

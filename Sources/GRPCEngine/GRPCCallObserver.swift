@@ -1,0 +1,60 @@
+import NIOCore
+
+/// One finished call, as a `GRPCCallObserver` sees it.
+public struct GRPCFinishedCall: Sendable {
+    /// The method's index in `GRPCServer.methods` (registration order), so an
+    /// observer can keep per-method state in an array; -1 when the path
+    /// matched no registered method.
+    public var method: Int
+    /// The method path as the client sent it (empty when it sent none).
+    public var path: String
+    /// The status the call ended with; CANCELLED when the client reset the
+    /// stream or the connection was lost before an answer.
+    public var code: GRPCStatus.Code
+    /// From the first byte of the request's HEADERS to the stream's close.
+    public var duration: Duration
+    /// The peer, e.g. `127.0.0.1:53422`.
+    public var peer: String?
+    /// What the observer's `annotate` said about the request (e.g. a bundle id).
+    public var annotation: String?
+}
+
+/// Sees every gRPC call the server answered (calls only: a plain HTTP answer
+/// to a non-gRPC request is not one). Metrics and the access log hang here.
+public protocol GRPCCallObserver: Sendable {
+    /// Called once per finished call, on the connection's event loop: must be
+    /// cheap and must not block.
+    func callFinished(_ call: GRPCFinishedCall)
+    /// Whether `annotate` is called; false costs nothing per call.
+    var annotatesRequests: Bool { get }
+    /// Called with each complete request message of a unary or
+    /// server-streaming call, on the event loop before the handler runs; what
+    /// it returns comes back in `GRPCFinishedCall.annotation`.
+    func annotate(_ request: GRPCRequest) -> String?
+}
+
+extension GRPCCallObserver {
+    public var annotatesRequests: Bool { false }
+    public func annotate(_ request: GRPCRequest) -> String? { nil }
+}
+
+extension GRPCConnection {
+    /// Reports a call that was counted as an RPC once its stream is gone.
+    func reportFinished(_ stream: GRPCStream) {
+        guard let observer = shared.observer else { return }
+        let elapsed = NIODeadline.now() - stream.receiveStartedAt
+        observer.callFinished(GRPCFinishedCall(
+            method: stream.route?.index ?? -1,
+            path: stream.path ?? "",
+            code: GRPCStatus.Code(rawValue: stream.finalStatus < 0 ? GRPCStatus.Code.cancelled.rawValue : stream.finalStatus),
+            duration: .nanoseconds(elapsed.nanoseconds),
+            peer: remoteAddress,
+            annotation: stream.annotation))
+    }
+
+    /// Asks the observer about a complete request, if it wants to.
+    func annotate(_ stream: GRPCStream, _ request: GRPCRequest) {
+        guard let observer = shared.observer, observer.annotatesRequests else { return }
+        stream.annotation = observer.annotate(request)
+    }
+}

@@ -1,0 +1,120 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// The admin listener's settings.
+public struct AdminConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    /// 0 picks a free port.
+    public var port = 0
+    /// Most admin connections open at once; more are closed on accept.
+    public var maxConnections = 32
+    /// Bytes a connection may send for one request (head and body); past it
+    /// the connection is closed.
+    public var maxRequestBytes = 8 * 1024
+    /// Time a connection has to send a whole request (after it opens or after
+    /// the previous answer); past it the connection is closed. Bounds both
+    /// idle connections and slowloris.
+    public var requestTimeout: Duration = .seconds(5)
+
+    public init() {}
+}
+
+/// What the admin endpoints read.
+struct AdminEndpoints: Sendable {
+    let metrics: HeraldMetrics
+    let state: ServingStateCell
+    /// Whether the process's loops still run (`/healthz`).
+    let alive: @Sendable () -> Bool
+}
+
+/// `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 (NIOHTTP1) on a loop of
+/// its own, so a scrape never waits behind gRPC work and the reverse.
+final class AdminServer: Sendable {
+    let configuration: AdminConfiguration
+    let endpoints: AdminEndpoints
+    let logger: Logger
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let channel = Mutex<(any Channel)?>(nil)
+    let openConnections = Atomic<Int>(0)
+
+    init(configuration: AdminConfiguration, endpoints: AdminEndpoints, logger: Logger) {
+        self.configuration = configuration
+        self.endpoints = endpoints
+        self.logger = logger
+    }
+
+    /// Binds; returns the bound address.
+    func start() async throws -> (host: String, port: Int) {
+        let configuration = configuration
+        let endpoints = endpoints
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let open = openConnections.wrappingAdd(1, ordering: .relaxed).newValue
+                    channel.closeFuture.whenComplete { _ in self.openConnections.subtract(1, ordering: .relaxed) }
+                    guard open <= configuration.maxConnections else {
+                        channel.close(promise: nil)
+                        return
+                    }
+                    let budget = AdminRequestBudget(limit: configuration.maxRequestBytes)
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(AdminByteCounter(budget: budget))
+                    try sync.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
+                    try sync.addHandler(AdminHTTPHandler(
+                        endpoints: endpoints, budget: budget, requestTimeout: TimeAmount(configuration.requestTimeout)))
+                }
+            }
+        do {
+            let bound = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+            channel.withLock { $0 = bound }
+            let port = bound.localAddress?.port ?? configuration.port
+            let host = bound.localAddress?.ipAddress ?? configuration.host
+            logger.info("admin listener up", metadata: ["address": "\(host):\(port)"])
+            return (host, port)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    func stop() async {
+        let bound = channel.withLock { channel in
+            defer { channel = nil }
+            return channel
+        }
+        try? await bound?.close()
+        try? await group.shutdownGracefully()
+    }
+}
+
+/// Request bytes a connection has sent since its last answer.
+final class AdminRequestBudget {
+    let limit: Int
+    var used = 0
+
+    init(limit: Int) { self.limit = limit }
+}
+
+/// Closes a connection that sends more than its budget for one request
+/// (huge headers, a body): the HTTP parser never buffers more than that.
+final class AdminByteCounter: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    let budget: AdminRequestBudget
+
+    init(budget: AdminRequestBudget) { self.budget = budget }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        budget.used += unwrapInboundIn(data).readableBytes
+        guard budget.used <= budget.limit else {
+            context.close(promise: nil)
+            return
+        }
+        context.fireChannelRead(data)
+    }
+}

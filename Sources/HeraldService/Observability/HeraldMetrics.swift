@@ -1,0 +1,185 @@
+import CoreMetrics
+
+import GRPCEngine
+import Prometheus
+import Synchronization
+
+/// Herald's Prometheus metrics, made through swift-metrics with this
+/// instance's own `PrometheusMetricsFactory` (no process-global bootstrap, so
+/// several servers in one process keep their own figures).
+///
+/// Everything a hot path touches is resolved once: the RPC counters per
+/// (method, code) and the duration histograms per method are arrays indexed by
+/// the engine's method index and the status code, so recording a call is two
+/// array reads, one atomic add and one histogram update.
+public final class HeraldMetrics: Sendable {
+    /// The collector `/metrics` renders.
+    public let registry: PrometheusCollectorRegistry
+    let factory: PrometheusMetricsFactory
+
+    private let lateness: CoreMetrics.Timer
+    private let storeCommit: CoreMetrics.Timer
+    private let oldestDueLag: CoreMetrics.Gauge
+    private let messageGauges: [String: CoreMetrics.Gauge]
+    private let providerDurations: [String: CoreMetrics.Timer]
+    /// Made on first use: outcomes and endpoints are open sets (off the RPC path).
+    private let deliveries = Mutex<[String: CoreMetrics.Counter]>([:])
+    private let connections = Mutex<[String: CoreMetrics.Gauge]>([:])
+    private let rpcTables = Mutex<[RPCMetricsTable]>([])
+
+    static let rpcBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+    ]
+    static let secondsBuckets: [Duration] = [
+        .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500),
+        .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(300),
+    ]
+
+    /// - Parameter states: the message states `herald_messages` reports.
+    public init(states: [String]) {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = Self.secondsBuckets
+        factory.durationHistogramBuckets["herald_store_commit_duration_seconds"] = Self.rpcBuckets
+        self.registry = registry
+        self.factory = factory
+        lateness = CoreMetrics.Timer(label: "herald_dispatch_lateness_seconds", factory: factory)
+        storeCommit = CoreMetrics.Timer(label: "herald_store_commit_duration_seconds", factory: factory)
+        oldestDueLag = CoreMetrics.Gauge(label: "herald_oldest_due_lag_seconds", factory: factory)
+        var gauges: [String: CoreMetrics.Gauge] = [:]
+        for state in states {
+            gauges[state] = CoreMetrics.Gauge(label: "herald_messages", dimensions: [("state", state)], factory: factory)
+        }
+        messageGauges = gauges
+        var providers: [String: CoreMetrics.Timer] = [:]
+        for service in ["apns", "fcm"] {
+            providers[service] = CoreMetrics.Timer(
+                label: "herald_provider_request_duration_seconds", dimensions: [("service", service)], factory: factory)
+        }
+        providerDurations = providers
+    }
+
+    // MARK: Recording
+
+    /// One provider request's result for one device.
+    func delivery(service: String, outcome: String, duration: Duration) {
+        providerDurations[service]?.recordNanoseconds(duration.nanoseconds)
+        let key = service + "\u{0}" + outcome
+        let counter = deliveries.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = CoreMetrics.Counter(
+                label: "herald_deliveries_total", dimensions: [("service", service), ("outcome", outcome)], factory: factory)
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    /// A due message went out `milliseconds` after it was due.
+    func dispatchLateness(milliseconds: Int64) {
+        lateness.recordMilliseconds(max(0, milliseconds))
+    }
+
+    func storeCommitted(_ duration: Duration) {
+        storeCommit.recordNanoseconds(duration.nanoseconds)
+    }
+
+    /// The background refresh: counts by state, lag, provider connections.
+    func refresh(_ snapshot: OperatorSnapshot) {
+        for (state, gauge) in messageGauges {
+            gauge.record(snapshot.counts.first { $0.key.rawValue == state }?.value ?? 0)
+        }
+        oldestDueLag.record(Double(snapshot.oldestDueLagMilliseconds) / 1000)
+        for report in snapshot.pools {
+            let pool = (service: "apns", endpoint: report.status.endpoint.description, count: report.status.connectionsOpen)
+            let key = pool.service + "\u{0}" + pool.endpoint
+            let gauge = connections.withLock { gauges in
+                if let gauge = gauges[key] { return gauge }
+                let gauge = CoreMetrics.Gauge(
+                    label: "herald_provider_connections", dimensions: [("service", pool.service), ("endpoint", pool.endpoint)],
+                    factory: factory)
+                gauges[key] = gauge
+                return gauge
+            }
+            gauge.record(pool.count)
+        }
+    }
+
+    /// The per-call tables of the RPC metrics, for the engine's methods
+    /// (rendered with the rest from then on).
+    func rpcTable(methods: [String]) -> RPCMetricsTable {
+        let table = RPCMetricsTable(methods: methods, factory: factory)
+        rpcTables.withLock { $0.append(table) }
+        return table
+    }
+
+    /// The Prometheus text exposition of every metric: the registry's, then
+    /// the lock-free RPC duration histograms.
+    public func render() -> [UInt8] {
+        var buffer = registry.emitToBuffer()
+        var text = ""
+        for table in rpcTables.withLock({ $0 }) { table.render(into: &text) }
+        buffer.append(contentsOf: text.utf8)
+        return buffer
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds (what the histograms take).
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+    }
+}
+
+/// The RPC metrics resolved once per (method, code): recording a call is two
+/// array reads, an atomic add and a histogram update, no lookup by name.
+struct RPCMetricsTable: Sendable {
+    /// Method names (`pkg.Service/Method`), index 0 for paths that matched none.
+    let methodNames: [String]
+    /// `herald_rpc_requests_total{method,code}`: [method index + 1][code].
+    private let counters: [[CoreMetrics.Counter]]
+    /// `herald_rpc_duration_seconds{method}`: [method index + 1] (lock-free).
+    private let durations: [LockFreeHistogram]
+
+    init(methods: [String], factory: PrometheusMetricsFactory) {
+        let names = ["unknown"] + methods.map { $0.hasPrefix("/") ? String($0.dropFirst()) : $0 }
+        methodNames = names
+        counters = names.map { method in
+            (0..<Self.codeCount).map { code in
+                CoreMetrics.Counter(
+                    label: "herald_rpc_requests_total",
+                    dimensions: [("method", method), ("code", GRPCStatus.Code(rawValue: code).name)], factory: factory)
+            }
+        }
+        durations = names.map {
+            LockFreeHistogram(name: "herald_rpc_duration_seconds", labels: [("method", $0)], bounds: HeraldMetrics.rpcBuckets)
+        }
+    }
+
+    /// The duration histograms in the Prometheus text format.
+    func render(into out: inout String) {
+        out += "# TYPE herald_rpc_duration_seconds histogram\n"
+        for histogram in durations { histogram.render(into: &out) }
+    }
+
+    /// The gRPC status codes a call can end with (0...16).
+    static let codeCount = 17
+
+    /// One finished RPC (the engine's observer hook, on an event loop).
+    @inline(__always)
+    func record(method: Int, code: Int, duration: Duration) {
+        let row = method + 1
+        guard row >= 0, row < counters.count else { return }
+        counters[row][code >= 0 && code < Self.codeCount ? code : GRPCStatus.Code.unknown.rawValue].increment()
+        durations[row].recordNanoseconds(duration.nanoseconds)
+    }
+
+    func methodName(_ method: Int) -> String {
+        let row = method + 1
+        return row >= 0 && row < methodNames.count ? methodNames[row] : "unknown"
+    }
+}

@@ -1,0 +1,61 @@
+import GRPCEngine
+import Logging
+import Testing
+
+@testable import HeraldService
+
+@Suite("Observability: bundle annotation, log lines, metrics exposition")
+struct ObservabilityTests {
+    // Hostile bytes first: never a crash, never a bundle made of garbage.
+    @Test(arguments: [
+        [UInt8](), [0x0A], [0x0A, 0xFF], [0x0A, 0x05, 0x61], [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],
+        [0x0B], [0x0A, 0x02, 0xC3, 0x28], [0x09, 1, 2, 3], [0x12, 0x80, 0x80, 0x80, 0x80, 0x10],
+    ])
+    func bundleFieldRejectsMalformedMessages(bytes: [UInt8]) {
+        #expect(BundleField.extract(bytes) == nil)
+    }
+
+    @Test func bundleFieldIsFieldOneWhereverItIs() {
+        // field 2 (varint 150), field 3 ("xy"), then field 1 ("com.a")
+        let bytes: [UInt8] = [0x10, 0x96, 0x01, 0x1A, 0x02, 0x78, 0x79, 0x0A, 0x05] + Array("com.a".utf8)
+        #expect(BundleField.extract(bytes) == "com.a")
+        #expect(BundleField.extract([0x0A, 0x01] + Array("a".utf8) + [0x0A, 0x01] + Array("b".utf8)) == "a")
+        let long = [UInt8](repeating: 0x61, count: BundleField.maxBytes + 1)
+        #expect(BundleField.extract([0x0A, 0x81, 0x02] + long) == nil)
+    }
+
+    @Test func timestampsHaveThreeFractionDigits() {
+        #expect(LogLine.timestamp(milliseconds: 0) == "1970-01-01T00:00:00.000Z")
+        #expect(LogLine.timestamp(milliseconds: 1_795_413_901_007) == "2026-11-23T06:05:01.007Z")
+        #expect(LogLine.timestamp(milliseconds: 1_795_413_901_120) == "2026-11-23T06:05:01.120Z")
+    }
+
+    @Test func jsonLinesEscapeEverythingAndStayOneLine() {
+        let line = HeraldLogHandler.render(
+            format: .json, timestamp: "T", level: .error, label: "herald", message: "bad \"x\"\n\u{1}",
+            metadata: ["route": "a\\b", "msg": "shadow"])
+        #expect(line == #"{"ts":"T","level":"error","label":"herald","msg":"bad \"x\"\n\u0001","route":"a\\b"}"#)
+        #expect(!line.contains("\n"))
+        let text = HeraldLogHandler.render(
+            format: .text, timestamp: "T", level: .info, label: "herald", message: "m", metadata: ["k": "two words"])
+        #expect(text == #"T info herald: m k="two words""#)
+    }
+
+    @Test func rpcTableCountsPerMethodAndCode() {
+        let metrics = HeraldMetrics(states: ["sent"])
+        let table = metrics.rpcTable(methods: ["/a.S/M", "/a.S/N"])
+        table.record(method: 0, code: 0, duration: .microseconds(50))
+        table.record(method: 0, code: 0, duration: .milliseconds(3))
+        table.record(method: 1, code: 5, duration: .zero)
+        table.record(method: -1, code: 12, duration: .zero)
+        table.record(method: 7, code: 0, duration: .zero)  // not a method: ignored
+        table.record(method: 0, code: 99, duration: .zero)  // not a code: UNKNOWN
+        let text = String(decoding: metrics.render(), as: UTF8.self)
+        #expect(text.contains(#"herald_rpc_requests_total{method="a.S/M",code="OK"} 2"#))
+        #expect(text.contains(#"herald_rpc_requests_total{method="a.S/N",code="NOT_FOUND"} 1"#))
+        #expect(text.contains(#"herald_rpc_requests_total{method="unknown",code="UNIMPLEMENTED"} 1"#))
+        #expect(text.contains(#"herald_rpc_requests_total{method="a.S/M",code="UNKNOWN"} 1"#))
+        #expect(text.contains(#"herald_rpc_duration_seconds_count{method="a.S/M"} 3"#))
+        #expect(text.contains(#"herald_rpc_duration_seconds_bucket{method="a.S/M",le="0.0001"} 2"#))
+    }
+}

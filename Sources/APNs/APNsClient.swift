@@ -1,8 +1,8 @@
-import Logging
+public import Logging
 import NIOCore
 import NIOPosix
 import Synchronization
-import TLSTransport
+public import TLSTransport
 
 /// What operators see of a pool.
 public struct APNsPoolStatus: Sendable, Equatable {

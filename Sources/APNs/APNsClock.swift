@@ -1,5 +1,5 @@
-import NIOCore
-import TLSTransport
+public import NIOCore
+public import TLSTransport
 
 /// Time for the APNs client: JWT `iat`, token age, backoff waits, deadlines.
 /// Tests inject a manual clock; production uses ``SystemAPNsClock``.

@@ -1,4 +1,4 @@
-import NIOCore
+public import NIOCore
 
 /// Where the client connects.
 public struct APNsEndpoint: Hashable, Sendable, CustomStringConvertible {

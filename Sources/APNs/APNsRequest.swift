@@ -1,5 +1,5 @@
 import HeraldCore
-import TLSTransport
+public import TLSTransport
 
 /// One notification for one device, with headers already rendered by the domain core.
 public struct APNsRequest: Sendable {

@@ -1,5 +1,5 @@
 import Synchronization
-import TLSTransport
+public import TLSTransport
 
 /// Signs APNs provider tokens: ES256 JWT `{"alg":"ES256","kid":…}.{"iss":…,"iat":…}`.
 public struct APNsTokenSigner: Sendable {

@@ -1,4 +1,4 @@
-import TLSTransport
+public import TLSTransport
 
 /// One notification the simulator accepted (answered 200).
 public struct APNsDelivery: Sendable {

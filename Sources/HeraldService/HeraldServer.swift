@@ -1,11 +1,11 @@
 import APNs
 import TLSTransport
-import APNsSimulation
-import GRPCEngine
+public import APNsSimulation
+public import GRPCEngine
 import HeraldCore
-import HeraldStorage
-import Logging
-import ServiceLifecycle
+public import HeraldStorage
+public import Logging
+public import ServiceLifecycle
 import Synchronization
 
 /// Herald's version, reported by Status and `herald --version`.

@@ -1,5 +1,5 @@
-import APNs
-import HeraldCore
+public import APNs
+public import HeraldCore
 import HeraldStorage
 
 /// One APNs route as an operator writes it: space-separated `key=value`

@@ -1,7 +1,7 @@
 import APNs
 import HeraldCore
-import HeraldStorage
-import Logging
+public import HeraldStorage
+public import Logging
 import Synchronization
 import TLSTransport
 

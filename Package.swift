@@ -199,7 +199,12 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// Every Swift target: existentials spelled `any` (the compiler checks it).
+// Every Swift target: existentials spelled `any`, and imports internal unless
+// marked `public import` (so the compiler checks that no C type escapes the
+// edge), as hummingbird 2 does.
 for target in package.targets where target.type != .system && target.name != "CInterop" && target.name != "HeraldProtos" {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+    ]
 }

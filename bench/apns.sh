@@ -6,9 +6,26 @@
 # --bench-connect …`), and prints notifications/s, client CPU and peak RSS
 # (from the client's getrusage) and simulator CPU and peak RSS (/proc).
 #
-# Usage: bench/apns.sh [notifications-per-scenario]   (default 200000)
+# Usage: bench/apns.sh [notifications-per-scenario]   (default 200000;
+#        HERALD_BIN overrides the binary)
+#        BASELINE_BIN=/tmp/herald-old SKIP_BUILD=1 bench/apns.sh   # A/B: old and
+#        new binary alternating (AB_ROUNDS rounds), medians (bench/lib/ab.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+apns_figures() {   # one run's output -> `name value` lines for bench/lib/ab.sh
+    awk '/^connections=/ {
+        for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+        n = "c" f["connections"] "-f" f["concurrency"]
+        rate = f["rate"]; sub("/s", "", rate); print n "-rate/s", rate
+        u = f["client_cpu_user"]; s = f["client_cpu_sys"]; sub("s", "", u); sub("s", "", s)
+        print n "-client-cpu-s", u + s
+        u = f["sim_cpu_user"]; s = f["sim_cpu_sys"]; sub("s", "", u); sub("s", "", s)
+        print n "-sim-cpu-s", u + s
+    }'
+}
+source bench/lib/ab.sh
+ab_run apns_figures bench/apns.sh "$@"
 
 COUNT="${1:-200000}"
 if [[ -z "${HERALD_BIN:-}" ]]; then

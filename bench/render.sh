@@ -13,8 +13,22 @@
 # Usage: bench/render.sh [requests at -c16 -m32] [requests at -c1 -m1]
 #        (default 200000 and 20000; HERALD_BIN, PYTHON override the binary
 #        and the interpreter with grpcio-tools)
+#        BASELINE_BIN=/tmp/herald-old SKIP_BUILD=1 bench/render.sh   # A/B: old and
+#        new binary alternating (AB_ROUNDS rounds), medians (bench/lib/ab.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+render_figures() {   # one run's output -> `name value` lines for bench/lib/ab.sh
+    awk '($1 == "health" || $1 == "render") && $7 == "req/s" {
+        n = $1 "-c" $3; print n "-req/s", $6
+        for (i = 1; i <= NF; i++) {
+            if ($i == "p50") print n "-p50-us", $(i + 1)
+            if ($i == "p99") print n "-p99-us", $(i + 1)
+            if ($i == "us/req") print n "-cpu-us/req", $(i - 1)
+        } }'
+}
+source bench/lib/ab.sh
+ab_run render_figures bench/render.sh "$@"
 
 BIG="${1:-200000}"
 SMALL="${2:-20000}"

@@ -20,10 +20,10 @@ N_SOAK=${N_SOAK:-1000000}    # total requests before the final RSS sample
 H2LOAD_THREADS=${H2LOAD_THREADS:-1}
 RUN_TIMEOUT=${RUN_TIMEOUT:-180}
 
-if [[ -z "${SKIP_BUILD:-}" ]]; then
+if [[ -z "${SKIP_BUILD:-}" && -z "${HERALD_BIN:-}" ]]; then
     swift build -c release --product herald >&2
 fi
-BIN=.build/release/herald
+BIN=${HERALD_BIN:-.build/release/herald}   # HERALD_BIN: another binary, no build
 WORK=$(mktemp -d /tmp/herald-rpc-bench.XXXXXX)
 HERALD_PID=""
 NGHTTPD_PID=""

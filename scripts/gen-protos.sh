@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Regenerates Generated/ (protoc-c output) from Protos/.
-#   scripts/gen-protos.sh           rewrite Generated/
-#   scripts/gen-protos.sh --check   fail if Generated/ differs from Protos/
+# Regenerates Generated/ (protoc-c output) from Protos/, and the Swift
+# GeneratedMessage conformances of its message structs ($conformances).
+#   scripts/gen-protos.sh           rewrite Generated/ and $conformances
+#   scripts/gen-protos.sh --check   fail if either differs from Protos/
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+conformances=Sources/HeraldService/Wire/GeneratedMessage+Conformances.swift
 command -v protoc-c >/dev/null || { echo "protoc-c not found (apt-get install protobuf-c-compiler)" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -60,16 +62,22 @@ done
 # An explicit module map: SwiftPM refuses an umbrella header with
 # directories beside it.
 printf 'module HeraldProtos {\n    header "HeraldProtos.h"\n    export *\n}\n' > "$out/tree/include/module.modulemap"
+# Every message struct conforms to GeneratedMessage (pack, unpack, arena
+# allocation in HeraldService), so a new message needs no hand-written code.
+headers=()
+for p in "${protos[@]}"; do headers+=("$out/tree/include/${p%.proto}.pb-c.h"); done
+scripts/gen-message-conformances.sh "${headers[@]}" > "$out/conformances.swift"
 if [[ "${1:-}" == "--check" ]]; then
-  if diff -r "$out/tree" Generated >/dev/null 2>&1; then
-    echo "Generated/ is in sync with Protos/"
+  if diff -r "$out/tree" Generated >/dev/null 2>&1 && diff "$out/conformances.swift" "$conformances" >/dev/null 2>&1; then
+    echo "Generated/ and $conformances are in sync with Protos/"
   else
-    echo "Generated/ has drifted from Protos/: run scripts/gen-protos.sh" >&2
-    diff -r "$out/tree" Generated | head -20 >&2 || true
+    echo "Generated/ or $conformances has drifted from Protos/: run scripts/gen-protos.sh" >&2
+    { diff -r "$out/tree" Generated; diff "$out/conformances.swift" "$conformances"; } | head -20 >&2 || true
     exit 1
   fi
 else
   rm -rf Generated
   cp -r "$out/tree" Generated
-  echo "regenerated Generated/ from ${#protos[@]} protos"
+  cp "$out/conformances.swift" "$conformances"
+  echo "regenerated Generated/ and $conformances from ${#protos[@]} protos"
 fi

@@ -1,5 +1,5 @@
-import HeraldPrimitives
-import Logging
+public import HeraldPrimitives
+public import Logging
 import NIOCore
 import NIOPosix
 import Synchronization

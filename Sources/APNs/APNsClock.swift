@@ -1,5 +1,5 @@
-import HeraldPrimitives
-import NIOCore
+public import HeraldPrimitives
+public import NIOCore
 
 /// Time for the APNs client: JWT `iat`, token age, backoff waits, and every
 /// timer the client arms (response timeouts, request deadlines, reconnect

@@ -1,5 +1,5 @@
 import HeraldPrimitives
-import NIOCore
+public import NIOCore
 
 /// Where the client connects.
 public struct APNsEndpoint: Hashable, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 
 /// One notification for one device, with headers already rendered by the domain core.
 public struct APNsRequest: Sendable {

@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 import Synchronization
 import TLSTransport
 

@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 import TLSTransport
 
 /// One notification the simulator accepted (answered 200).

@@ -1,4 +1,4 @@
-import CInterop
+package import CInterop
 
 /// The one DATA provider: a queue of byte chunks that nghttp2 copies into
 /// DATA frames as flow control allows.
@@ -12,7 +12,7 @@ import CInterop
 /// The owner keeps the body alive until the stream closes. Loop-confined.
 public final class HTTP2OutboundBody {
     /// Trailers sent once the body is done.
-    public enum Trailers {
+    package enum Trailers {
         /// Header fields whose storage lives for the whole process.
         case staticList(UnsafePointer<nghttp2_nv>, count: Int)
         /// Header fields copied by nghttp2 at submission.
@@ -39,7 +39,7 @@ public final class HTTP2OutboundBody {
     public init() {}
 
     /// A finished body of one chunk.
-    public convenience init(_ bytes: [UInt8], prefixed: Bool = false, trailers: Trailers? = nil) {
+    package convenience init(_ bytes: [UInt8], prefixed: Bool = false, trailers: Trailers? = nil) {
         self.init()
         enqueue(bytes, prefixed: prefixed)
         finish(trailers: trailers)
@@ -60,7 +60,7 @@ public final class HTTP2OutboundBody {
 
     /// Ends the body. Returns true when nghttp2 must be resumed.
     @discardableResult
-    public func finish(trailers: Trailers?) -> Bool {
+    package func finish(trailers: Trailers?) -> Bool {
         guard !finished else { return false }
         finished = true
         self.trailers = trailers
@@ -169,7 +169,7 @@ extension HTTP2Session {
     }
 
     /// Ends a stream's body, waking nghttp2 if the body was waiting.
-    public func finish(_ body: HTTP2OutboundBody, trailers: HTTP2OutboundBody.Trailers?, streamID: Int32) throws(HTTP2SessionError) {
+    package func finish(_ body: HTTP2OutboundBody, trailers: HTTP2OutboundBody.Trailers?, streamID: Int32) throws(HTTP2SessionError) {
         if body.finish(trailers: trailers) { try resumeData(streamID: streamID) }
     }
 }

@@ -1,5 +1,5 @@
-import CInterop
-import NIOCore
+package import CInterop
+public import NIOCore
 
 /// One nghttp2 session in memory mode: owns the session, its options and its
 /// callbacks; checks every nghttp2 return code; turns callbacks into
@@ -63,7 +63,7 @@ public final class HTTP2Session {
     public func drainOutput(_ body: (UnsafeRawBufferPointer) -> Void) throws(HTTP2SessionError) {
         while true {
             var pointer: UnsafePointer<UInt8>?
-            let count = nghttp2_session_mem_send(session, &pointer)
+            let count = memSend(&pointer)
             if count < 0 { throw HTTP2SessionError("nghttp2_session_mem_send", Int32(truncatingIfNeeded: count)) }
             guard count > 0, let pointer else { return }
             body(UnsafeRawBufferPointer(start: pointer, count: count))
@@ -88,7 +88,6 @@ public final class HTTP2Session {
         _ = nghttp2_session_set_stream_user_data(session, streamID, data)
     }
 
-    @inlinable
     public func streamData(for streamID: Int32) -> UnsafeMutableRawPointer? {
         nghttp2_session_get_stream_user_data(session, streamID)
     }
@@ -102,13 +101,13 @@ public final class HTTP2Session {
     public var lastProcessedStreamID: Int32 { nghttp2_session_get_last_proc_stream_id(session) }
 
     /// The peer's value for a setting.
-    public func remoteSetting(_ id: nghttp2_settings_id) -> UInt32 {
+    package func remoteSetting(_ id: nghttp2_settings_id) -> UInt32 {
         nghttp2_session_get_remote_settings(session, id)
     }
 
     // MARK: - Submissions (each checked)
 
-    public func submitSettings(_ entries: [(id: nghttp2_settings_id, value: UInt32)]) throws(HTTP2SessionError) {
+    package func submitSettings(_ entries: [(id: nghttp2_settings_id, value: UInt32)]) throws(HTTP2SessionError) {
         let list = entries.map { nghttp2_settings_entry(settings_id: Int32($0.id.rawValue), value: $0.value) }
         try check("nghttp2_submit_settings", nghttp2_submit_settings(session, flagNone, list, list.count))
     }
@@ -120,7 +119,7 @@ public final class HTTP2Session {
     }
 
     /// A response's HEADERS; with a body, DATA comes from it (kept alive by the caller until the stream closes).
-    public func submitResponse(
+    package func submitResponse(
         streamID: Int32, headers: UnsafePointer<nghttp2_nv>, count: Int, body: HTTP2OutboundBody?
     ) throws(HTTP2SessionError) {
         let result: Int32
@@ -134,7 +133,7 @@ public final class HTTP2Session {
     }
 
     /// A request; returns its stream ID. The body (if any) must live until the stream closes.
-    public func submitRequest(
+    package func submitRequest(
         headers: UnsafePointer<nghttp2_nv>, count: Int, body: HTTP2OutboundBody?, streamData: UnsafeMutableRawPointer?
     ) throws(HTTP2SessionError) -> Int32 {
         let result: Int32
@@ -148,16 +147,16 @@ public final class HTTP2Session {
         return result
     }
 
-    public func submitTrailer(streamID: Int32, headers: UnsafePointer<nghttp2_nv>, count: Int) throws(HTTP2SessionError) {
+    package func submitTrailer(streamID: Int32, headers: UnsafePointer<nghttp2_nv>, count: Int) throws(HTTP2SessionError) {
         try check("nghttp2_submit_trailer", nghttp2_submit_trailer(session, streamID, headers, count))
     }
 
-    public func submitRSTStream(streamID: Int32, errorCode: nghttp2_error_code) throws(HTTP2SessionError) {
+    package func submitRSTStream(streamID: Int32, errorCode: nghttp2_error_code) throws(HTTP2SessionError) {
         try check("nghttp2_submit_rst_stream",
                   nghttp2_submit_rst_stream(session, flagNone, streamID, errorCode.rawValue))
     }
 
-    public func submitGoaway(lastStreamID: Int32, errorCode: nghttp2_error_code = NGHTTP2_NO_ERROR) throws(HTTP2SessionError) {
+    package func submitGoaway(lastStreamID: Int32, errorCode: nghttp2_error_code = NGHTTP2_NO_ERROR) throws(HTTP2SessionError) {
         try check("nghttp2_submit_goaway",
                   nghttp2_submit_goaway(session, flagNone, lastStreamID, errorCode.rawValue, nil, 0))
     }
@@ -177,7 +176,7 @@ public final class HTTP2Session {
     }
 
     /// GOAWAY with an error and stop: the session then only flushes.
-    public func terminate(errorCode: nghttp2_error_code) throws(HTTP2SessionError) {
+    package func terminate(errorCode: nghttp2_error_code) throws(HTTP2SessionError) {
         try check("nghttp2_session_terminate_session",
                   nghttp2_session_terminate_session(session, errorCode.rawValue))
     }
@@ -188,6 +187,12 @@ public final class HTTP2Session {
     }
 
     @usableFromInline var flagNone: UInt8 { UInt8(NGHTTP2_FLAG_NONE.rawValue) }
+
+    /// `nghttp2_session_mem_send` for the inlinable `drainOutput` (which cannot
+    /// name a C function: CInterop is not a public import).
+    @usableFromInline func memSend(_ pointer: inout UnsafePointer<UInt8>?) -> Int {
+        nghttp2_session_mem_send(session, &pointer)
+    }
 
     @inline(__always)
     private func check(_ operation: String, _ result: Int32) throws(HTTP2SessionError) {

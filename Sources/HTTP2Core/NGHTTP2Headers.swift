@@ -1,10 +1,10 @@
-import CInterop
+package import CInterop
 
 /// Header lists as `nghttp2_nv` arrays.
 public enum NGHTTP2Headers {
     /// Calls `body` with an `nghttp2_nv` array for `headers` (names lowercase).
     /// nghttp2 copies the array on submit, so it only lives for the call.
-    public static func with<R>(
+    package static func with<R>(
         _ headers: [(name: String, value: String)],
         _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
     ) -> R {

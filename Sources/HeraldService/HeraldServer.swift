@@ -1,11 +1,12 @@
 import APNs
+public import APNsSimulation
+public import GRPCEngine
 import HeraldPrimitives
-import APNsSimulation
-import GRPCEngine
+import TLSTransport
 import HeraldCore
-import HeraldStorage
-import Logging
-import ServiceLifecycle
+public import HeraldStorage
+public import Logging
+public import ServiceLifecycle
 import Synchronization
 
 /// Herald's version, reported by Status and `herald --version`.

@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 
 /// A registered device. Keyed by (bundleID, deviceToken); a user may have many.
 /// Times are milliseconds since the UNIX epoch.

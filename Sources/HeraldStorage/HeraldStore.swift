@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 
 // Design notes (HeraldStore)
 //

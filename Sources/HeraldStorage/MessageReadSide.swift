@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 
 /// The read side of the store: what GetMessage, ListMessages and
 /// CampaignReport show. Every query is scoped by bundle: a message of

@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 
 extension SQLiteStore {
     public func registerDevice(_ device: Device) async throws -> Bool {

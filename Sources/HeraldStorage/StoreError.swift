@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 
 /// Why the store refused to open or could not complete an operation.
 ///

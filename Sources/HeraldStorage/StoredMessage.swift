@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 
 /// An accepted message as stored. Times are milliseconds since the UNIX epoch.
 public struct StoredMessage: Sendable, Hashable {

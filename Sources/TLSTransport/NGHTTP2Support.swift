@@ -1,4 +1,4 @@
-import CInterop
+package import CInterop
 import HTTP2Core
 import NIOCore
 
@@ -6,7 +6,7 @@ import NIOCore
 /// themselves are `HTTP2Core.HTTP2Session`.
 public enum NGHTTP2 {
     /// Calls `body` with an `nghttp2_nv` array for `headers` (see `NGHTTP2Headers.with`).
-    public static func withHeaders<R>(
+    package static func withHeaders<R>(
         _ headers: [(name: String, value: String)],
         _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
     ) -> R {

@@ -1,5 +1,5 @@
 import CInterop
-import NIOCore
+public import NIOCore
 
 /// Fired inbound once the handshake is done and ALPN agreed on `h2`.
 public struct TLSHandshakeCompleted: Sendable {

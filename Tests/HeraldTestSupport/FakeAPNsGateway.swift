@@ -1,6 +1,6 @@
-import APNs
-import HeraldCore
-import HeraldService
+public import APNs
+public import HeraldCore
+public import HeraldService
 import Synchronization
 
 /// A `DeliveryGateway` in memory: one client for the bundles it serves,

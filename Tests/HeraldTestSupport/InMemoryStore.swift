@@ -1,5 +1,5 @@
-import HeraldCore
-import HeraldStorage
+public import HeraldCore
+public import HeraldStorage
 
 /// `HeraldStore` in memory, for handler and wiring tests: the contract of
 /// the protocol (last request wins, spent keys, checked transitions, claims

@@ -1,6 +1,6 @@
-import APNs
-import HeraldPrimitives
-import NIOCore
+public import APNs
+public import HeraldPrimitives
+public import NIOCore
 import Synchronization
 
 /// The APNs client's clock, moved by the test: sleepers (retry pauses) and

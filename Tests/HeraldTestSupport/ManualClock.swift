@@ -1,4 +1,4 @@
-import HeraldService
+public import HeraldService
 import Synchronization
 
 /// A scheduler clock the test moves by hand; sleepers wake when it passes

@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 
 /// When a message may be delivered: `[start, end]`.
 ///

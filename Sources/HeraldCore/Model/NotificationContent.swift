@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 
 /// A text field given either once or per locale (`herald.v1.LocalizedText`).
 public enum LocalizedText: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 
 /// The message fields shared by Schedule and Render, as the request gives
 /// them (unvalidated). Empty optional strings count as unset.

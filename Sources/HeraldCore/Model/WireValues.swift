@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 
 /// The API's message priority (`herald.v1.Priority`); unspecified → ``normal``.
 public enum Priority: String, Sendable, Hashable, CaseIterable, Codable {

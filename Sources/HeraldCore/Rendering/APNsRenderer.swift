@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 
 /// Why a validated message cannot be rendered for a device.
 public enum RenderError: Error, Sendable, Hashable, CustomStringConvertible {

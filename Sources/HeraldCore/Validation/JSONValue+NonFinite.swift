@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 
 extension JSONValue {
     /// The first path (e.g. `a.b[2]`) below `self` holding a NaN or infinite

@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 
 /// Schedule's own fields: required strings, their bounds, the delivery window.
 extension Validator {

@@ -1,4 +1,4 @@
-import HeraldPrimitives
+public import HeraldPrimitives
 
 /// Checks requests against SPEC §3–§5 and applies defaults.
 ///

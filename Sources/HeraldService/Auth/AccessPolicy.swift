@@ -1,5 +1,5 @@
 import CInterop
-import GRPCEngine
+public import GRPCEngine
 import HeraldCore
 
 /// Who may call what: `authorization: Token <token>` metadata, each

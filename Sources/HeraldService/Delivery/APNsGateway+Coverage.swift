@@ -1,4 +1,4 @@
-import HeraldCore
+public import HeraldCore
 
 extension APNsGateway {
     /// The device environments some route serves for `bundleID`; empty when

@@ -1,7 +1,7 @@
-import APNs
-import APNsSimulation
-import HeraldCore
-import Logging
+public import APNs
+public import APNsSimulation
+public import HeraldCore
+public import Logging
 import Synchronization
 import TLSTransport
 

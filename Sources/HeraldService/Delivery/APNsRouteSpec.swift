@@ -1,5 +1,5 @@
-import APNs
-import HeraldCore
+public import APNs
+public import HeraldCore
 import HeraldPrimitives
 import HeraldStorage
 

@@ -1,5 +1,5 @@
-import APNs
-import HeraldCore
+public import APNs
+public import HeraldCore
 
 /// One APNs client as the dispatcher sees it: sends one request and answers
 /// (or throws ``APNsError``). A class: the dispatcher admits messages per

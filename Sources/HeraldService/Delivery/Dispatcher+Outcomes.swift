@@ -3,7 +3,6 @@ import HeraldCore
 import HeraldStorage
 import Logging
 import Synchronization
-import TLSTransport
 
 extension Dispatcher.DeviceResult {
     /// The per-device record: `delivered` names a success (sent, handed

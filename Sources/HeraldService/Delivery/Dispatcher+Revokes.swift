@@ -1,5 +1,5 @@
 import HeraldCore
-import HeraldStorage
+public import HeraldStorage
 import Logging
 import HeraldPrimitives
 

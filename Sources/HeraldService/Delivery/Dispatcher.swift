@@ -1,8 +1,8 @@
 import APNs
 import HeraldCore
 import HeraldPrimitives
-import HeraldStorage
-import Logging
+public import HeraldStorage
+public import Logging
 import Synchronization
 
 /// Carries out a due message's next action: the alert push (traditional, or

@@ -3,7 +3,6 @@ import HeraldCore
 import HeraldStorage
 import Logging
 import Synchronization
-import TLSTransport
 
 /// Records pushes' hand-overs to APNs per device (the crash rule), just
 /// before each request's HEADERS are written: marks arriving while one batch

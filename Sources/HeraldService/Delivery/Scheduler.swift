@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 import Synchronization
 
 /// A dispatch's global slot. The dispatcher gives it back as soon as its

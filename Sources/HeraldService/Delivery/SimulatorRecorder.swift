@@ -1,4 +1,4 @@
-import APNsSimulation
+public import APNsSimulation
 import HeraldCore
 import HeraldPrimitives
 import HeraldStorage
@@ -8,7 +8,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Logging
+public import Logging
 
 /// Appends every delivery the bundled simulator accepts to a file, one JSON
 /// object per line: what a developer watches (`tail -f`) and what the

@@ -1,5 +1,5 @@
 import GRPCEngine
-import Logging
+public import Logging
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 import CoreMetrics
 
 import GRPCEngine
-import Prometheus
+public import Prometheus
 import Synchronization
 
 /// Herald's Prometheus metrics, made through swift-metrics with this

@@ -186,28 +186,3 @@ struct ReflectionService: Sendable {
         return withExtendedLifetime(arena) { ProtobufC.pack(&response) }
     }
 }
-
-extension Grpc__Reflection__V1__ServerReflectionRequest: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); grpc__reflection__v1__server_reflection_request__init(&m); return m }
-}
-extension Grpc__Reflection__V1__ServerReflectionResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); grpc__reflection__v1__server_reflection_response__init(&m); return m }
-}
-extension Grpc__Reflection__V1__FileDescriptorResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); grpc__reflection__v1__file_descriptor_response__init(&m); return m }
-}
-extension Grpc__Reflection__V1__ExtensionNumberResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); grpc__reflection__v1__extension_number_response__init(&m); return m }
-}
-extension Grpc__Reflection__V1__ListServiceResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); grpc__reflection__v1__list_service_response__init(&m); return m }
-}
-extension Grpc__Reflection__V1__ServiceResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); grpc__reflection__v1__service_response__init(&m); return m }
-}
-extension Grpc__Reflection__V1__ErrorResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); grpc__reflection__v1__error_response__init(&m); return m }
-}
-extension Grpc__Reflection__V1__ExtensionRequest: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); grpc__reflection__v1__extension_request__init(&m); return m }
-}

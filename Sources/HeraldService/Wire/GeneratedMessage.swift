@@ -5,7 +5,9 @@ import HeraldProtos
 /// `ProtobufCMessage` header, and `initialized()` runs the generated `*__init`.
 ///
 /// Conversions between these C structs and Swift values happen once, at the
-/// edge (the handlers); no C pointer escapes a handler.
+/// edge (the handlers); no C pointer escapes a handler. Every message struct
+/// conforms in `GeneratedMessage+Conformances.swift`, which
+/// `scripts/gen-protos.sh` writes from the protoc-c headers.
 protocol GeneratedMessage {
     /// The generated header (descriptor, unknown fields).
     var base: ProtobufCMessage { get }
@@ -21,38 +23,4 @@ extension GeneratedMessage {
 
     /// The proto's full name, e.g. `herald.v1.StatusRequest`.
     static var fullName: String { String(cString: descriptor.pointee.name) }
-}
-
-extension Grpc__Health__V1__HealthCheckRequest: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); grpc__health__v1__health_check_request__init(&m); return m }
-}
-extension Grpc__Health__V1__HealthCheckResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); grpc__health__v1__health_check_response__init(&m); return m }
-}
-extension Herald__V1__StatusRequest: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__status_request__init(&m); return m }
-}
-extension Herald__V1__StatusResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__status_response__init(&m); return m }
-}
-extension Herald__V1__MessageStateCount: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__message_state_count__init(&m); return m }
-}
-extension Herald__V1__StoreStatus: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__store_status__init(&m); return m }
-}
-extension Herald__V1__ApnsPoolStatus: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__apns_pool_status__init(&m); return m }
-}
-extension Herald__V1__ProviderReasonCount: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__provider_reason_count__init(&m); return m }
-}
-extension Herald__V1__ServerStatus: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__server_status__init(&m); return m }
-}
-extension Herald__V1__Content: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__content__init(&m); return m }
-}
-extension Herald__V1__LocalizedText: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__localized_text__init(&m); return m }
 }

@@ -26,34 +26,3 @@ extension DeliveryMethod {
         }
     }
 }
-
-extension Herald__V1__ScheduleRequest: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__schedule_request__init(&m); return m }
-}
-extension Herald__V1__ScheduleResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__schedule_response__init(&m); return m }
-}
-extension Herald__V1__CancelRequest: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__cancel_request__init(&m); return m }
-}
-extension Herald__V1__CancelResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__cancel_response__init(&m); return m }
-}
-extension Herald__V1__ReportEventRequest: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__report_event_request__init(&m); return m }
-}
-extension Herald__V1__ReportEventResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__report_event_response__init(&m); return m }
-}
-extension Herald__V1__RegisterDeviceRequest: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__register_device_request__init(&m); return m }
-}
-extension Herald__V1__RegisterDeviceResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__register_device_response__init(&m); return m }
-}
-extension Herald__V1__UnregisterDeviceRequest: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__unregister_device_request__init(&m); return m }
-}
-extension Herald__V1__UnregisterDeviceResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__unregister_device_response__init(&m); return m }
-}

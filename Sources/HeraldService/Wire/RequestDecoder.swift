@@ -186,22 +186,6 @@ struct RequestDecoder {
     }
 }
 
-extension Herald__V1__RenderRequest: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__render_request__init(&m); return m }
-}
-extension Herald__V1__RenderResponse: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__render_response__init(&m); return m }
-}
-extension Herald__V1__ApnsRendering: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__apns_rendering__init(&m); return m }
-}
-extension Herald__V1__ApnsRendering__HeadersEntry: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__apns_rendering__headers_entry__init(&m); return m }
-}
-extension Herald__V1__FcmRendering: GeneratedMessage {
-    static func initialized() -> Self { var m = Self(); herald__v1__fcm_rendering__init(&m); return m }
-}
-
 extension RequestDecoder {
     mutating func deliveryMethod(_ value: Herald__V1__DeliveryMethod) -> DeliveryMethod? {
         switch value {

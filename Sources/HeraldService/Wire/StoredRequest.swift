@@ -1,5 +1,5 @@
 import CInterop
-import HeraldCore
+public import HeraldCore
 import HeraldProtos
 
 /// Turns a stored message's request bytes into the validated domain message.

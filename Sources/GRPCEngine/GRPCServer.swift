@@ -123,7 +123,7 @@ public final class GRPCServer: Sendable {
         } catch {
             try? await group.shutdownGracefully()
             state.withLock { $0.group = nil; $0.shared = nil }
-            throw error
+            throw ListenError(host: configuration.host, port: configuration.port, error: error)
         }
         state.withLock { $0.serverChannel = channel }
         let port = channel.localAddress?.port ?? configuration.port

@@ -61,6 +61,9 @@ public struct HeraldConfiguration: Sendable {
     public var logFormat = LogFormat.text
     /// How often the store's writability is probed (Health, `/readyz`).
     public var storeProbeInterval: Duration = .seconds(1)
+    /// What SIGHUP re-reads (tokens file, APNs routes file); nil: SIGHUP
+    /// is not trapped (in-process servers).
+    public var reload: ReloadSources?
 
     public init() {}
 
@@ -248,6 +251,7 @@ public final class HeraldServer: Service, Sendable {
                 "no access tokens are configured, so Herald serves on loopback only; "
                 + "refusing to listen on \(configuration.host) (give --tokens-file, or use 127.0.0.1)")
         }
+        try Self.checkBeforeStarting(configuration)
         let clock = configuration.clock
         try POSIXFile.createDirectories(configuration.dataDirectory)
         var storeOptions = SQLiteStore.Options()
@@ -301,6 +305,10 @@ public final class HeraldServer: Service, Sendable {
             services.append(SimulatorRecorderService(deliveries: simulator.deliveryStream(), path: path, logger: logger))
         }
         services.append(GatewayService(stopper: stopper))
+        if let sources = configuration.reload {
+            services.append(ReloadService(reloader: ConfigReloader(
+                sources: sources, policy: configuration.accessPolicy, gateway: gateway, logger: logger)))
+        }
         services.append(StatusSnapshotService(
             cell: snapshot, store: store, gateway: gateway, clock: clock, logger: logger, metrics: metrics))
         services.append(DeliveryService(

@@ -11,4 +11,24 @@ struct HeraldCommand: AsyncParsableCommand {
         subcommands: [ServeCommand.self, APNsSimCommand.self],
         defaultSubcommand: ServeCommand.self
     )
+
+    /// As ArgumentParser's, except that a failure is one line on stderr
+    /// (`herald: error: …`, no usage text) and a non-zero exit; help and
+    /// `--version` print as usual.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success { exit(withError: error) }
+            let text = message(for: error).split(whereSeparator: \.isNewline).map { $0.trimmingSpaces() }.joined(separator: " ")
+            writeUnbuffered("herald: error: \(text.isEmpty ? "\(error)" : text)\n", to: 2)
+            exit(withError: ExitCode(code.rawValue == 0 ? 1 : code.rawValue))
+        }
+    }
 }

@@ -48,3 +48,9 @@ extension StringProtocol {
 func pinMallocMmapThreshold() -> Bool {
     cinterop_pin_mmap_threshold(128 * 1024) == 1
 }
+
+/// Sets SIGHUP to be ignored (until the reload service traps it); false
+/// when signal(2) fails.
+func ignoreSIGHUP() -> Bool {
+    unsafeBitCast(signal(SIGHUP, SIG_IGN), to: Int.self) != -1
+}

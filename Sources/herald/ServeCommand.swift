@@ -9,10 +9,12 @@ import ServiceLifecycle
 import Glibc
 #endif
 
-/// `herald serve`: runs the gRPC service until SIGTERM or SIGINT.
+/// `herald serve`: runs the gRPC service until SIGTERM or SIGINT; SIGHUP
+/// reloads the tokens file and the APNs routes file.
 ///
-/// Every flag falls back to an environment variable (`HERALD_HOST`, …) and
-/// then to the embedded default.
+/// Every flag falls back to an environment variable (`HERALD_HOST`, …), then
+/// to the config file, then to the embedded default; every layer's values
+/// are checked as the flags are (ServeCommand+Validation.swift).
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -21,6 +23,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "A config file of `key = value` lines named like these flags (env HERALD_CONFIG). Precedence: flag, environment (HERALD_<FLAG>), config file, default.")
     var config: String = ""
+
+    @Flag(name: .customLong("check-config"), help: "Validate the flags, environment, config file, tokens file and APNs routes (reading the key files), print \"configuration OK\" and exit 0, or exit non-zero with the first problem; binds nothing, opens no store.")
+    var checkConfig = false
 
     @Option(help: "Address to listen on (env HERALD_HOST).")
     var host: String = Settings.string("host") ?? "127.0.0.1"
@@ -116,35 +121,6 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("route-queue"), help: "Messages waiting per APNs route beyond --route-in-flight; more are deferred until it has room.")
     var routeQueue: Int = Settings.int("route-queue") ?? 64
 
-    func validate() throws {
-        if let problem = Settings.problem { throw ValidationError(problem) }
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
-        guard LogFormat(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text or json") }
-        guard (-1...65535).contains(adminPort) else { throw ValidationError("--admin-port must be 0...65535 (-1: off)") }
-        guard adminTimeout > 0 && adminTimeout <= 3600 else { throw ValidationError("--admin-timeout must be more than 0 and at most 3600") }
-        guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
-        guard ["full", "process"].contains(durability) else { throw ValidationError("--durability must be full or process") }
-        guard (0...3600).contains(graceSeconds) else { throw ValidationError("--grace-seconds must be 0...3600") }
-        guard (0...1).contains(contextAwareShare) else { throw ValidationError("--context-aware-share must be between 0 and 1") }
-        guard drainSeconds >= 0 else { throw ValidationError("--drain-seconds must not be negative") }
-        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
-        guard maxBufferedRequestMiB >= 1 else { throw ValidationError("--max-buffered-request-mib must be at least 1") }
-        guard maxConnectionBufferMiB >= 1 else { throw ValidationError("--max-connection-buffer-mib must be at least 1") }
-        for (flag, seconds) in [
-            ("handshake-timeout", handshakeTimeout), ("idle-timeout", idleTimeout),
-            ("keepalive-interval", keepaliveInterval), ("keepalive-timeout", keepaliveTimeout),
-            ("request-receive-timeout", requestReceiveTimeout),
-        ] where !(seconds > 0 && seconds <= 86_400) {
-            throw ValidationError("--\(flag) must be more than 0 and at most 86400 seconds, got \(seconds)")
-        }
-        guard (1...3600).contains(apnsResponseTimeout) else { throw ValidationError("--apns-response-timeout must be 1...3600") }
-        guard routeInFlight >= 1 else { throw ValidationError("--route-in-flight must be at least 1") }
-        guard (0...256).contains(routeQueue) else {
-            throw ValidationError("--route-queue must be 0...256 (each waiting message holds one of the 512 global dispatch slots)")
-        }
-    }
-
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let format = LogFormat(rawValue: logFormat) ?? .text
@@ -154,52 +130,17 @@ struct ServeCommand: AsyncParsableCommand {
             logger.warning("mallopt(M_MMAP_THRESHOLD) failed; large request buffers may stay resident after release")
         }
 
-        var configuration = HeraldConfiguration()
-        configuration.host = host
-        configuration.port = port
-        configuration.dataDirectory = dataDirectory
-        configuration.grpc.maxConcurrentStreams = maxConcurrentStreams
-        configuration.grpc.maxConnections = maxConnections
-        configuration.grpc.maxBufferedBytes = maxBufferedRequestMiB << 20
-        configuration.grpc.maxBufferedBytesPerConnection = maxConnectionBufferMiB << 20
-        configuration.grpc.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
-        configuration.grpc.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
-        configuration.grpc.keepaliveInterval = .milliseconds(Int64(keepaliveInterval * 1000))
-        configuration.grpc.keepaliveTimeout = .milliseconds(Int64(keepaliveTimeout * 1000))
-        configuration.grpc.requestReceiveTimeout = .milliseconds(Int64(requestReceiveTimeout * 1000))
-        configuration.drainTimeout = .seconds(drainSeconds)
-        configuration.graceSeconds = Int64(graceSeconds)
-        configuration.durability = durability == "process" ? .processCrash : .sqliteFull
-        configuration.contextAwareShare = contextAwareShare
-        configuration.apnsResponseTimeout = .seconds(apnsResponseTimeout)
-        configuration.routeLimits = Dispatcher.RouteLimits(inFlight: routeInFlight, queue: routeQueue)
-        configuration.simulatorRecordPath = simulatorRecord.isEmpty ? nil : simulatorRecord
-        configuration.logFormat = format
-        configuration.accessLogPath = accessLog.isEmpty ? nil : accessLog
-        if adminPort >= 0 {
-            var admin = AdminConfiguration()
-            admin.host = adminHost
-            admin.port = adminPort
-            admin.requestTimeout = .milliseconds(Int64(adminTimeout * 1000))
-            configuration.admin = admin
+        // SIGHUP reloads (ReloadService traps it once serving); ignored
+        // until then, never the default action (ending the process).
+        guard ignoreSIGHUP() else { throw ValidationError("cannot set SIGHUP's disposition: \(String(cString: strerror(errno)))") }
+        let configuration = try makeConfiguration(logger: logger)
+        if checkConfig {
+            try HeraldServer.checkDataDirectory(configuration.dataDirectory)
+            print("configuration OK")
+            return
         }
-        for entry in simulatorUnregistered {
-            let parts = entry.split(separator: ":", maxSplits: 1)
-            let timestamp = parts.count == 2 ? Int64(parts[1]) : nil
-            // Without a timestamp: "unregistered as of start", as `apns-sim` does.
-            configuration.simulatorFaults.unregistered[String(parts[0]).lowercased()] = timestamp ?? Timestamp.nowMilliseconds()
-        }
-        var routeSpecs = try apnsRoutes.enumerated().map { try APNsRouteSpec.parse($1, source: "--apns-route #\($0 + 1)") }
-        if !apnsRoutesFile.isEmpty { routeSpecs += try APNsRouteSpec.parseFile(path: apnsRoutesFile) }
-        if !routeSpecs.isEmpty {
-            configuration.apnsRoutes = try APNsRouteSpec.makeRoutes(routeSpecs, responseTimeout: .seconds(apnsResponseTimeout))
-            logger.info("APNs routes configured", metadata: ["routes": "\(routeSpecs.count)"])
-        }
-        for token in simulatorBadTokens { configuration.simulatorFaults.badTokens.insert(token.lowercased()) }
-        if !tokensFile.isEmpty {
-            configuration.accessPolicy = try AccessPolicy.load(path: tokensFile)
-            logger.info("access tokens loaded", metadata: ["labels": "\(configuration.accessPolicy.grants.map(\.label))"])
-        }
+        // Port in use, data dir not a directory: said before anything starts.
+        try HeraldServer.checkBeforeStarting(configuration)
 
         let server = HeraldServer(configuration: configuration, logger: logger)
         // SIGTERM and SIGINT start the graceful shutdown (HeraldServices.swift

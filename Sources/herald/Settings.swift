@@ -10,6 +10,11 @@ import HeraldStorage
 /// flags (`port = 50051`, `apns-route = team=… key=…`); `#` starts a
 /// comment; list flags (`apns-route`, `sim-unregistered`, `sim-bad-token`)
 /// may repeat.
+///
+/// Strict: every value of every layer goes through the parsing and the
+/// checks of the flag (`ServeCommand.validate()` runs each check on each
+/// candidate); an unknown key or a bad value stops start-up with an error
+/// naming where it came from (`--flag`, `HERALD_VAR` or `FILE:LINE`).
 enum Settings {
     /// Every key the config file may use (the flags of `serve`).
     static let knownKeys: Set<String> = [
@@ -21,28 +26,53 @@ enum Settings {
         "admin-host", "admin-port", "admin-timeout", "log-format", "access-log",
     ]
 
-    static func string(_ key: String) -> String? {
-        environment(key) ?? file.values[key]?.last
+    /// A value as one layer gives it, and where from.
+    struct Candidate {
+        /// `--key` (a flag), `HERALD_KEY` or `FILE:LINE: key`.
+        var origin: String
+        var value: String
     }
 
+    static func string(_ key: String) -> String? {
+        environment(key)?.value ?? file.values[key]?.last?.value
+    }
+
+    /// nil also when the value does not parse: `validate()` then reports it.
     static func int(_ key: String) -> Int? { string(key).flatMap(Int.init) }
 
     static func double(_ key: String) -> Double? { string(key).flatMap(Double.init) }
 
     /// A repeatable flag's values from the config file.
-    static func list(_ key: String) -> [String] { file.values[key] ?? [] }
+    static func list(_ key: String) -> [String] { (file.values[key] ?? []).map(\.value) }
+
+    /// Every value the environment and the config file give `key`, the ones
+    /// a higher layer overrides included.
+    static func candidates(_ key: String) -> [Candidate] {
+        (environment(key).map { [$0] } ?? []) + (file.values[key] ?? [])
+    }
+
+    /// The config file's lines for a repeatable key, each with its origin.
+    static func fileList(_ key: String) -> [Candidate] { file.values[key] ?? [] }
+
+    /// Where the value in use comes from: the flag when it is given, else
+    /// the environment, else the config file's last line for it.
+    static func origin(_ key: String) -> String {
+        let arguments = CommandLine.arguments
+        if arguments.contains(where: { $0 == "--\(key)" || $0.hasPrefix("--\(key)=") }) { return "--\(key)" }
+        return (environment(key) ?? file.values[key]?.last)?.origin ?? "--\(key)"
+    }
 
     /// The config file's problem (unreadable, malformed, unknown key), if any.
     static var problem: String? { file.problem }
 
-    private static func environment(_ key: String) -> String? {
+    private static func environment(_ key: String) -> Candidate? {
         let name = "HERALD_" + String(key.uppercased().map { $0 == "-" ? "_" : $0 })
         guard let value = environmentValue(name), !value.isEmpty else { return nil }
-        return value
+        return Candidate(origin: name, value: value)
     }
 
     private struct File {
-        var values: [String: [String]] = [:]
+        var values: [String: [Candidate]] = [:]
         var problem: String?
     }
 
@@ -55,13 +85,14 @@ enum Settings {
             if argument == "--config", index + 1 < arguments.count { return arguments[index + 1] }
             if argument.hasPrefix("--config=") { return String(argument.dropFirst("--config=".count)) }
         }
-        return environment("config")
+        return environment("config")?.value
     }
 
     private static func load() -> File {
         guard let path else { return File() }
-        guard let text = try? POSIXFile.readText(path) else {
-            return File(problem: "cannot read config file \(path)")
+        let text: String
+        do { text = try POSIXFile.readText(path) } catch {
+            return File(problem: "cannot read config file \(path): \(error)")
         }
         var file = File()
         for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -74,7 +105,7 @@ enum Settings {
                 file.problem = "\(path):\(number + 1): " + (parts.count == 2 ? "unknown key \"\(key)\"" : "expected key = value")
                 return file
             }
-            file.values[key, default: []].append(parts[1].trimmingSpaces())
+            file.values[key, default: []].append(Candidate(origin: "\(path):\(number + 1): \(key)", value: parts[1].trimmingSpaces()))
         }
         return file
     }

@@ -1,6 +1,7 @@
 import CInterop
 public import GRPCEngine
 import HeraldCore
+import Synchronization
 
 /// Who may call what: `authorization: Token <token>` metadata, each
 /// configured token allowing a list of bundle ids (`*` for all).
@@ -29,14 +30,36 @@ public struct AccessPolicy: Sendable {
         }
     }
 
-    public var grants: [Grant]
+    /// Shared by every copy of this policy (the handlers and admission
+    /// checks hold copies), so `replaceGrants` reaches them all at once.
+    private final class Store: Sendable {
+        let grants: Mutex<[Grant]>
+        init(_ grants: [Grant]) { self.grants = Mutex(grants) }
+    }
+
+    private let store: Store
+    /// Fixed at start: a reload never opens a closed policy (or closes an open one).
+    public let isOpen: Bool
+
+    /// The grants in force now.
+    public var grants: [Grant] { store.grants.withLock { $0 } }
 
     /// With no grants, every caller is allowed: the server then listens on
     /// loopback only (see `HeraldServer.start`).
-    public var isOpen: Bool { grants.isEmpty }
-
     public init(grants: [Grant] = []) {
-        self.grants = grants
+        store = Store(grants)
+        isOpen = grants.isEmpty
+    }
+
+    /// Swaps in `grants` for every copy of this policy at once (SIGHUP): a
+    /// call authenticated before keeps its grant, the next one sees the new
+    /// list. Refused (false) when it would open a closed policy or close an
+    /// open one.
+    @discardableResult
+    public func replaceGrants(_ grants: [Grant]) -> Bool {
+        guard grants.isEmpty == isOpen else { return false }
+        store.grants.withLock { $0 = grants }
+        return true
     }
 
     /// The grant the request's token matches; nil when the policy is open.
@@ -53,7 +76,7 @@ public struct AccessPolicy: Sendable {
         }
         let presented = Self.sha256(String(header.dropFirst(scheme.count)))
         var match: Grant?
-        for grant in grants where Self.constantTimeEqual(grant.digest, presented) && match == nil {
+        for grant in store.grants.withLock({ $0 }) where Self.constantTimeEqual(grant.digest, presented) && match == nil {
             match = grant
         }
         guard let match else { throw GRPCStatus(.unauthenticated, "unknown token") }
@@ -91,6 +114,20 @@ public struct AccessPolicy: Sendable {
         guard grant.allows(bundleID: bundleID) else {
             throw GRPCStatus(.permissionDenied, "token \"\(grant.label)\" may not act on bundle_id \(ErrorText.quote(bundleID))")
         }
+    }
+
+    /// What a reload changes, by label (never a token): labels added,
+    /// removed, and kept with a new token or other bundles.
+    public static func changes(from old: [Grant], to new: [Grant]) -> (added: [String], removed: [String], changed: [String]) {
+        let before = Dictionary(old.map { ($0.label, $0) }, uniquingKeysWith: { first, _ in first })
+        let after = Dictionary(new.map { ($0.label, $0) }, uniquingKeysWith: { first, _ in first })
+        let added = after.keys.filter { before[$0] == nil }.sorted()
+        let removed = before.keys.filter { after[$0] == nil }.sorted()
+        let changed = after.compactMap { label, grant -> String? in
+            guard let previous = before[label] else { return nil }
+            return previous.digest == grant.digest && previous.bundleIDs == grant.bundleIDs ? nil : label
+        }.sorted()
+        return (added, removed, changed)
     }
 
     /// Whether `host` names a loopback address, the only place an open

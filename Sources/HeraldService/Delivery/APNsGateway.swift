@@ -29,13 +29,22 @@ public final class APNsGateway: Sendable {
             self.name = name.isEmpty ? "\(client.configuration.endpoint) bundles=\(bundleIDs.sorted().joined(separator: ","))" : name
         }
 
+        /// What makes two routes' clients interchangeable (pool key,
+        /// credentials, CA, timeout): a reload keeps the client of a route
+        /// whose identity is unchanged. In memory only, never logged.
+        var identity = ""
+
         func serves(bundleID: String, environment: APNsEnvironment) -> Bool {
             (self.environment == nil || self.environment == environment)
                 && (bundleIDs.contains("*") || bundleIDs.contains(bundleID))
         }
     }
 
-    public let routes: [Route]
+    /// The routes in force now; a reload (SIGHUP) swaps them at once.
+    public var routes: [Route] { current.withLock { $0 } }
+    let current: Mutex<[Route]>
+    /// Sends in flight per client, and clients a reload retired.
+    let retirement = ClientRetirement()
     /// The in-process simulator, when Herald runs on its embedded defaults.
     public let simulator: APNsSimulator?
     /// Errors and auth refusals per pool (Status), delivery metrics.
@@ -43,7 +52,7 @@ public final class APNsGateway: Sendable {
     private let observation = Mutex<(metrics: HeraldMetrics, logger: Logger)?>(nil)
 
     public init(routes: [Route], simulator: APNsSimulator? = nil) {
-        self.routes = routes
+        current = Mutex(routes)
         self.simulator = simulator
     }
 
@@ -52,7 +61,7 @@ public final class APNsGateway: Sendable {
     /// environment counts as production.
     public func client(bundleID: String, environment: APNsEnvironment?) -> APNsClient? {
         let environment = environment ?? .production
-        let matching = routes.filter { $0.serves(bundleID: bundleID, environment: environment) }
+        let matching = current.withLock { $0 }.filter { $0.serves(bundleID: bundleID, environment: environment) }
         return (matching.first { $0.bundleIDs.contains(bundleID) } ?? matching.first)?.client
     }
 
@@ -93,6 +102,8 @@ public final class APNsGateway: Sendable {
         let began = ContinuousClock.now
         let observation = observation.withLock { $0 }
         let logger = observation?.logger ?? Logger(label: "herald")
+        retirement.begin(client)
+        defer { retirement.end(client) }
         do {
             let response = try await client.send(request)
             let outcome = response.isSuccess ? "accepted" : DeviceOutcomeKind(refusal: response).rawValue
@@ -128,7 +139,7 @@ public final class APNsGateway: Sendable {
     }
 
     public func shutdown() async {
-        for client in clients { await client.shutdown() }
+        for client in clients + retirement.takeAll() { await client.shutdown() }
         try? await simulator?.stop()
     }
 

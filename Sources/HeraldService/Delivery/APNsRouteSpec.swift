@@ -87,9 +87,15 @@ public struct APNsRouteSpec: Sendable, Equatable {
     }
 
     /// Builds the gateway's routes: token routes of one team and key share a
-    /// pool per endpoint, and keys of different teams never share one.
-    public static func makeRoutes(_ specs: [APNsRouteSpec], responseTimeout: Duration = .seconds(30)) throws -> [APNsGateway.Route] {
-        let registry = APNsPoolRegistry()
+    /// pool per endpoint, and keys of different teams never share one. A
+    /// route whose pool key, credentials (the files' contents), CA and
+    /// timeout match one of `reusing` keeps that route's client (a reload
+    /// opens new connections only for routes that changed).
+    public static func makeRoutes(
+        _ specs: [APNsRouteSpec], responseTimeout: Duration = .seconds(30), reusing old: [APNsGateway.Route] = []
+    ) throws -> [APNsGateway.Route] {
+        var pools: [String: APNsClient] = [:]
+        for route in old where !route.identity.isEmpty { pools[route.identity] = route.client }
         var routes: [APNsGateway.Route] = []
         for spec in specs {
             let environments: [APNsEnvironment] = spec.environment.map { [$0] } ?? [.production, .sandbox]
@@ -102,23 +108,35 @@ public struct APNsRouteSpec: Sendable, Equatable {
                 }
                 let key: APNsPoolKey
                 let credentials: APNsCredentials
+                let secret: String
                 switch spec.auth {
                 case let .token(teamID, keyID, keyPath):
                     key = .token(teamID: teamID, keyID: keyID, endpoint: endpoint)
-                    credentials = .token(keyID: keyID, teamID: teamID, privateKeyPEM: try read(keyPath))
+                    secret = try read(keyPath)
+                    credentials = .token(keyID: keyID, teamID: teamID, privateKeyPEM: secret)
                 case let .certificate(certificatePath, keyPath):
                     key = APNsPoolKey(credentialID: "cert:\(certificatePath)", endpoint: endpoint)
-                    credentials = .certificate(certificatePEM: try read(certificatePath), privateKeyPEM: try read(keyPath))
+                    let certificate = try read(certificatePath)
+                    let privateKey = try read(keyPath)
+                    secret = certificate + "\u{0}" + privateKey
+                    credentials = .certificate(certificatePEM: certificate, privateKeyPEM: privateKey)
                 }
-                let client = try registry.client(for: key) {
+                let identity = "\(key)\u{0}\(spec.caFile ?? "")\u{0}\(responseTimeout)\u{0}\(secret)"
+                let client: APNsClient
+                if let pooled = pools[identity] {
+                    client = pooled
+                } else {
                     var configuration = APNsClientConfiguration(endpoint: endpoint, credentials: credentials)
                     configuration.trustedCAFile = spec.caFile
                     configuration.responseTimeout = responseTimeout
-                    return configuration
+                    client = try APNsClient(configuration: configuration)
+                    pools[identity] = client
                 }
-                routes.append(APNsGateway.Route(
+                var route = APNsGateway.Route(
                     bundleIDs: spec.bundleIDs, environment: environment, client: client,
-                    name: "\(key) bundles=\(spec.bundleIDs.sorted().joined(separator: ","))"))
+                    name: "\(key) bundles=\(spec.bundleIDs.sorted().joined(separator: ","))")
+                route.identity = identity
+                routes.append(route)
             }
         }
         return routes

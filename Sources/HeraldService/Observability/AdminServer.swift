@@ -1,4 +1,5 @@
 import Logging
+import GRPCEngine
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -78,7 +79,7 @@ final class AdminServer: Sendable {
             return (host, port)
         } catch {
             try? await group.shutdownGracefully()
-            throw error
+            throw ListenError(host: configuration.host, port: configuration.port, error: error)
         }
     }
 

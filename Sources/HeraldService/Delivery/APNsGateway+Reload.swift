@@ -1,0 +1,99 @@
+public import APNs
+import Synchronization
+
+/// Counts each client's sends in flight, and holds the clients a reload
+/// replaced until their last send has returned (then they are shut down).
+final class ClientRetirement: Sendable {
+    private struct State {
+        var inFlight: [ObjectIdentifier: Int] = [:]
+        var waiters: [ObjectIdentifier: [CheckedContinuation<Void, Never>]] = [:]
+        /// Replaced clients not yet shut down.
+        var retired: [ObjectIdentifier: APNsClient] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    func begin(_ client: APNsClient) {
+        state.withLock { $0.inFlight[ObjectIdentifier(client), default: 0] += 1 }
+    }
+
+    func end(_ client: APNsClient) {
+        let id = ObjectIdentifier(client)
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            let left = (state.inFlight[id] ?? 1) - 1
+            guard left <= 0 else {
+                state.inFlight[id] = left
+                return []
+            }
+            state.inFlight[id] = nil
+            return state.waiters.removeValue(forKey: id) ?? []
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Clients someone waits on to go idle (tests).
+    var waitingClients: Int { state.withLock { $0.waiters.count } }
+
+    func retire(_ clients: [APNsClient]) {
+        state.withLock { state in
+            for client in clients { state.retired[ObjectIdentifier(client)] = client }
+        }
+    }
+
+    /// Returns once `client` has no send in flight (at once when it has
+    /// none, or when the task is cancelled).
+    func idle(_ client: APNsClient) async {
+        let id = ObjectIdentifier(client)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let waiting = self.state.withLock { state -> Bool in
+                    guard (state.inFlight[id] ?? 0) > 0, !Task.isCancelled else { return false }
+                    state.waiters[id, default: []].append(continuation)
+                    return true
+                }
+                if !waiting { continuation.resume() }
+            }
+        } onCancel: {
+            let waiters = self.state.withLock { $0.waiters.removeValue(forKey: id) ?? [] }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// Takes `client` out of the retired set; false when someone else did
+    /// (the gateway's shutdown), so it is shut down once.
+    func take(_ client: APNsClient) -> Bool {
+        state.withLock { $0.retired.removeValue(forKey: ObjectIdentifier(client)) != nil }
+    }
+
+    /// Every retired client not yet shut down (the gateway is stopping).
+    func takeAll() -> [APNsClient] {
+        state.withLock { state in
+            defer { state.retired.removeAll() }
+            return Array(state.retired.values)
+        }
+    }
+}
+
+extension APNsGateway {
+    /// Swaps in `routes` at once; returns the clients no new route uses.
+    /// Sends already in flight finish on them: `retireWhenIdle` shuts each
+    /// down after its last one.
+    public func replaceRoutes(_ routes: [Route]) -> [APNsClient] {
+        let old = current.withLock { current in
+            defer { current = routes }
+            return current
+        }
+        let kept = Set(routes.map { ObjectIdentifier($0.client) })
+        var seen: Set<ObjectIdentifier> = []
+        let replaced = old.map(\.client).filter { !kept.contains(ObjectIdentifier($0)) && seen.insert(ObjectIdentifier($0)).inserted }
+        retirement.retire(replaced)
+        return replaced
+    }
+
+    /// Waits for `client`'s sends in flight, then shuts it down (unless the
+    /// gateway's shutdown already has).
+    public func retireWhenIdle(_ client: APNsClient) async {
+        await retirement.idle(client)
+        if retirement.take(client) { await client.shutdown() }
+    }
+}

@@ -1,0 +1,106 @@
+import APNs
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// What SIGHUP re-reads: the tokens file and the APNs routes file. Routes
+/// given as flags or config-file lines stay as they were at start.
+public struct ReloadSources: Sendable {
+    public var tokensFile: String?
+    /// Routes given as `--apns-route` or config-file lines (fixed).
+    public var fixedRoutes: [APNsRouteSpec]
+    public var routesFile: String?
+    public var responseTimeout: Duration
+
+    public init(tokensFile: String?, fixedRoutes: [APNsRouteSpec], routesFile: String?, responseTimeout: Duration) {
+        self.tokensFile = tokensFile
+        self.fixedRoutes = fixedRoutes
+        self.routesFile = routesFile
+        self.responseTimeout = responseTimeout
+    }
+}
+
+/// Re-reads the tokens file and the routes file and applies both at once,
+/// or, when either is unreadable or invalid, neither (the error is logged
+/// and the configuration in force stays).
+struct ConfigReloader: Sendable {
+    let sources: ReloadSources
+    let policy: AccessPolicy
+    let gateway: APNsGateway
+    let logger: Logger
+
+    private struct ReloadError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Returns the clients no route uses any more (to retire once idle).
+    func reload() -> [APNsClient] {
+        let grants: [AccessPolicy.Grant]?
+        let routes: [APNsGateway.Route]?
+        do {
+            grants = try sources.tokensFile.map { try AccessPolicy.load(path: $0).grants }
+            routes = try loadRoutes()
+        } catch {
+            logger.error("reload failed; the configuration in force stays", metadata: ["error": "\(error)"])
+            return []
+        }
+        var metadata: Logger.Metadata = [:]
+        if let grants {
+            let changes = AccessPolicy.changes(from: policy.grants, to: grants)
+            policy.replaceGrants(grants)
+            metadata["tokens_added"] = "\(Self.names(changes.added))"
+            metadata["tokens_removed"] = "\(Self.names(changes.removed))"
+            metadata["tokens_changed"] = "\(Self.names(changes.changed))"
+        }
+        var retired: [APNsClient] = []
+        if let routes {
+            let before = gateway.routes
+            let old = Dictionary(before.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
+            let new = Dictionary(routes.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
+            retired = gateway.replaceRoutes(routes)
+            metadata["routes_added"] = "\(Self.names(new.keys.filter { old[$0] == nil }))"
+            metadata["routes_removed"] = "\(Self.names(old.keys.filter { new[$0] == nil }))"
+            metadata["routes_changed"] = "\(Self.names(new.filter { old[$0.key] != nil && old[$0.key] != $0.value }.map(\.key)))"
+            metadata["pools_retired"] = "\(retired.count)"
+        }
+        logger.notice("configuration reloaded", metadata: metadata)
+        return retired
+    }
+
+    /// Labels or route names for a log line: sorted, `;`-separated, `none`.
+    private static func names(_ names: [String]) -> String {
+        names.isEmpty ? "none" : names.sorted().joined(separator: ";")
+    }
+
+    /// The new routes; nil: leave them (no routes file, or still none and
+    /// the bundled simulator serving).
+    private func loadRoutes() throws -> [APNsGateway.Route]? {
+        guard let path = sources.routesFile else { return nil }
+        let specs = sources.fixedRoutes + (try APNsRouteSpec.parseFile(path: path))
+        if specs.isEmpty {
+            guard gateway.routes.allSatisfy(\.identity.isEmpty) else {
+                throw ReloadError(description: "APNs routes file \(path) has no routes")
+            }
+            return nil
+        }
+        return try APNsRouteSpec.makeRoutes(specs, responseTimeout: sources.responseTimeout, reusing: gateway.routes)
+    }
+}
+
+/// Reloads on SIGHUP until its turn in a graceful shutdown; the clients a
+/// reload replaced are shut down here once their sends in flight are done.
+struct ReloadService: Service {
+    let reloader: ConfigReloader
+
+    func run() async {
+        let reloader = reloader
+        await withDiscardingTaskGroup { retirements in
+            for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+                reloader.logger.info("SIGHUP: reloading the tokens file and APNs routes")
+                for client in reloader.reload() {
+                    retirements.addTask { await reloader.gateway.retireWhenIdle(client) }
+                }
+            }
+        }
+    }
+}

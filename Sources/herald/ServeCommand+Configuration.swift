@@ -1,0 +1,69 @@
+import ArgumentParser
+import HeraldPrimitives
+import HeraldService
+import Logging
+
+extension ServeCommand {
+    /// The server's configuration from the validated settings, with the
+    /// tokens file and the APNs routes read (key files included): what
+    /// `--check-config` checks and `serve` starts with.
+    func makeConfiguration(logger: Logger) throws -> HeraldConfiguration {
+        var configuration = HeraldConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.dataDirectory = dataDirectory
+        configuration.grpc.maxConcurrentStreams = maxConcurrentStreams
+        configuration.grpc.maxConnections = maxConnections
+        configuration.grpc.maxBufferedBytes = maxBufferedRequestMiB << 20
+        configuration.grpc.maxBufferedBytesPerConnection = maxConnectionBufferMiB << 20
+        configuration.grpc.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
+        configuration.grpc.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
+        configuration.grpc.keepaliveInterval = .milliseconds(Int64(keepaliveInterval * 1000))
+        configuration.grpc.keepaliveTimeout = .milliseconds(Int64(keepaliveTimeout * 1000))
+        configuration.grpc.requestReceiveTimeout = .milliseconds(Int64(requestReceiveTimeout * 1000))
+        configuration.drainTimeout = .seconds(drainSeconds)
+        configuration.graceSeconds = Int64(graceSeconds)
+        configuration.durability = durability == "process" ? .processCrash : .sqliteFull
+        configuration.contextAwareShare = contextAwareShare
+        configuration.apnsResponseTimeout = .seconds(apnsResponseTimeout)
+        configuration.routeLimits = Dispatcher.RouteLimits(inFlight: routeInFlight, queue: routeQueue)
+        configuration.simulatorRecordPath = simulatorRecord.isEmpty ? nil : simulatorRecord
+        configuration.logFormat = LogFormat(rawValue: logFormat) ?? .text
+        configuration.accessLogPath = accessLog.isEmpty ? nil : accessLog
+        if adminPort >= 0 {
+            var admin = AdminConfiguration()
+            admin.host = adminHost
+            admin.port = adminPort
+            admin.requestTimeout = .milliseconds(Int64(adminTimeout * 1000))
+            configuration.admin = admin
+        }
+        for entry in simulatorUnregistered {
+            let parts = entry.split(separator: ":", maxSplits: 1)
+            let timestamp = parts.count == 2 ? Int64(parts[1]) : nil
+            // Without a timestamp: "unregistered as of start", as `apns-sim` does.
+            configuration.simulatorFaults.unregistered[String(parts[0]).lowercased()] = timestamp ?? Timestamp.nowMilliseconds()
+        }
+        for token in simulatorBadTokens { configuration.simulatorFaults.badTokens.insert(token.lowercased()) }
+
+        let fixedRoutes = try fixedRouteSpecs()
+        var routeSpecs = fixedRoutes
+        if !apnsRoutesFile.isEmpty { routeSpecs += try APNsRouteSpec.parseFile(path: apnsRoutesFile) }
+        if !routeSpecs.isEmpty {
+            configuration.apnsRoutes = try APNsRouteSpec.makeRoutes(routeSpecs, responseTimeout: .seconds(apnsResponseTimeout))
+            logger.info("APNs routes configured", metadata: ["routes": "\(routeSpecs.count)"])
+        }
+        if !tokensFile.isEmpty {
+            configuration.accessPolicy = try AccessPolicy.load(path: tokensFile)
+            logger.info("access tokens loaded", metadata: ["labels": "\(configuration.accessPolicy.grants.map(\.label))"])
+        }
+        if configuration.accessPolicy.isOpen && !AccessPolicy.isLoopback(host) {
+            throw ValidationError(
+                "no access tokens are configured, so Herald serves on loopback only; "
+                + "refusing to listen on \(host) (give --tokens-file, or use 127.0.0.1)")
+        }
+        configuration.reload = ReloadSources(
+            tokensFile: tokensFile.isEmpty ? nil : tokensFile, fixedRoutes: fixedRoutes,
+            routesFile: apnsRoutesFile.isEmpty ? nil : apnsRoutesFile, responseTimeout: .seconds(apnsResponseTimeout))
+        return configuration
+    }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import HeraldService
+import Logging
+
+/// The checks of `serve`'s settings. Each runs on the value in use (a flag,
+/// or the layer it fell back to) and on every value the environment and the
+/// config file give, overridden ones included: a typo anywhere stops
+/// start-up with an error naming where the value came from (`--port`,
+/// `HERALD_PORT`, `herald.conf:3: port`), never a silent default.
+extension ServeCommand {
+    func validate() throws {
+        if let problem = Settings.problem { throw ValidationError(problem) }
+        try check("host", host, Self.notEmpty)
+        try check("port", port) { (0...65535).contains($0) ? nil : "must be 0...65535, got \($0)" }
+        try check("data-dir", dataDirectory, Self.notEmpty)
+        try check("durability", durability) { ["full", "process"].contains($0) ? nil : "must be full or process, got \"\($0)\"" }
+        try check("tokens-file", tokensFile) { _ in nil }
+        try check("grace-seconds", graceSeconds) { (0...3600).contains($0) ? nil : "must be 0...3600, got \($0)" }
+        try check("context-aware-share", contextAwareShare) { (0...1).contains($0) ? nil : "must be between 0 and 1, got \($0)" }
+        try check("sim-record", simulatorRecord) { _ in nil }
+        try check("apns-routes-file", apnsRoutesFile) { _ in nil }
+        try check("log-level", logLevel) {
+            Logger.Level(rawValue: $0) != nil ? nil : "unknown level \"\($0)\" (trace, debug, info, notice, warning, error or critical)"
+        }
+        try check("log-format", logFormat) { LogFormat(rawValue: $0) != nil ? nil : "must be text or json, got \"\($0)\"" }
+        try check("access-log", accessLog) { _ in nil }
+        try check("admin-port", adminPort) { (-1...65535).contains($0) ? nil : "must be 0...65535 (-1: off), got \($0)" }
+        try check("admin-host", adminHost, Self.notEmpty)
+        try check("admin-timeout", adminTimeout) { $0 > 0 && $0 <= 3600 ? nil : "must be more than 0 and at most 3600, got \($0)" }
+        try check("max-concurrent-streams", maxConcurrentStreams, Self.atLeastOne)
+        try check("drain-seconds", drainSeconds) { $0 >= 0 ? nil : "must not be negative, got \($0)" }
+        try check("max-connections", maxConnections, Self.atLeastOne)
+        try check("max-buffered-request-mib", maxBufferedRequestMiB, Self.atLeastOne)
+        try check("max-connection-buffer-mib", maxConnectionBufferMiB, Self.atLeastOne)
+        for (key, seconds) in [
+            ("handshake-timeout", handshakeTimeout), ("idle-timeout", idleTimeout),
+            ("keepalive-interval", keepaliveInterval), ("keepalive-timeout", keepaliveTimeout),
+            ("request-receive-timeout", requestReceiveTimeout),
+        ] {
+            try check(key, seconds) { $0 > 0 && $0 <= 86_400 ? nil : "must be more than 0 and at most 86400 seconds, got \($0)" }
+        }
+        try check("apns-response-timeout", apnsResponseTimeout) { (1...3600).contains($0) ? nil : "must be 1...3600, got \($0)" }
+        try check("route-in-flight", routeInFlight, Self.atLeastOne)
+        try check("route-queue", routeQueue) {
+            (0...256).contains($0) ? nil : "must be 0...256 (each waiting message holds one of the 512 global dispatch slots), got \($0)"
+        }
+        for entry in listed("sim-unregistered", simulatorUnregistered) {
+            let parts = entry.value.split(separator: ":", maxSplits: 1)
+            guard !entry.value.isEmpty, parts.count == 1 || Int64(parts[1]) != nil else {
+                throw ValidationError("\(entry.origin): expected TOKEN[:timestamp-ms], got \"\(entry.value)\"")
+            }
+        }
+        for entry in listed("sim-bad-token", simulatorBadTokens) where entry.value.isEmpty {
+            throw ValidationError("\(entry.origin): expected a device token")
+        }
+        _ = try fixedRouteSpecs()
+    }
+
+    /// The routes given as `--apns-route` flags, or else as config-file
+    /// lines, parsed (each error names its flag or line).
+    func fixedRouteSpecs() throws -> [APNsRouteSpec] {
+        try listed("apns-route", apnsRoutes).map { try APNsRouteSpec.parse($0.value, source: $0.origin) }
+    }
+
+    /// A repeatable setting's values with their origins: the flags when any
+    /// is given (`--key #n`), else the config file's lines.
+    private func listed(_ key: String, _ values: [String]) -> [Settings.Candidate] {
+        guard Settings.origin(key) == "--\(key)" else { return Settings.fileList(key) }
+        return values.enumerated().map { Settings.Candidate(origin: "--\(key) #\($0 + 1)", value: $1) }
+    }
+
+    /// Runs `rule` on every environment and config-file value of `key`
+    /// (parsed as the flag is) and on the value in use.
+    private func check<T: LosslessStringConvertible>(_ key: String, _ value: T, _ rule: (T) -> String?) throws {
+        for candidate in Settings.candidates(key) {
+            guard let parsed = T(candidate.value) else {
+                let kind = T.self == Int.self ? "an integer" : T.self == Double.self ? "a number" : "a value"
+                throw ValidationError("\(candidate.origin): must be \(kind), got \"\(candidate.value)\"")
+            }
+            if let problem = rule(parsed) { throw ValidationError("\(candidate.origin): \(problem)") }
+        }
+        if let problem = rule(value) { throw ValidationError("\(Settings.origin(key)): \(problem)") }
+    }
+
+    private static func notEmpty(_ value: String) -> String? { value.isEmpty ? "must not be empty" : nil }
+
+    private static func atLeastOne(_ value: Int) -> String? { value >= 1 ? nil : "must be at least 1, got \(value)" }
+}

@@ -44,16 +44,16 @@ extension ServeCommand {
         try check("route-queue", routeQueue) {
             (0...256).contains($0) ? nil : "must be 0...256 (each waiting message holds one of the 512 global dispatch slots), got \($0)"
         }
-        for entry in listed("sim-unregistered", simulatorUnregistered) {
+        for entry in allListed("sim-unregistered", simulatorUnregistered) {
             let parts = entry.value.split(separator: ":", maxSplits: 1)
             guard !entry.value.isEmpty, parts.count == 1 || Int64(parts[1]) != nil else {
                 throw ValidationError("\(entry.origin): expected TOKEN[:timestamp-ms], got \"\(entry.value)\"")
             }
         }
-        for entry in listed("sim-bad-token", simulatorBadTokens) where entry.value.isEmpty {
+        for entry in allListed("sim-bad-token", simulatorBadTokens) where entry.value.isEmpty {
             throw ValidationError("\(entry.origin): expected a device token")
         }
-        _ = try fixedRouteSpecs()
+        for entry in allListed("apns-route", apnsRoutes) { _ = try APNsRouteSpec.parse(entry.value, source: entry.origin) }
     }
 
     /// The routes given as `--apns-route` flags, or else as config-file
@@ -62,11 +62,17 @@ extension ServeCommand {
         try listed("apns-route", apnsRoutes).map { try APNsRouteSpec.parse($0.value, source: $0.origin) }
     }
 
-    /// A repeatable setting's values with their origins: the flags when any
-    /// is given (`--key #n`), else the config file's lines.
+    /// A repeatable setting's values in use with their origins: the flags
+    /// when any is given (`--key #n`), else the config file's lines.
     private func listed(_ key: String, _ values: [String]) -> [Settings.Candidate] {
         guard Settings.origin(key) == "--\(key)" else { return Settings.fileList(key) }
         return values.enumerated().map { Settings.Candidate(origin: "--\(key) #\($0 + 1)", value: $1) }
+    }
+
+    /// As `listed`, plus the config file's lines the flags override (checked too).
+    private func allListed(_ key: String, _ values: [String]) -> [Settings.Candidate] {
+        let inUse = listed(key, values)
+        return Settings.origin(key) == "--\(key)" ? Settings.fileList(key) + inUse : inUse
     }
 
     /// Runs `rule` on every environment and config-file value of `key`

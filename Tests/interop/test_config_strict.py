@@ -82,6 +82,16 @@ def test_an_overridden_bad_value_is_still_refused(tmp_path):
     assert f"{config}:1: port" in error and "5O051" in error
 
 
+def test_an_overridden_bad_list_line_is_still_refused(tmp_path):
+    config = tmp_path / "herald.conf"
+    config.write_text("sim-unregistered = abcd:yesterday\n")
+    error = one_error_line(run_serve(["--config", str(config), "--sim-unregistered", "ef01", "--port", "0",
+                                      "--data-dir", str(tmp_path)]))
+    assert f"{config}:1: sim-unregistered" in error and "yesterday" in error
+    error = one_error_line(run_serve(["--sim-unregistered", "ef01:soon", "--port", "0", "--data-dir", str(tmp_path)]))
+    assert "--sim-unregistered #1" in error and "soon" in error
+
+
 def test_a_bad_flag_names_the_flag(tmp_path):
     error = one_error_line(run_serve(["--port", "70000", "--data-dir", str(tmp_path)]))
     assert "--port" in error and "70000" in error

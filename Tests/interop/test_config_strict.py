@@ -146,6 +146,8 @@ def test_bad_routes_file_names_its_line(tmp_path):
     (["--tokens-file", "/nonexistent/tokens"], "/nonexistent/tokens"),
     (["--apns-route", "team=T key-id=K key=/nonexistent/AuthKey.p8"], "/nonexistent/AuthKey.p8"),
     (["--host", "10.9.9.9"], "10.9.9.9"),
+    (["--apns-routes-file", "/nonexistent/routes"], "/nonexistent/routes"),
+    (["--config", "/nonexistent/herald.conf"], "/nonexistent/herald.conf"),
 ])
 def test_check_config_refuses_what_serve_would(tmp_path, extra, needle):
     error = one_error_line(run_serve(["--check-config", "--data-dir", str(tmp_path / "d"), *extra]))

@@ -127,8 +127,9 @@ def test_a_rotated_token_takes_effect_and_calls_in_flight_are_unaffected(stubs, 
 
 
 @pytest.fixture
-def simulators(tmp_path):
-    """Two `herald apns-sim` processes taking the same key; each logs its deliveries."""
+def simulators(request, tmp_path):
+    """Two `herald apns-sim` processes taking the same key; each logs its
+    deliveries. An indirect parameter gives extra flags for the first."""
     key = ec.generate_private_key(ec.SECP256R1())
     p8 = tmp_path / "AuthKey_RELOADKEY1.p8"
     p8.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -139,9 +140,10 @@ def simulators(tmp_path):
     sims, procs = [], []
     for name in ("a", "b"):
         ca = tmp_path / f"ca-{name}.pem"
+        extra = list(getattr(request, "param", [])) if name == "a" else []
         proc = subprocess.Popen([herald_binary(), "apns-sim", "--port", "0", "--ca-out", str(ca),
                                  "--key-id", "RELOADKEY1", "--team-id", "TEAM123456", "--public-key", str(public),
-                                 "--topics", BUNDLE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 "--topics", BUNDLE, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append(proc)
         match = re.search(r"listening on (\S+):(\d+)", proc.stdout.readline())
         assert match
@@ -199,5 +201,46 @@ def test_a_changed_route_takes_effect(stubs, simulators, tmp_path):
             assert [pool.endpoint for pool in status.apns_pools] == [f"127.0.0.1:{b['port']}"]
         assert sum(line.startswith("delivered ") for line in b["log"]) == 1, b["log"]
         assert sum(line.startswith("delivered ") for line in a["log"]) == 1, a["log"]
+    finally:
+        assert server.stop() == 0
+
+
+@pytest.mark.parametrize("simulators", [["--delay-ms", "400"]], indirect=True)
+def test_sends_in_flight_finish_on_the_old_route(stubs, simulators, tmp_path):
+    # The old endpoint answers slowly, so pushes are in flight on it when the
+    # routes change: they finish there (the old client is shut down only
+    # after them); nothing fails, every message is sent once.
+    p8, (a, b) = simulators
+    routes = tmp_path / "routes"
+    routes.write_text(route_line(p8, a))
+    server = start_herald("--grace-seconds", "0", "--apns-routes-file", str(routes), data_dir=str(tmp_path / "data"))
+    count = 20
+    try:
+        t, d, p = stubs.types_pb2, stubs.device_pb2, stubs.push_pb2
+        with grpc.insecure_channel(server.address) as channel:
+            push = stubs.push_pb2_grpc.PushServiceStub(channel)
+            devices = stubs.device_pb2_grpc.DeviceServiceStub(channel)
+            for user in range(count):
+                devices.RegisterDevice(d.RegisterDeviceRequest(
+                    bundle_id=BUNDLE, platform=t.PLATFORM_IOS, user_id=f"u{user}", device_token=f"{user:02x}" * 32,
+                    locale="en", environment=t.APNS_ENVIRONMENT_SANDBOX), timeout=10)
+            for user in range(count):
+                push.Schedule(p.ScheduleRequest(
+                    bundle_id=BUNDLE, platform=t.PLATFORM_IOS, user_id=f"u{user}", campaign_id="c",
+                    idempotency_key=f"k{user}", delivery_method=t.DELIVERY_METHOD_TRADITIONAL, deliver_within_hours=1,
+                    content=t.Content(title=t.LocalizedText(text="Hi"), body=t.LocalizedText(text="x"))), timeout=10)
+            routes.write_text(route_line(p8, b))
+            assert "pools_retired=1" in reload(server)
+
+            def all_sent():
+                counts = {t.MessageState.Name(c.state): c.count
+                          for c in push.Status(p.StatusRequest(), timeout=10).messages}
+                assert counts.get("MESSAGE_STATE_FAILED", 0) == 0, (counts, server.stderr_lines[-5:])
+                return counts.get("MESSAGE_STATE_SENT") == count
+            wait_for(all_sent, "every message sent")
+        delivered_a = sum(line.startswith("delivered ") for line in a["log"])
+        delivered_b = sum(line.startswith("delivered ") for line in b["log"])
+        assert delivered_a + delivered_b == count, (delivered_a, delivered_b)
+        assert delivered_a >= 1, "no push was in flight on the old route"
     finally:
         assert server.stop() == 0

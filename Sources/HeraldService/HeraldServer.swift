@@ -61,6 +61,8 @@ public struct HeraldConfiguration: Sendable {
     public var logFormat = LogFormat.text
     /// How often the store's writability is probed (Health, `/readyz`).
     public var storeProbeInterval: Duration = .seconds(1)
+    /// How long finished messages (and so their idempotency keys) are kept.
+    public var retention = RetentionPolicy()
 
     public init() {}
 
@@ -250,10 +252,19 @@ public final class HeraldServer: Service, Sendable {
         }
         let clock = configuration.clock
         try POSIXFile.createDirectories(configuration.dataDirectory)
+        // One writer per store: locked before the store opens and anything
+        // binds; released after the store closed (StoreService) or here.
+        let lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         var storeOptions = SQLiteStore.Options()
         storeOptions.durability = configuration.durability
         storeOptions.commitObserver = { [metrics] in metrics.storeCommitted($0) }
-        let store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)
+        let store: SQLiteStore
+        do {
+            store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)
+        } catch {
+            lock.release()
+            throw error
+        }
         let gateway: APNsGateway
         let scheduler: Scheduler
         let pending: Int
@@ -283,6 +294,7 @@ public final class HeraldServer: Service, Sendable {
         } catch {
             // Not yet a service: nothing else would close it.
             await store.close()
+            lock.release()
             throw error
         }
         gatewayCell.withLock { $0 = gateway }
@@ -294,7 +306,9 @@ public final class HeraldServer: Service, Sendable {
         registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes, gateway: gateway)
 
         let stopper = GatewayStopper(gateway)
-        var services: [any Service] = [StoreService(store: store)]
+        var services: [any Service] = [StoreService(store: store, lock: lock)]
+        // After the store: stopped (reverse order) before it closes.
+        services.append(RetentionService(store: store, policy: configuration.retention, clock: clock, logger: logger))
         services += try observabilityServices(store: store)
         if let path = configuration.simulatorRecordPath, let simulator = gateway.simulator {
             // Subscribed now, before any push, so no delivery is missed.

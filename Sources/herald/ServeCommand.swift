@@ -116,6 +116,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("route-queue"), help: "Messages waiting per APNs route beyond --route-in-flight; more are deferred until it has room.")
     var routeQueue: Int = Settings.int("route-queue") ?? 64
 
+    @Option(name: .customLong("retention-days"), help: "Days a finished message (and its idempotency key) is kept after its last state change; then it is deleted in the background (env HERALD_RETENTION_DAYS).")
+    var retentionDays: Int = Settings.int("retention-days") ?? 30
+
+    @Option(name: .customLong("retention-seconds"), help: .hidden)  // testing and bench/retention.sh: overrides --retention-days
+    var retentionSeconds: Int?
+
     func validate() throws {
         if let problem = Settings.problem { throw ValidationError(problem) }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
@@ -139,6 +145,8 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--\(flag) must be more than 0 and at most 86400 seconds, got \(seconds)")
         }
         guard (1...3600).contains(apnsResponseTimeout) else { throw ValidationError("--apns-response-timeout must be 1...3600") }
+        guard (1...36_500).contains(retentionDays) else { throw ValidationError("--retention-days must be 1...36500") }
+        if let retentionSeconds, retentionSeconds < 1 { throw ValidationError("--retention-seconds must be at least 1") }
         guard routeInFlight >= 1 else { throw ValidationError("--route-in-flight must be at least 1") }
         guard (0...256).contains(routeQueue) else {
             throw ValidationError("--route-queue must be 0...256 (each waiting message holds one of the 512 global dispatch slots)")
@@ -173,6 +181,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.contextAwareShare = contextAwareShare
         configuration.apnsResponseTimeout = .seconds(apnsResponseTimeout)
         configuration.routeLimits = Dispatcher.RouteLimits(inFlight: routeInFlight, queue: routeQueue)
+        configuration.retention.periodMilliseconds = retentionSeconds.map { Int64($0) * 1000 } ?? Int64(retentionDays) * 86_400_000
         configuration.simulatorRecordPath = simulatorRecord.isEmpty ? nil : simulatorRecord
         configuration.logFormat = format
         configuration.accessLogPath = accessLog.isEmpty ? nil : accessLog

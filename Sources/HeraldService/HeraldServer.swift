@@ -64,6 +64,8 @@ public struct HeraldConfiguration: Sendable {
     /// What SIGHUP re-reads (tokens file, APNs routes file); nil: SIGHUP
     /// is not trapped (in-process servers).
     public var reload: ReloadSources?
+    /// How long finished messages (and so their idempotency keys) are kept.
+    public var retention = RetentionPolicy()
 
     public init() {}
 
@@ -254,10 +256,19 @@ public final class HeraldServer: Service, Sendable {
         try Self.checkBeforeStarting(configuration)
         let clock = configuration.clock
         try POSIXFile.createDirectories(configuration.dataDirectory)
+        // One writer per store: locked before the store opens and anything
+        // binds; released after the store closed (StoreService) or here.
+        let lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         var storeOptions = SQLiteStore.Options()
         storeOptions.durability = configuration.durability
         storeOptions.commitObserver = { [metrics] in metrics.storeCommitted($0) }
-        let store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)
+        let store: SQLiteStore
+        do {
+            store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)
+        } catch {
+            lock.release()
+            throw error
+        }
         let gateway: APNsGateway
         let scheduler: Scheduler
         let pending: Int
@@ -287,6 +298,7 @@ public final class HeraldServer: Service, Sendable {
         } catch {
             // Not yet a service: nothing else would close it.
             await store.close()
+            lock.release()
             throw error
         }
         gatewayCell.withLock { $0 = gateway }
@@ -298,7 +310,9 @@ public final class HeraldServer: Service, Sendable {
         registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes, gateway: gateway)
 
         let stopper = GatewayStopper(gateway)
-        var services: [any Service] = [StoreService(store: store)]
+        var services: [any Service] = [StoreService(store: store, lock: lock)]
+        // After the store: stopped (reverse order) before it closes.
+        services.append(RetentionService(store: store, policy: configuration.retention, clock: clock, logger: logger))
         services += try observabilityServices(store: store)
         if let path = configuration.simulatorRecordPath, let simulator = gateway.simulator {
             // Subscribed now, before any push, so no delivery is missed.

@@ -27,6 +27,7 @@ extension ServeCommand {
         configuration.contextAwareShare = contextAwareShare
         configuration.apnsResponseTimeout = .seconds(apnsResponseTimeout)
         configuration.routeLimits = Dispatcher.RouteLimits(inFlight: routeInFlight, queue: routeQueue)
+        configuration.retention.periodMilliseconds = retentionSeconds.map { Int64($0) * 1000 } ?? Int64(retentionDays) * 86_400_000
         configuration.simulatorRecordPath = simulatorRecord.isEmpty ? nil : simulatorRecord
         configuration.logFormat = LogFormat(rawValue: logFormat) ?? .text
         configuration.accessLogPath = accessLog.isEmpty ? nil : accessLog

@@ -44,6 +44,8 @@ extension ServeCommand {
         try check("route-queue", routeQueue) {
             (0...256).contains($0) ? nil : "must be 0...256 (each waiting message holds one of the 512 global dispatch slots), got \($0)"
         }
+        try check("retention-days", retentionDays) { (1...36_500).contains($0) ? nil : "must be 1...36500, got \($0)" }
+        if let retentionSeconds, retentionSeconds < 1 { throw ValidationError("--retention-seconds: must be at least 1, got \(retentionSeconds)") }
         for entry in allListed("sim-unregistered", simulatorUnregistered) {
             let parts = entry.value.split(separator: ":", maxSplits: 1)
             guard !entry.value.isEmpty, parts.count == 1 || Int64(parts[1]) != nil else {

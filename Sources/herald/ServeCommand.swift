@@ -121,6 +121,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("route-queue"), help: "Messages waiting per APNs route beyond --route-in-flight; more are deferred until it has room.")
     var routeQueue: Int = Settings.int("route-queue") ?? 64
 
+    @Option(name: .customLong("retention-days"), help: "Days a finished message (and its idempotency key) is kept after its last state change; then it is deleted in the background (env HERALD_RETENTION_DAYS).")
+    var retentionDays: Int = Settings.int("retention-days") ?? 30
+
+    @Option(name: .customLong("retention-seconds"), help: .hidden)  // testing and bench/retention.sh: overrides --retention-days
+    var retentionSeconds: Int?
+
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let format = LogFormat(rawValue: logFormat) ?? .text

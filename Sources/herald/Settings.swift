@@ -23,7 +23,7 @@ enum Settings {
         "max-concurrent-streams", "drain-seconds", "max-connections", "max-buffered-request-mib",
         "max-connection-buffer-mib", "handshake-timeout", "idle-timeout", "keepalive-interval", "keepalive-timeout",
         "request-receive-timeout", "apns-response-timeout", "route-in-flight", "route-queue",
-        "admin-host", "admin-port", "admin-timeout", "log-format", "access-log",
+        "admin-host", "admin-port", "admin-timeout", "log-format", "access-log", "retention-days",
     ]
 
     /// A value as one layer gives it, and where from.

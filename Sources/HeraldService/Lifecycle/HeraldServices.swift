@@ -21,13 +21,16 @@ func untilGracefulShutdown() async {
 }
 
 /// The embedded store: opened before the group starts (recovery and the due
-/// index rebuild need it), closed here last, every commit flushed.
+/// index rebuild need it), closed here last, every commit flushed; then the
+/// data directory's lock is released.
 struct StoreService: Service {
     let store: SQLiteStore
+    var lock: DataDirectoryLock?
 
     func run() async {
         await untilGracefulShutdown()
         await store.close()
+        lock?.release()
     }
 }
 

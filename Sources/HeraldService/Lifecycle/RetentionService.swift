@@ -1,0 +1,98 @@
+import HeraldStorage
+import Logging
+import ServiceLifecycle
+
+/// How long finished messages are kept, and how gently they are deleted.
+public struct RetentionPolicy: Sendable {
+    /// A finished message is deleted this long after its last state change
+    /// (milliseconds; `--retention-days`, default 30 days). Its idempotency
+    /// key is remembered until then.
+    public var periodMilliseconds: Int64 = 30 * 86_400_000
+    /// Most messages deleted in one write (one group commit). 100, not 500:
+    /// a batch of 500 dirtied enough pages to push Schedule p99 in the same
+    /// commits to 0.2-0.5 s (bench/RESULTS.md, "Retention").
+    public var batchSize = 100
+    /// Pause between the batches of one pass: writes queued meanwhile get
+    /// the writer first, so a backlog of old rows never delays a Schedule by
+    /// more than one small batch.
+    public var pauseBetweenBatches: Duration = .milliseconds(20)
+
+    public init() {}
+
+    /// Time between passes: a tenth of the period, between 1 s and 60 s (a
+    /// message is deleted at most this late; never early).
+    public var passIntervalMilliseconds: Int64 { min(60_000, max(1_000, periodMilliseconds / 10)) }
+}
+
+/// What one retention pass deleted (logged; tests await it).
+public struct RetentionPass: Sendable, Hashable {
+    /// Messages whose last change is before this (milliseconds) were due.
+    public var cutoff: Int64
+    public var messages = 0
+    public var outcomes = 0
+    /// Writes used (the last one found fewer than a batch).
+    public var batches = 0
+    /// The error that ended the pass early, if any (retried next pass).
+    public var error: String?
+}
+
+/// Deletes finished messages past the retention period, in the background:
+/// a pass every `passIntervalMilliseconds` on the injected clock, each pass
+/// small batches through the store's group-commit writer until one comes
+/// back short. Stopped at its turn in a graceful shutdown (before the store
+/// closes); a batch in its write completes, the pass stops after it.
+struct RetentionService: Service {
+    let store: any FinishedMessagePruning
+    let policy: RetentionPolicy
+    let clock: any HeraldClock
+    let logger: Logger
+    /// Told each pass's result (tests).
+    var observer: (@Sendable (RetentionPass) -> Void)?
+
+    func run() async {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                let now = clock.now()
+                let result = await pass(now: now)
+                observer?(result)
+                if let error = result.error {
+                    logger.warning("retention pass failed; retried at the next pass", metadata: ["error": "\(error)"])
+                } else if result.messages > 0 {
+                    logger.info("retention: deleted finished messages", metadata: [
+                        "messages": "\(result.messages)", "outcomes": "\(result.outcomes)", "batches": "\(result.batches)",
+                    ])
+                }
+                do {
+                    try await clock.sleep(until: now + policy.passIntervalMilliseconds)
+                } catch {
+                    return
+                }
+            }
+        }
+    }
+
+    /// One pass at `now`: batches until one is short, the task is cancelled
+    /// or a write fails.
+    func pass(now: Int64) async -> RetentionPass {
+        var result = RetentionPass(cutoff: now - policy.periodMilliseconds)
+        while !Task.isCancelled {
+            let batch: PruneBatch
+            do {
+                batch = try await store.pruneFinished(before: result.cutoff, limit: policy.batchSize)
+            } catch {
+                result.error = String(describing: error)
+                return result
+            }
+            result.batches += 1
+            result.messages += batch.messages
+            result.outcomes += batch.outcomes
+            if batch.messages < policy.batchSize { break }
+            if policy.pauseBetweenBatches > .zero {
+                do { try await Task.sleep(for: policy.pauseBetweenBatches) } catch { break }
+            } else {
+                await Task.yield()
+            }
+        }
+        return result
+    }
+}

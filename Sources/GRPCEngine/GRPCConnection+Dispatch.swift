@@ -6,7 +6,7 @@ import NIOCore
 extension GRPCConnection {
     /// END_STREAM from the client: run the handler.
     func requestEnded(_ stream: GRPCStream) {
-        if stream.inbound != nil {
+        if stream.hasInbound {
             inboundEnded(stream)
             return
         }
@@ -19,7 +19,7 @@ extension GRPCConnection {
             return
         }
         stream.message = nil
-        if let deadline = stream.deadline, deadline <= ContinuousClock.now {
+        if let deadline = stream.deadlineBox?.instant, deadline <= ContinuousClock.now {
             respondError(stream, GRPCStatus(.deadlineExceeded, "deadline exceeded before the call started"))
             return
         }

@@ -41,7 +41,10 @@ final class GRPCStream {
     var annotation: String?
 
     // Work in flight.
-    var deadline: ContinuousClock.Instant?
+    /// The `grpc-timeout` deadline, boxed (nil without one): like the
+    /// continuations below, `ContinuousClock.Instant` is a resilient type.
+    var deadlineBox: GRPCCallDeadline?
+    var deadline: ContinuousClock.Instant? { deadlineBox?.instant }
     var deadlineTimer: Scheduled<Void>?
     var task: Task<Void, Never>?
     /// Set while a `.compute` call is queued or running on the compute threads.
@@ -51,14 +54,29 @@ final class GRPCStream {
     var responseBody: HTTP2OutboundBody?
 
     // Streaming calls.
-    /// Request messages of a bidirectional call, not yet taken by the handler.
-    var inbound: AsyncThrowingStream<[UInt8], any Error>.Continuation?
+    /// The continuations of a streaming call, boxed: their types come from the
+    /// resilient Concurrency library, and stored here they would make every
+    /// stream's layout (and every unary call's init and field access) go
+    /// through runtime metadata. Nil for unary calls.
+    var streaming: GRPCStreamingState?
     /// Bytes yielded to `inbound` and not yet taken.
     var inboundQueuedBytes = 0
-    /// A `send` waiting for nghttp2 and the socket to take what is queued.
-    var waitingWriter: CheckedContinuation<Void, any Error>?
     /// Whether the call's handler is a streaming one (drain cancels it).
     var isStreaming = false
+
+    /// A bidirectional call whose request messages still flow to the handler.
+    var hasInbound: Bool {
+        guard let streaming else { return false }
+        return streaming.inbound != nil
+    }
+
+    /// The streaming box, created on first use.
+    var streamingState: GRPCStreamingState {
+        if let streaming { return streaming }
+        let created = GRPCStreamingState()
+        streaming = created
+        return created
+    }
 
     enum ContentType { case absent, grpc, other }
 
@@ -67,6 +85,21 @@ final class GRPCStream {
         self.receiveStartedAt = receiveStartedAt
         self.deframer = GRPCMessageDeframer(maxMessageBytes: maxMessageBytes)
     }
+}
+
+/// What only a streaming call holds (see `GRPCStream.streaming`).
+final class GRPCStreamingState {
+    /// Request messages of a bidirectional call, not yet taken by the handler.
+    var inbound: AsyncThrowingStream<[UInt8], any Error>.Continuation?
+    /// A `send` waiting for nghttp2 and the socket to take what is queued.
+    var waitingWriter: CheckedContinuation<Void, any Error>?
+}
+
+/// A call's deadline (see `GRPCStream.deadlineBox`).
+final class GRPCCallDeadline {
+    let instant: ContinuousClock.Instant
+
+    init(_ instant: ContinuousClock.Instant) { self.instant = instant }
 }
 
 /// Tells a call running off the loop that its stream is gone (RST_STREAM,

@@ -41,15 +41,26 @@ public enum GRPCUnaryHandler: Sendable {
     case compute(inlineBytes: Int, @Sendable (GRPCRequest) throws -> [UInt8])
 }
 
-/// A registered method: how it runs and who may call it.
-struct GRPCRoute: Sendable {
+/// A registered method: how it runs and who may call it. A class: each call
+/// holds its route, and copying one reference costs one retain where a struct
+/// of closures cost one per closure (and outlined value-witness copies).
+final class GRPCRoute: Sendable {
     /// A unary method's handler (nil for a streaming method).
-    var handler: GRPCUnaryHandler?
+    let handler: GRPCUnaryHandler?
     /// A streaming method's handler.
-    var streaming: GRPCStreamingHandler?
-    var admission: GRPCAdmission?
+    let streaming: GRPCStreamingHandler?
+    let admission: GRPCAdmission?
     /// Registration order: the method's index in `GRPCServer.methods`.
-    var index = -1
+    let index: Int
+
+    init(
+        handler: GRPCUnaryHandler?, streaming: GRPCStreamingHandler? = nil, admission: GRPCAdmission?, index: Int = -1
+    ) {
+        self.handler = handler
+        self.streaming = streaming
+        self.admission = admission
+        self.index = index
+    }
 }
 
 /// Decides from a call's request headers, before its body is read, whether it

@@ -134,7 +134,9 @@ extension GRPCConnection {
         stream.task = nil
         stream.cancellation?.cancel()
         stream.cancellation = nil
-        if session != nil, let turnedIdle = liveness.callClosed(now: .now()) {
+        // One clock read serves liveness and the observer's duration.
+        let now = NIODeadline.now()
+        if session != nil, let turnedIdle = liveness.callClosed(now: now) {
             scheduleLivenessTick(at: turnedIdle)
         }
         stream.deadlineTimer?.cancel()
@@ -143,7 +145,7 @@ extension GRPCConnection {
         if stream.counted {
             stream.counted = false
             counters.rpcFinished()
-            reportFinished(stream)
+            reportFinished(stream, now: now)
         }
     }
 

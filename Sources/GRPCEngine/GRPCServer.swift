@@ -201,6 +201,8 @@ final class GRPCServerShared: Sendable {
     let configuration: GRPCServerConfiguration
     let routes: [String: GRPCRoute]
     let observer: (any GRPCCallObserver)?
+    /// `observer?.annotatesRequests`, asked once (not per call).
+    let annotatesRequests: Bool
     let logger: Logger
     /// Runs large `.compute` calls off the event loops.
     let computePool: NIOThreadPool
@@ -229,6 +231,7 @@ final class GRPCServerShared: Sendable {
         self.configuration = configuration
         self.routes = routes
         self.observer = observer
+        self.annotatesRequests = observer?.annotatesRequests ?? false
         self.logger = logger
         self.computePool = NIOThreadPool(numberOfThreads: max(1, configuration.computeThreads))
     }

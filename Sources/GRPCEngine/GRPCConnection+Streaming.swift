@@ -36,7 +36,7 @@ extension GRPCConnection {
         _ body: @escaping @Sendable (GRPCRequestHead, GRPCRequestMessages, GRPCResponseWriter) async throws -> Void
     ) {
         let (messages, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
-        stream.streamingState.inbound = continuation
+        stream.streamingState.open(continuation)
         let head = GRPCRequestHead(
             path: stream.path ?? "", metadata: stream.metadata, deadline: stream.deadline, remoteAddress: remoteAddress)
         let call = GRPCStreamingCall(connection: self, stream: stream)
@@ -59,10 +59,9 @@ extension GRPCConnection {
 
     /// END_STREAM of a bidirectional call: the handler's sequence ends.
     func inboundEnded(_ stream: GRPCStream) {
-        guard stream.phase == .running, let streaming = stream.streaming, let inbound = streaming.inbound,
+        guard stream.phase == .running, let streaming = stream.streaming, streaming.hasInbound,
               finishDeframing(stream) else { return }
-        inbound.finish()
-        streaming.inbound = nil
+        streaming.takeInbound()?.finish()
     }
 
     /// The handler took `bytes` of request messages: give them back to the budgets.
@@ -172,15 +171,7 @@ extension GRPCConnection {
     /// The call is over (answered, reset or lost): a waiting writer and the
     /// handler's request sequence learn it.
     func endStreamingWork(_ stream: GRPCStream) {
-        guard let streaming = stream.streaming else { return }
-        if let writer = streaming.waitingWriter {
-            streaming.waitingWriter = nil
-            writer.resume(throwing: CancellationError())
-        }
-        if let inbound = streaming.inbound {
-            streaming.inbound = nil
-            inbound.finish(throwing: CancellationError())
-        }
+        stream.streaming?.cancel()
     }
 
     /// Drain: streaming handlers are cancelled, and end with UNAVAILABLE unless they return.

@@ -65,10 +65,7 @@ final class GRPCStream {
     var isStreaming = false
 
     /// A bidirectional call whose request messages still flow to the handler.
-    var hasInbound: Bool {
-        guard let streaming else { return false }
-        return streaming.inbound != nil
-    }
+    var hasInbound: Bool { streaming?.hasInbound ?? false }
 
     /// The streaming box, created on first use.
     var streamingState: GRPCStreamingState {
@@ -88,11 +85,38 @@ final class GRPCStream {
 }
 
 /// What only a streaming call holds (see `GRPCStream.streaming`).
+/// Code that names these types looks up their metadata on entry (even on a
+/// path that never touches them), so the unary path only reads `hasInbound`
+/// and calls the out-of-line `cancel()`.
 final class GRPCStreamingState {
     /// Request messages of a bidirectional call, not yet taken by the handler.
-    var inbound: AsyncThrowingStream<[UInt8], any Error>.Continuation?
+    private(set) var inbound: AsyncThrowingStream<[UInt8], any Error>.Continuation?
+    /// `inbound != nil`, readable without the continuation's metadata.
+    private(set) var hasInbound = false
     /// A `send` waiting for nghttp2 and the socket to take what is queued.
     var waitingWriter: CheckedContinuation<Void, any Error>?
+
+    func open(_ continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation) {
+        inbound = continuation
+        hasInbound = true
+    }
+
+    /// Hands over the request sequence's continuation, once.
+    func takeInbound() -> AsyncThrowingStream<[UInt8], any Error>.Continuation? {
+        hasInbound = false
+        defer { inbound = nil }
+        return inbound
+    }
+
+    /// The call is over: a waiting writer and the handler's request sequence learn it.
+    @inline(never)
+    func cancel() {
+        if let writer = waitingWriter {
+            waitingWriter = nil
+            writer.resume(throwing: CancellationError())
+        }
+        takeInbound()?.finish(throwing: CancellationError())
+    }
 }
 
 /// A call's deadline (see `GRPCStream.deadlineBox`).

@@ -41,11 +41,9 @@ extension GRPCCallObserver {
 extension GRPCConnection {
     /// Reports a call that was counted as an RPC once its stream is gone.
     func reportFinished(_ stream: GRPCStream, now: NIODeadline) {
-        // Called through the optional, not bound to a local: binding copies
-        // the existential (a value-witness call and retains) on every call.
-        guard shared.observer != nil else { return }
+        guard let callFinished = shared.callFinished else { return }
         let elapsed = now - stream.receiveStartedAt
-        shared.observer?.callFinished(GRPCFinishedCall(
+        callFinished(GRPCFinishedCall(
             method: stream.route?.index ?? -1,
             path: stream.path ?? "",
             code: GRPCStatus.Code(rawValue: stream.finalStatus < 0 ? GRPCStatus.Code.cancelled.rawValue : stream.finalStatus),
@@ -56,7 +54,7 @@ extension GRPCConnection {
 
     /// Asks the observer about a complete request, if it wants to.
     func annotate(_ stream: GRPCStream, _ request: GRPCRequest) {
-        guard shared.annotatesRequests else { return }
-        stream.annotation = shared.observer?.annotate(request)
+        guard let annotate = shared.annotate else { return }
+        stream.annotation = annotate(request)
     }
 }

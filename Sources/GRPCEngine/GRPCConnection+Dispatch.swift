@@ -19,12 +19,12 @@ extension GRPCConnection {
             return
         }
         stream.message = nil
-        if let deadline = stream.deadlineBox?.instant, deadline <= ContinuousClock.now {
+        if let deadline = stream.deadlineBox, deadline.hasPassed {
             respondError(stream, GRPCStatus(.deadlineExceeded, "deadline exceeded before the call started"))
             return
         }
         let request = GRPCRequest(
-            path: path, metadata: stream.metadata, message: message, deadline: stream.deadline,
+            path: path, metadata: stream.metadata, message: message, deadlineBox: stream.deadlineBox,
             remoteAddress: remoteAddress)
         annotate(stream, request)
         guard let handler = route.handler else {
@@ -91,7 +91,7 @@ extension GRPCConnection {
             let result: Result<[UInt8], any Error>
             if poolState != .active || cancellation.isCancelled {
                 result = .failure(CancellationError())
-            } else if let deadline = request.deadline, deadline <= ContinuousClock.now {
+            } else if let deadline = request.deadlineBox, deadline.hasPassed {
                 result = .failure(GRPCStatus(.deadlineExceeded, "deadline exceeded while queued"))
             } else {
                 result = Result { try body(request) }

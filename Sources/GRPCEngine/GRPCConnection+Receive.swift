@@ -104,7 +104,7 @@ extension GRPCConnection {
             return
         }
         if let timeout = stream.timeout {
-            stream.deadlineBox = GRPCCallDeadline(ContinuousClock.now + timeout.duration)
+            stream.deadlineBox = GRPCCallDeadline(after: timeout.duration)
             // Deadlines beyond ~100 days never fire in practice; avoid TimeAmount overflow.
             if timeout.duration < .seconds(8_640_000) {
                 let components = timeout.duration.components

@@ -10,7 +10,13 @@ public struct GRPCRequest: Sendable {
     /// The single request message, unframed.
     public var message: [UInt8]
     /// When the call must end, from `grpc-timeout`; `nil` without one.
-    public var deadline: ContinuousClock.Instant?
+    public var deadline: ContinuousClock.Instant? {
+        get { deadlineBox?.instant }
+        set { deadlineBox = newValue.map(GRPCCallDeadline.init) }
+    }
+    /// Boxed: `ContinuousClock.Instant` is resilient, and a stored one made
+    /// every request's copy and destroy go through value witnesses.
+    var deadlineBox: GRPCCallDeadline?
     /// The peer, e.g. `127.0.0.1:53422`.
     public var remoteAddress: String?
 
@@ -19,7 +25,15 @@ public struct GRPCRequest: Sendable {
         self.path = path
         self.metadata = metadata
         self.message = message
-        self.deadline = deadline
+        self.deadlineBox = deadline.map(GRPCCallDeadline.init)
+        self.remoteAddress = remoteAddress
+    }
+
+    init(path: String, metadata: GRPCMetadata, message: [UInt8], deadlineBox: GRPCCallDeadline?, remoteAddress: String?) {
+        self.path = path
+        self.metadata = metadata
+        self.message = message
+        self.deadlineBox = deadlineBox
         self.remoteAddress = remoteAddress
     }
 }

@@ -119,11 +119,19 @@ final class GRPCStreamingState {
     }
 }
 
-/// A call's deadline (see `GRPCStream.deadlineBox`).
-final class GRPCCallDeadline {
+/// A call's deadline (see `GRPCStream.deadlineBox`). Its methods are out of
+/// line so that callers never name `ContinuousClock.Instant` (whose metadata
+/// would be looked up on entry to them, deadline or not).
+final class GRPCCallDeadline: Sendable {
     let instant: ContinuousClock.Instant
 
     init(_ instant: ContinuousClock.Instant) { self.instant = instant }
+
+    @inline(never)
+    init(after duration: Duration) { instant = ContinuousClock.now + duration }
+
+    @inline(never)
+    var hasPassed: Bool { instant <= ContinuousClock.now }
 }
 
 /// Tells a call running off the loop that its stream is gone (RST_STREAM,

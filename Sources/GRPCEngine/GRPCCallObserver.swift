@@ -40,10 +40,10 @@ extension GRPCCallObserver {
 
 extension GRPCConnection {
     /// Reports a call that was counted as an RPC once its stream is gone.
-    func reportFinished(_ stream: GRPCStream) {
-        guard let observer = shared.observer else { return }
-        let elapsed = NIODeadline.now() - stream.receiveStartedAt
-        observer.callFinished(GRPCFinishedCall(
+    func reportFinished(_ stream: GRPCStream, now: NIODeadline) {
+        guard let callFinished = shared.callFinished else { return }
+        let elapsed = now - stream.receiveStartedAt
+        callFinished(GRPCFinishedCall(
             method: stream.route?.index ?? -1,
             path: stream.path ?? "",
             code: GRPCStatus.Code(rawValue: stream.finalStatus < 0 ? GRPCStatus.Code.cancelled.rawValue : stream.finalStatus),
@@ -54,7 +54,7 @@ extension GRPCConnection {
 
     /// Asks the observer about a complete request, if it wants to.
     func annotate(_ stream: GRPCStream, _ request: GRPCRequest) {
-        guard let observer = shared.observer, observer.annotatesRequests else { return }
-        stream.annotation = observer.annotate(request)
+        guard let annotate = shared.annotate else { return }
+        stream.annotation = annotate(request)
     }
 }

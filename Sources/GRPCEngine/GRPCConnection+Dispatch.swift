@@ -6,7 +6,7 @@ import NIOCore
 extension GRPCConnection {
     /// END_STREAM from the client: run the handler.
     func requestEnded(_ stream: GRPCStream) {
-        if stream.inbound != nil {
+        if stream.hasInbound {
             inboundEnded(stream)
             return
         }
@@ -19,12 +19,12 @@ extension GRPCConnection {
             return
         }
         stream.message = nil
-        if let deadline = stream.deadline, deadline <= ContinuousClock.now {
+        if let deadline = stream.deadlineBox, deadline.hasPassed {
             respondError(stream, GRPCStatus(.deadlineExceeded, "deadline exceeded before the call started"))
             return
         }
         let request = GRPCRequest(
-            path: path, metadata: stream.metadata, message: message, deadline: stream.deadline,
+            path: path, metadata: stream.metadata, message: message, deadlineBox: stream.deadlineBox,
             remoteAddress: remoteAddress)
         annotate(stream, request)
         guard let handler = route.handler else {
@@ -91,7 +91,7 @@ extension GRPCConnection {
             let result: Result<[UInt8], any Error>
             if poolState != .active || cancellation.isCancelled {
                 result = .failure(CancellationError())
-            } else if let deadline = request.deadline, deadline <= ContinuousClock.now {
+            } else if let deadline = request.deadlineBox, deadline.hasPassed {
                 result = .failure(GRPCStatus(.deadlineExceeded, "deadline exceeded while queued"))
             } else {
                 result = Result { try body(request) }
@@ -134,7 +134,9 @@ extension GRPCConnection {
         stream.task = nil
         stream.cancellation?.cancel()
         stream.cancellation = nil
-        if session != nil, let turnedIdle = liveness.callClosed(now: .now()) {
+        // One clock read serves liveness and the observer's duration.
+        let now = NIODeadline.now()
+        if session != nil, let turnedIdle = liveness.callClosed(now: now) {
             scheduleLivenessTick(at: turnedIdle)
         }
         stream.deadlineTimer?.cancel()
@@ -143,7 +145,7 @@ extension GRPCConnection {
         if stream.counted {
             stream.counted = false
             counters.rpcFinished()
-            reportFinished(stream)
+            reportFinished(stream, now: now)
         }
     }
 

@@ -104,7 +104,7 @@ extension GRPCConnection {
             return
         }
         if let timeout = stream.timeout {
-            stream.deadline = ContinuousClock.now + timeout.duration
+            stream.deadlineBox = GRPCCallDeadline(after: timeout.duration)
             // Deadlines beyond ~100 days never fire in practice; avoid TimeAmount overflow.
             if timeout.duration < .seconds(8_640_000) {
                 let components = timeout.duration.components
@@ -121,7 +121,7 @@ extension GRPCConnection {
     }
 
     func data(_ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer) {
-        if stream.inbound != nil {
+        if stream.hasInbound {
             inboundData(stream, bytes)
             return
         }

@@ -36,7 +36,7 @@ extension GRPCConnection {
         _ body: @escaping @Sendable (GRPCRequestHead, GRPCRequestMessages, GRPCResponseWriter) async throws -> Void
     ) {
         let (messages, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
-        stream.inbound = continuation
+        stream.streamingState.open(continuation)
         let head = GRPCRequestHead(
             path: stream.path ?? "", metadata: stream.metadata, deadline: stream.deadline, remoteAddress: remoteAddress)
         let call = GRPCStreamingCall(connection: self, stream: stream)
@@ -47,7 +47,7 @@ extension GRPCConnection {
     /// DATA of a bidirectional call: whole messages go to the handler; bytes
     /// held (partial and untaken messages) count against the request buffers.
     func inboundData(_ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer) {
-        guard stream.phase == .running, stream.counted, let inbound = stream.inbound else { return }
+        guard stream.phase == .running, stream.counted, let inbound = stream.streaming?.inbound else { return }
         let deframed = deframe(stream, bytes) { compressed, message in
             let message = try inflate(compressed, message)
             stream.inboundQueuedBytes += message.count
@@ -59,9 +59,9 @@ extension GRPCConnection {
 
     /// END_STREAM of a bidirectional call: the handler's sequence ends.
     func inboundEnded(_ stream: GRPCStream) {
-        guard stream.phase == .running, let inbound = stream.inbound, finishDeframing(stream) else { return }
-        inbound.finish()
-        stream.inbound = nil
+        guard stream.phase == .running, let streaming = stream.streaming, streaming.hasInbound,
+              finishDeframing(stream) else { return }
+        streaming.takeInbound()?.finish()
     }
 
     /// The handler took `bytes` of request messages: give them back to the budgets.
@@ -73,7 +73,7 @@ extension GRPCConnection {
 
     /// One response message from the handler; the first one sends the response HEADERS.
     func streamingSend(_ stream: GRPCStream, _ message: [UInt8], _ continuation: CheckedContinuation<Void, any Error>) {
-        guard stream.phase == .running, stream.waitingWriter == nil, let session else {
+        guard stream.phase == .running, stream.streaming?.waitingWriter == nil, let session else {
             continuation.resume(throwing: CancellationError())
             return
         }
@@ -108,7 +108,7 @@ extension GRPCConnection {
         if body.pendingBytes <= Self.streamingHighWater, channel.isWritable {
             continuation.resume()
         } else {
-            stream.waitingWriter = continuation
+            stream.streamingState.waitingWriter = continuation
             waitingWriters.append(stream)
         }
     }
@@ -117,9 +117,9 @@ extension GRPCConnection {
     func wakeWriters() {
         guard !waitingWriters.isEmpty, channel.isWritable else { return }
         waitingWriters.removeAll { stream in
-            guard let continuation = stream.waitingWriter else { return true }
+            guard let streaming = stream.streaming, let continuation = streaming.waitingWriter else { return true }
             guard (stream.responseBody?.pendingBytes ?? 0) <= Self.streamingLowWater else { return false }
-            stream.waitingWriter = nil
+            streaming.waitingWriter = nil
             continuation.resume()
             return true
         }
@@ -171,14 +171,7 @@ extension GRPCConnection {
     /// The call is over (answered, reset or lost): a waiting writer and the
     /// handler's request sequence learn it.
     func endStreamingWork(_ stream: GRPCStream) {
-        if let writer = stream.waitingWriter {
-            stream.waitingWriter = nil
-            writer.resume(throwing: CancellationError())
-        }
-        if let inbound = stream.inbound {
-            stream.inbound = nil
-            inbound.finish(throwing: CancellationError())
-        }
+        stream.streaming?.cancel()
     }
 
     /// Drain: streaming handlers are cancelled, and end with UNAVAILABLE unless they return.

@@ -199,7 +199,11 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
                         output = context.channel.allocator.buffer(capacity: max(chunk.count, 4096))
                     }
                 }
-                output!.writeBytes(chunk)
+                // A plain copy: `writeBytes` went through NIO's generic `_setBytes`.
+                output!.writeWithUnsafeMutableBytes(minimumWritableBytes: chunk.count) { target in
+                    target.copyMemory(from: chunk)
+                    return chunk.count
+                }
             }
         } catch {
             logger.warning("nghttp2 send failed", metadata: ["error": "\(error)"])

@@ -10,7 +10,13 @@ public struct GRPCRequest: Sendable {
     /// The single request message, unframed.
     public var message: [UInt8]
     /// When the call must end, from `grpc-timeout`; `nil` without one.
-    public var deadline: ContinuousClock.Instant?
+    public var deadline: ContinuousClock.Instant? {
+        get { deadlineBox?.instant }
+        set { deadlineBox = newValue.map(GRPCCallDeadline.init) }
+    }
+    /// Boxed: `ContinuousClock.Instant` is resilient, and a stored one made
+    /// every request's copy and destroy go through value witnesses.
+    var deadlineBox: GRPCCallDeadline?
     /// The peer, e.g. `127.0.0.1:53422`.
     public var remoteAddress: String?
 
@@ -19,7 +25,15 @@ public struct GRPCRequest: Sendable {
         self.path = path
         self.metadata = metadata
         self.message = message
-        self.deadline = deadline
+        self.deadlineBox = deadline.map(GRPCCallDeadline.init)
+        self.remoteAddress = remoteAddress
+    }
+
+    init(path: String, metadata: GRPCMetadata, message: [UInt8], deadlineBox: GRPCCallDeadline?, remoteAddress: String?) {
+        self.path = path
+        self.metadata = metadata
+        self.message = message
+        self.deadlineBox = deadlineBox
         self.remoteAddress = remoteAddress
     }
 }
@@ -41,15 +55,26 @@ public enum GRPCUnaryHandler: Sendable {
     case compute(inlineBytes: Int, @Sendable (GRPCRequest) throws -> [UInt8])
 }
 
-/// A registered method: how it runs and who may call it.
-struct GRPCRoute: Sendable {
+/// A registered method: how it runs and who may call it. A class: each call
+/// holds its route, and copying one reference costs one retain where a struct
+/// of closures cost one per closure (and outlined value-witness copies).
+final class GRPCRoute: Sendable {
     /// A unary method's handler (nil for a streaming method).
-    var handler: GRPCUnaryHandler?
+    let handler: GRPCUnaryHandler?
     /// A streaming method's handler.
-    var streaming: GRPCStreamingHandler?
-    var admission: GRPCAdmission?
+    let streaming: GRPCStreamingHandler?
+    let admission: GRPCAdmission?
     /// Registration order: the method's index in `GRPCServer.methods`.
-    var index = -1
+    let index: Int
+
+    init(
+        handler: GRPCUnaryHandler?, streaming: GRPCStreamingHandler? = nil, admission: GRPCAdmission?, index: Int = -1
+    ) {
+        self.handler = handler
+        self.streaming = streaming
+        self.admission = admission
+        self.index = index
+    }
 }
 
 /// Decides from a call's request headers, before its body is read, whether it

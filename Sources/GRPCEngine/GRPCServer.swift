@@ -200,7 +200,11 @@ final class GRPCConnectionCounters: Sendable {
 final class GRPCServerShared: Sendable {
     let configuration: GRPCServerConfiguration
     let routes: [String: GRPCRoute]
-    let observer: (any GRPCCallObserver)?
+    /// The observer's two hooks as closures: calling a method on a stored
+    /// existential copied it (value witnesses and retains) on every call.
+    let callFinished: (@Sendable (GRPCFinishedCall) -> Void)?
+    /// Nil unless the observer `annotatesRequests` (asked once, not per call).
+    let annotate: (@Sendable (GRPCRequest) -> String?)?
     let logger: Logger
     /// Runs large `.compute` calls off the event loops.
     let computePool: NIOThreadPool
@@ -228,7 +232,17 @@ final class GRPCServerShared: Sendable {
     ) {
         self.configuration = configuration
         self.routes = routes
-        self.observer = observer
+        if let observer {
+            callFinished = { call in observer.callFinished(call) }
+            if observer.annotatesRequests {
+                annotate = { request in observer.annotate(request) }
+            } else {
+                annotate = nil
+            }
+        } else {
+            callFinished = nil
+            annotate = nil
+        }
         self.logger = logger
         self.computePool = NIOThreadPool(numberOfThreads: max(1, configuration.computeThreads))
     }

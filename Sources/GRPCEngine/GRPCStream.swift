@@ -41,7 +41,10 @@ final class GRPCStream {
     var annotation: String?
 
     // Work in flight.
-    var deadline: ContinuousClock.Instant?
+    /// The `grpc-timeout` deadline, boxed (nil without one): like the
+    /// continuations below, `ContinuousClock.Instant` is a resilient type.
+    var deadlineBox: GRPCCallDeadline?
+    var deadline: ContinuousClock.Instant? { deadlineBox?.instant }
     var deadlineTimer: Scheduled<Void>?
     var task: Task<Void, Never>?
     /// Set while a `.compute` call is queued or running on the compute threads.
@@ -51,14 +54,26 @@ final class GRPCStream {
     var responseBody: HTTP2OutboundBody?
 
     // Streaming calls.
-    /// Request messages of a bidirectional call, not yet taken by the handler.
-    var inbound: AsyncThrowingStream<[UInt8], any Error>.Continuation?
+    /// The continuations of a streaming call, boxed: their types come from the
+    /// resilient Concurrency library, and stored here they would make every
+    /// stream's layout (and every unary call's init and field access) go
+    /// through runtime metadata. Nil for unary calls.
+    var streaming: GRPCStreamingState?
     /// Bytes yielded to `inbound` and not yet taken.
     var inboundQueuedBytes = 0
-    /// A `send` waiting for nghttp2 and the socket to take what is queued.
-    var waitingWriter: CheckedContinuation<Void, any Error>?
     /// Whether the call's handler is a streaming one (drain cancels it).
     var isStreaming = false
+
+    /// A bidirectional call whose request messages still flow to the handler.
+    var hasInbound: Bool { streaming?.hasInbound ?? false }
+
+    /// The streaming box, created on first use.
+    var streamingState: GRPCStreamingState {
+        if let streaming { return streaming }
+        let created = GRPCStreamingState()
+        streaming = created
+        return created
+    }
 
     enum ContentType { case absent, grpc, other }
 
@@ -67,6 +82,56 @@ final class GRPCStream {
         self.receiveStartedAt = receiveStartedAt
         self.deframer = GRPCMessageDeframer(maxMessageBytes: maxMessageBytes)
     }
+}
+
+/// What only a streaming call holds (see `GRPCStream.streaming`).
+/// Code that names these types looks up their metadata on entry (even on a
+/// path that never touches them), so the unary path only reads `hasInbound`
+/// and calls the out-of-line `cancel()`.
+final class GRPCStreamingState {
+    /// Request messages of a bidirectional call, not yet taken by the handler.
+    private(set) var inbound: AsyncThrowingStream<[UInt8], any Error>.Continuation?
+    /// `inbound != nil`, readable without the continuation's metadata.
+    private(set) var hasInbound = false
+    /// A `send` waiting for nghttp2 and the socket to take what is queued.
+    var waitingWriter: CheckedContinuation<Void, any Error>?
+
+    func open(_ continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation) {
+        inbound = continuation
+        hasInbound = true
+    }
+
+    /// Hands over the request sequence's continuation, once.
+    func takeInbound() -> AsyncThrowingStream<[UInt8], any Error>.Continuation? {
+        hasInbound = false
+        defer { inbound = nil }
+        return inbound
+    }
+
+    /// The call is over: a waiting writer and the handler's request sequence learn it.
+    @inline(never)
+    func cancel() {
+        if let writer = waitingWriter {
+            waitingWriter = nil
+            writer.resume(throwing: CancellationError())
+        }
+        takeInbound()?.finish(throwing: CancellationError())
+    }
+}
+
+/// A call's deadline (see `GRPCStream.deadlineBox`). Its methods are out of
+/// line so that callers never name `ContinuousClock.Instant` (whose metadata
+/// would be looked up on entry to them, deadline or not).
+final class GRPCCallDeadline: Sendable {
+    let instant: ContinuousClock.Instant
+
+    init(_ instant: ContinuousClock.Instant) { self.instant = instant }
+
+    @inline(never)
+    init(after duration: Duration) { instant = ContinuousClock.now + duration }
+
+    @inline(never)
+    var hasPassed: Bool { instant <= ContinuousClock.now }
 }
 
 /// Tells a call running off the loop that its stream is gone (RST_STREAM,

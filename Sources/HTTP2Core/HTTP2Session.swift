@@ -6,18 +6,25 @@ public import NIOCore
 /// `HTTP2SessionEvent`s for its delegate.
 ///
 /// Not thread-safe: confine it (and its delegate) to one event loop. The
-/// delegate is held `unowned(unsafe)`: it owns the session and outlives it.
+/// delegate is held unretained: it owns the session and outlives it.
 /// The C callbacks recover the session from `user_data` with `Unmanaged`.
 public final class HTTP2Session {
     public enum Role: Sendable { case client, server }
 
     @usableFromInline let session: OpaquePointer
-    @usableFromInline unowned(unsafe) let delegate: any HTTP2SessionDelegate
+    /// The delegate, unretained (it owns the session and outlives it).
+    private let delegate: UnsafeMutableRawPointer
+    /// Calls the delegate's concrete type: an `unowned(unsafe)` existential
+    /// was retained and released around every event (7+ per request).
+    private let deliver: (UnsafeMutableRawPointer, HTTP2Session, HTTP2SessionEvent) -> Void
 
-    public init(
-        role: Role, delegate: any HTTP2SessionDelegate, options: HTTP2SessionOptions = HTTP2SessionOptions()
+    public init<Delegate: HTTP2SessionDelegate>(
+        role: Role, delegate: Delegate, options: HTTP2SessionOptions = HTTP2SessionOptions()
     ) throws(HTTP2SessionError) {
-        self.delegate = delegate
+        self.delegate = Unmanaged.passUnretained(delegate).toOpaque()
+        self.deliver = { raw, session, event in
+            Unmanaged<Delegate>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.http2Session(session, event: event) }
+        }
         var option: OpaquePointer?
         let optionResult = nghttp2_option_new(&option)
         guard optionResult == 0, let option else { throw HTTP2SessionError("nghttp2_option_new", optionResult) }
@@ -208,6 +215,6 @@ public final class HTTP2Session {
 
     @inline(__always)
     func emit(_ event: HTTP2SessionEvent) {
-        delegate.http2Session(self, event: event)
+        deliver(delegate, self, event)
     }
 }

@@ -13,8 +13,8 @@ if [[ "${1:-}" == "--test" ]]; then
   # For the tests only (scripts/test.sh): Go stubs generated from Protos/ and
   # compiled offline (Tests/interop/test_stubs.py), and systemd-analyze for
   # deploy/herald.service (test_packaging.py).
-  packages+=(golang-go protoc-gen-go protoc-gen-go-grpc golang-google-protobuf-dev golang-google-grpc-dev
-             systemd)
+  packages+=(protobuf-compiler golang-go protoc-gen-go protoc-gen-go-grpc golang-google-protobuf-dev
+             golang-google-grpc-dev systemd)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,8 @@
 """The README's "For the app developer" payloads are what Herald sends: the
 same Schedule delivered through the bundled simulator gives the alert
-(fallback), handoff and revoke bytes the README shows, and every ctx_ key
-Herald writes is in its table."""
+(fallback), handoff and revoke payloads the README shows (the simulator's
+record re-serializes JSON, so those compare as values; Render gives the
+alert's exact bytes), and every ctx_ key Herald writes is in its table."""
 from __future__ import annotations
 
 import datetime as dt
@@ -60,8 +61,6 @@ def schedule(stubs, push, key, window_seconds):
                           user_info={"order_id": "A-10023"})), timeout=10)
 
 
-def compact(payload: dict) -> str:
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
 
 def test_readme_handoff_and_fallback_are_the_real_payloads(stubs, env):
@@ -72,9 +71,21 @@ def test_readme_handoff_and_fallback_are_the_real_payloads(stubs, env):
     assert first["headers"]["apns-push-type"] == "background"
     assert first["headers"]["apns-priority"] == "5"
     window_end = first["payload"]["ctx_window_end"]
-    assert compact(first["payload"]) == handoff.replace("2026-11-23T18:00:00Z", window_end)
+    assert first["payload"] == json.loads(handoff.replace("2026-11-23T18:00:00Z", window_end))
     assert second["headers"]["apns-push-type"] == "alert"
-    assert compact(second["payload"]) == alert
+    assert second["payload"] == json.loads(alert)
+
+
+def test_readme_alert_is_what_render_returns(stubs, env):
+    push, _ = env
+    t, p = stubs.types_pb2, stubs.push_pb2
+    rendered = push.Render(p.RenderRequest(
+        bundle_id=BUNDLE, platform=t.PLATFORM_IOS, idempotency_key=KEY,
+        content=t.Content(title=t.LocalizedText(text="Your order has shipped"),
+                          body=t.LocalizedText(text="Arriving Thursday"), sound="default",
+                          image_url="https://cdn.example.com/a10023.jpg",
+                          user_info={"order_id": "A-10023"})), timeout=10)
+    assert rendered.apns.payload_json == readme_payloads()[0]
 
 
 def test_readme_revoke_is_the_real_payload(stubs, env):
@@ -92,7 +103,7 @@ def test_readme_revoke_is_the_real_payload(stubs, env):
                                        campaign_id="shipping", idempotency_key=key), timeout=10).cancelled
     (sent,) = record.wait_for(lambda d: d["payload"].get("ctx_revoke") == key)
     assert sent["headers"]["apns-push-type"] == "background"
-    assert compact(sent["payload"]) == readme_payloads()[2].replace(KEY, key)
+    assert sent["payload"] == json.loads(readme_payloads()[2].replace(KEY, key))
 
 
 def test_every_ctx_key_herald_writes_is_documented():

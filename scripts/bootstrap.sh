@@ -12,9 +12,11 @@ packages=(libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libsql
 if [[ "${1:-}" == "--test" ]]; then
   # For the tests only (scripts/test.sh): Go stubs generated from Protos/ and
   # compiled offline (Tests/interop/test_stubs.py), and systemd-analyze for
-  # deploy/herald.service (test_packaging.py).
+  # deploy/herald.service (test_packaging.py). grpc-go 1.33 marshals through
+  # github.com/golang/protobuf: its 1.5 shim handles protoc-gen-go's APIv2
+  # messages (1.3, which apt would otherwise pick, panics on them).
   packages+=(protobuf-compiler golang-go protoc-gen-go protoc-gen-go-grpc golang-google-protobuf-dev
-             golang-google-grpc-dev systemd)
+             golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev systemd)
 fi
 missing=()
 for p in "${packages[@]}"; do

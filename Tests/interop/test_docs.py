@@ -114,3 +114,21 @@ def test_every_ctx_key_herald_writes_is_documented():
     table = app_section()
     documented = set(re.findall(r"^\| `(ctx_[a-z_]+)` \|", table, re.M))
     assert written and written == documented, (written, documented)
+
+
+def test_no_absolute_machine_paths_in_the_repository():
+    """Scripts and documents name paths relative to the checkout (bench
+    scripts use the repository's own .venv), never one machine's."""
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    pattern = re.compile(rb"(?<![\w.~-])(/work/|/home/[a-z]|/root/|/Users/|/opt/swift)")
+    hits = []
+    for name in files.decode().split("\0"):
+        path = ROOT / name
+        if not name or not path.is_file() or path.is_symlink() or path == pathlib.Path(__file__):
+            continue
+        for number, line in enumerate(path.read_bytes().splitlines(), 1):
+            if pattern.search(line):
+                hits.append(f"{name}:{number}: {line.decode(errors='replace').strip()[:120]}")
+    assert not hits, "\n".join(hits)

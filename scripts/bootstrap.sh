@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # Installs what Herald needs and is missing: Debian/Ubuntu packages (as root,
 # or through sudo) and a Python venv (.venv) with the test tools. Idempotent:
-# does nothing that is already done.
+# does nothing that is already done. `--test` adds the packages only the
+# tests need (scripts/test.sh passes it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 packages=(libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev zlib1g-dev
           nghttp2-client nghttp2-server python3-venv pkg-config ca-certificates)
+if [[ "${1:-}" == "--test" ]]; then
+  # For the tests only (scripts/test.sh): Go stubs generated from Protos/ and
+  # compiled offline (Tests/interop/test_stubs.py), and systemd-analyze for
+  # deploy/herald.service (test_packaging.py). grpc-go 1.33 marshals through
+  # github.com/golang/protobuf: its 1.5 shim handles protoc-gen-go's APIv2
+  # messages (1.3, which apt would otherwise pick, panics on them).
+  packages+=(protobuf-compiler golang-go protoc-gen-go protoc-gen-go-grpc golang-google-protobuf-dev
+             golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev systemd)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

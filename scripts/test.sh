@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-scripts/bootstrap.sh
+scripts/bootstrap.sh --test
 
 echo "== Generated/ in sync with Protos/"
 scripts/gen-protos.sh --check
@@ -21,6 +21,14 @@ fi
 
 echo "== swift test"
 swift test --skip-build
+
+if [[ "${HERALD_PACKAGE:-1}" != 0 ]]; then
+  # The deployable binary, checked by Tests/interop/test_packaging.py
+  # (HERALD_PACKAGE=0 skips the release build, and those tests).
+  echo "== scripts/package.sh"
+  scripts/package.sh
+  export HERALD_PACKAGED_BIN="$root/dist/latest/bin/herald"
+fi
 
 echo "== interop (pytest)"
 HERALD_BIN="$root/.build/debug/herald" .venv/bin/python -m pytest -q Tests/interop

@@ -30,18 +30,39 @@ typedef struct Herald__V1__UnregisterDeviceResponse Herald__V1__UnregisterDevice
 struct  Herald__V1__RegisterDeviceRequest
 {
   ProtobufCMessage base;
+  /*
+   * Required, at most 255 bytes: a reverse-DNS app id (at least two
+   * dot-separated labels of ASCII letters, digits and "-"), e.g. com.a.app.
+   */
   char *bundle_id;
+  /*
+   * Required.
+   */
   Herald__V1__Platform platform;
+  /*
+   * Required, at most 256 bytes: the user Schedule addresses.
+   */
   char *user_id;
   /*
-   * APNs: hex string. FCM: the registration token.
+   * Required. APNs: 64 to 200 hex digits, an even number (stored lower-case).
+   * FCM: the registration token, at most 4096 bytes of printable ASCII
+   * without spaces.
    */
   char *device_token;
+  /*
+   * Optional locale tag (BCP 47 or POSIX style), at most 35 bytes: picks
+   * the translation (exact tag, then its language, then default_locale).
+   */
   char *locale;
   /*
-   * IANA, e.g. Europe/Zurich
+   * Optional IANA time zone, e.g. Europe/Zurich: at most 64 bytes and a
+   * zone of the system tz database.
    */
   char *timezone;
+  /*
+   * iOS: the token's APNs environment; unspecified means production.
+   * Ignored for Android.
+   */
   Herald__V1__ApnsEnvironment environment;
 };
 #define HERALD__V1__REGISTER_DEVICE_REQUEST__INIT \
@@ -53,7 +74,8 @@ struct  Herald__V1__RegisterDeviceResponse
 {
   ProtobufCMessage base;
   /*
-   * False when an existing registration was updated.
+   * True when the device was new; false when an existing registration was
+   * updated.
    */
   protobuf_c_boolean created;
 };
@@ -65,7 +87,14 @@ struct  Herald__V1__RegisterDeviceResponse
 struct  Herald__V1__UnregisterDeviceRequest
 {
   ProtobufCMessage base;
+  /*
+   * Required, at most 255 bytes.
+   */
   char *bundle_id;
+  /*
+   * Required: an APNs token (64 to 200 hex digits, any case) or an FCM
+   * registration token (64 to 4096 bytes of printable ASCII without spaces).
+   */
   char *device_token;
 };
 #define HERALD__V1__UNREGISTER_DEVICE_REQUEST__INIT \
@@ -76,6 +105,9 @@ struct  Herald__V1__UnregisterDeviceRequest
 struct  Herald__V1__UnregisterDeviceResponse
 {
   ProtobufCMessage base;
+  /*
+   * True when a registration was removed; false when there was none.
+   */
   protobuf_c_boolean removed;
 };
 #define HERALD__V1__UNREGISTER_DEVICE_RESPONSE__INIT \

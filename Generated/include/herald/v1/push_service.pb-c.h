@@ -75,41 +75,83 @@ typedef enum {
 struct  Herald__V1__ScheduleRequest
 {
   ProtobufCMessage base;
+  /*
+   * Required, at most 255 bytes: a reverse-DNS app id (at least two
+   * dot-separated labels of ASCII letters, digits and "-"); the APNs topic.
+   */
   char *bundle_id;
+  /*
+   * Required. PLATFORM_ANDROID is FAILED_PRECONDITION (no FCM sender yet);
+   * so is an iOS bundle no APNs route serves.
+   */
   Herald__V1__Platform platform;
+  /*
+   * Required, at most 256 bytes.
+   */
   char *user_id;
+  /*
+   * Required, at most 128 bytes; the same kind of message always has the
+   * same id (reports and the A/B comparison are per campaign).
+   */
   char *campaign_id;
+  /*
+   * Optional, at most 128 bytes; scoped per bundle. Generated (a UUID) when
+   * empty, and then the message cannot be cancelled. Always send one: a
+   * retry with the same key never delivers twice.
+   */
   char *idempotency_key;
+  /*
+   * Unspecified: the A/B split picks one, stable per (bundle_id, user_id).
+   */
   Herald__V1__DeliveryMethod delivery_method;
   /*
-   * The start of the delivery window (RFC 3339); default now.
+   * Optional: the start of the delivery window (RFC 3339 with offset), at
+   * most 168 h from now and before the window end; default now (a past
+   * time means the window has started).
    */
   char *deliver_after;
+  /*
+   * Required. Every locale's APNs payload (and the context-aware handoff's)
+   * must fit in 4096 bytes.
+   */
   Herald__V1__Content *content;
+  /*
+   * Unspecified: PRIORITY_NORMAL.
+   */
   Herald__V1__Priority priority;
+  /*
+   * Optional, at most 64 bytes: apns-collapse-id and FCM collapse_key.
+   */
   char *collapse_id;
   /*
-   * Overrides deep-merged into the APNs payload; {"enabled": false} turns
-   * iOS delivery off.
+   * Optional overrides deep-merged into the APNs payload (null deletes a
+   * key); {"enabled": false} turns iOS delivery off. "enabled" must be a
+   * boolean, "aps" an object; no top-level keys starting with "ctx_". At
+   * most 1,000 keys per object and 2,048 items per list; no NaN or infinity.
    */
   Google__Protobuf__Struct *ios;
   /*
-   * Overrides deep-merged into the FCM message.
+   * Optional overrides deep-merged into the FCM message; the same rules as
+   * ios except the ctx_ one.
    */
   Google__Protobuf__Struct *android;
   Herald__V1__ScheduleRequest__WindowCase window_case;
   union {
     /*
-     * 1 to 168
+     * 1 to 168: the window ends this many hours after its start.
      */
     uint32_t deliver_within_hours;
     /*
-     * RFC 3339 with offset
+     * RFC 3339 with offset: in the future, at most 168 h from now, after
+     * deliver_after.
      */
     char *target_delivery_time;
   };
   Herald__V1__ScheduleRequest__TtlCase ttl_case;
   union {
+    /*
+     * At most 2419200 (4 weeks); unset: 2419200. 0: deliver now or never.
+     */
     uint32_t ttl_seconds;
   };
 };
@@ -121,8 +163,17 @@ struct  Herald__V1__ScheduleRequest
 struct  Herald__V1__ScheduleResponse
 {
   ProtobufCMessage base;
+  /*
+   * The server's id of the stored message (a UUID).
+   */
   char *message_id;
+  /*
+   * The request's key, or the one generated for it.
+   */
   char *idempotency_key;
+  /*
+   * The resolved method (never unspecified).
+   */
   Herald__V1__DeliveryMethod delivery_method;
   /*
    * True when delivery_method was assigned by the A/B split.
@@ -140,6 +191,9 @@ struct  Herald__V1__ScheduleResponse
    * RFC 3339 UTC: when the first push is due
    */
   char *send_at;
+  /*
+   * MESSAGE_STATE_SCHEDULED for a new message.
+   */
   Herald__V1__MessageState state;
   /*
    * True when this request replaced an unsent message with the same key.
@@ -157,13 +211,32 @@ struct  Herald__V1__ScheduleResponse
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_UNSPECIFIED, 0, 0,NULL }
 
 
+/*
+ * Every field is required, and a message matches only if all of them do
+ * (otherwise NOT_FOUND).
+ */
 struct  Herald__V1__CancelRequest
 {
   ProtobufCMessage base;
+  /*
+   * Required, at most 255 bytes.
+   */
   char *bundle_id;
+  /*
+   * Required.
+   */
   Herald__V1__Platform platform;
+  /*
+   * Required, at most 256 bytes.
+   */
   char *user_id;
+  /*
+   * Required, at most 128 bytes.
+   */
   char *campaign_id;
+  /*
+   * Required, at most 128 bytes: the key the message was scheduled with.
+   */
   char *idempotency_key;
 };
 #define HERALD__V1__CANCEL_REQUEST__INIT \
@@ -174,7 +247,14 @@ struct  Herald__V1__CancelRequest
 struct  Herald__V1__CancelResponse
 {
   ProtobufCMessage base;
+  /*
+   * True when the message is cancelled (now or before: cancelling twice is
+   * OK); false when it was already sent.
+   */
   protobuf_c_boolean cancelled;
+  /*
+   * The message's state after the call.
+   */
   Herald__V1__MessageState state;
 };
 #define HERALD__V1__CANCEL_RESPONSE__INIT \
@@ -188,27 +268,60 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HERALD__V1__RENDER_REQUEST__TTL__CASE)
 } Herald__V1__RenderRequest__TtlCase;
 
+/*
+ * The message fields follow ScheduleRequest's rules.
+ */
 struct  Herald__V1__RenderRequest
 {
   ProtobufCMessage base;
+  /*
+   * Required, at most 255 bytes, reverse-DNS.
+   */
   char *bundle_id;
+  /*
+   * Required: PLATFORM_IOS renders for APNs, PLATFORM_ANDROID for FCM.
+   */
   Herald__V1__Platform platform;
+  /*
+   * Required; the rendered APNs payload must fit in 4096 bytes.
+   */
   Herald__V1__Content *content;
+  /*
+   * Unspecified: PRIORITY_NORMAL.
+   */
   Herald__V1__Priority priority;
+  /*
+   * Optional, at most 64 bytes.
+   */
   char *collapse_id;
+  /*
+   * Optional, as in ScheduleRequest.
+   */
   Google__Protobuf__Struct *ios;
+  /*
+   * Optional, as in ScheduleRequest.
+   */
   Google__Protobuf__Struct *android;
+  /*
+   * Optional, at most 128 bytes: shown as ctx_idempotency_key (generated
+   * when empty).
+   */
   char *idempotency_key;
   /*
-   * The device locale to resolve translations for.
+   * Optional: the device locale to resolve translations for (a tag of at
+   * most 35 bytes); empty uses default_locale.
    */
   char *locale;
   /*
-   * Optional APNs device token (hex); a placeholder is used when empty.
+   * Optional device token, valid for the platform (APNs: 64 to 200 hex
+   * digits); a placeholder is used in the path when empty.
    */
   char *device_token;
   Herald__V1__RenderRequest__TtlCase ttl_case;
   union {
+    /*
+     * At most 2419200; unset: 2419200; 0: apns-expiration 0.
+     */
     uint32_t ttl_seconds;
   };
 };
@@ -238,9 +351,19 @@ struct  Herald__V1__ApnsRendering
    * /3/device/<token>
    */
   char *path;
+  /*
+   * apns-push-type, apns-topic, apns-priority, apns-expiration, apns-id and
+   * apns-collapse-id when set.
+   */
   size_t n_headers;
   Herald__V1__ApnsRendering__HeadersEntry **headers;
+  /*
+   * The payload exactly as sent (compact JSON, UTF-8).
+   */
   char *payload_json;
+  /*
+   * Its size in bytes (at most 4096).
+   */
   uint32_t payload_bytes;
 };
 #define HERALD__V1__APNS_RENDERING__INIT \
@@ -254,6 +377,9 @@ struct  Herald__V1__ApnsRendering
 struct  Herald__V1__FcmRendering
 {
   ProtobufCMessage base;
+  /*
+   * The HTTP v1 `message` object as JSON.
+   */
   char *message_json;
 };
 #define HERALD__V1__FCM_RENDERING__INIT \
@@ -271,7 +397,15 @@ typedef enum {
 struct  Herald__V1__RenderResponse
 {
   ProtobufCMessage base;
+  /*
+   * The translation used (when nothing is translated: default_locale, if
+   * given).
+   */
   char *resolved_locale;
+  /*
+   * What might surprise (no locale given, a locale with no translation, a
+   * placeholder token…); never an error.
+   */
   size_t n_warnings;
   char **warnings;
   Herald__V1__RenderResponse__RenderingCase rendering_case;
@@ -291,20 +425,40 @@ struct  Herald__V1__RenderResponse
     , (char *)protobuf_c_empty_string, 0,NULL, HERALD__V1__RENDER_RESPONSE__RENDERING__NOT_SET, {0} }
 
 
+/*
+ * The message is found by (bundle_id, idempotency_key) and must belong to
+ * platform and user_id; otherwise NOT_FOUND.
+ */
 struct  Herald__V1__ReportEventRequest
 {
   ProtobufCMessage base;
+  /*
+   * Required, at most 255 bytes: the app's bundle id.
+   */
   char *bundle_id;
+  /*
+   * Required: the platform the message was scheduled for.
+   */
   Herald__V1__Platform platform;
+  /*
+   * Required, at most 256 bytes: the user the message was scheduled for.
+   */
   char *user_id;
   /*
-   * The ctx_idempotency_key the payload carried.
+   * Required, at most 128 bytes: the ctx_idempotency_key the payload carried.
    */
   char *idempotency_key;
+  /*
+   * Required: DISPLAYED or OPENED.
+   */
   Herald__V1__MessageEvent event;
+  /*
+   * Optional: the reporting device's token (recorded with the event).
+   */
   char *device_token;
   /*
-   * RFC 3339; default now
+   * Optional RFC 3339 time of the event; checked, but the event is recorded
+   * at the time Herald receives it.
    */
   char *occurred_at;
 };
@@ -316,6 +470,10 @@ struct  Herald__V1__ReportEventRequest
 struct  Herald__V1__ReportEventResponse
 {
   ProtobufCMessage base;
+  /*
+   * The message's state after the report: DISPLAYED once a DISPLAYED report
+   * arrived for a handed-off or sent message.
+   */
   Herald__V1__MessageState state;
 };
 #define HERALD__V1__REPORT_EVENT_RESPONSE__INIT \
@@ -323,6 +481,9 @@ struct  Herald__V1__ReportEventResponse
     , HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_UNSPECIFIED }
 
 
+/*
+ * No fields; needs no token.
+ */
 struct  Herald__V1__StatusRequest
 {
   ProtobufCMessage base;
@@ -335,7 +496,13 @@ struct  Herald__V1__StatusRequest
 struct  Herald__V1__MessageStateCount
 {
   ProtobufCMessage base;
+  /*
+   * A state.
+   */
   Herald__V1__MessageState state;
+  /*
+   * Messages in that state in the store.
+   */
   uint64_t count;
 };
 #define HERALD__V1__MESSAGE_STATE_COUNT__INIT \
@@ -350,6 +517,10 @@ struct  Herald__V1__StoreStatus
    * e.g. "sqlite"
    */
   char *kind;
+  /*
+   * False while the write probe fails (read-only or full disk, failing
+   * commits).
+   */
   protobuf_c_boolean healthy;
   /*
    * path, last error
@@ -364,9 +535,21 @@ struct  Herald__V1__StoreStatus
 struct  Herald__V1__ApnsPoolStatus
 {
   ProtobufCMessage base;
+  /*
+   * host:port of the APNs endpoint (or the bundled simulator).
+   */
   char *endpoint;
+  /*
+   * HTTP/2 connections open to it.
+   */
   uint32_t connections_open;
+  /*
+   * Requests sent and not yet answered.
+   */
   uint32_t streams_in_flight;
+  /*
+   * The provider's last refusal or failure of this pool; empty when none.
+   */
   char *last_error;
   /*
    * The route's name (as configured, e.g. "team=ABC env=production
@@ -383,6 +566,9 @@ struct  Herald__V1__ApnsPoolStatus
    * since start; per reason in auth_failure_reasons.
    */
   uint64_t auth_failures;
+  /*
+   * auth_failures by the provider's reason.
+   */
   size_t n_auth_failure_reasons;
   Herald__V1__ProviderReasonCount **auth_failure_reasons;
 };
@@ -394,7 +580,13 @@ struct  Herald__V1__ApnsPoolStatus
 struct  Herald__V1__ProviderReasonCount
 {
   ProtobufCMessage base;
+  /*
+   * The provider's reason, e.g. "InvalidProviderToken".
+   */
   char *reason;
+  /*
+   * How many refusals gave it since start.
+   */
   uint64_t count;
 };
 #define HERALD__V1__PROVIDER_REASON_COUNT__INIT \
@@ -405,8 +597,17 @@ struct  Herald__V1__ProviderReasonCount
 struct  Herald__V1__ServerStatus
 {
   ProtobufCMessage base;
+  /*
+   * Client connections open on the gRPC port.
+   */
   uint64_t connections_open;
+  /*
+   * RPCs running now.
+   */
   uint64_t rpcs_in_flight;
+  /*
+   * RPCs since start.
+   */
   uint64_t rpcs_total;
 };
 #define HERALD__V1__SERVER_STATUS__INIT \
@@ -417,22 +618,43 @@ struct  Herald__V1__ServerStatus
 struct  Herald__V1__StatusResponse
 {
   ProtobufCMessage base;
+  /*
+   * STARTING, SERVING or DRAINING.
+   */
   Herald__V1__ServingState serving;
+  /*
+   * Herald's version (as `herald --version`).
+   */
   char *version;
+  /*
+   * since started_at
+   */
   uint64_t uptime_seconds;
   /*
    * RFC 3339 UTC
    */
   char *started_at;
+  /*
+   * Message counts by state.
+   */
   size_t n_messages;
   Herald__V1__MessageStateCount **messages;
   /*
    * How late the oldest due, unsent message is (0 when none is late).
    */
   int64_t oldest_due_lag_ms;
+  /*
+   * The store's kind and health.
+   */
   Herald__V1__StoreStatus *store;
+  /*
+   * One entry per APNs route (client pool).
+   */
   size_t n_apns_pools;
   Herald__V1__ApnsPoolStatus **apns_pools;
+  /*
+   * The gRPC server's connections and RPCs (live, not a snapshot).
+   */
   Herald__V1__ServerStatus *server;
   /*
    * How old messages, oldest_due_lag_ms, store and apns_pools are: they are

@@ -126,6 +126,9 @@ typedef enum _Herald__V1__Assignment {
 struct  Herald__V1__DeviceDelivery
 {
   ProtobufCMessage base;
+  /*
+   * The device's platform.
+   */
   Herald__V1__Platform platform;
   /*
    * The device's environment when the push went out (unspecified when not
@@ -136,6 +139,9 @@ struct  Herald__V1__DeviceDelivery
    * In full: the caller registered it.
    */
   char *device_token;
+  /*
+   * What happened (see DeviceOutcome).
+   */
   Herald__V1__DeviceOutcome outcome;
   /*
    * The provider's reason (e.g. "BadDeviceToken") or a local one.
@@ -145,13 +151,16 @@ struct  Herald__V1__DeviceDelivery
    * The provider's HTTP status (200, 400, 410, …); 0 when no answer.
    */
   uint32_t http_status;
+  /*
+   * The apns-id of the request (lower-case UUID); empty for FCM.
+   */
   char *apns_id;
   /*
    * Requests sent for this device's push (retries included); 0 when unknown.
    */
   uint32_t attempts;
   /*
-   * RFC 3339 UTC
+   * RFC 3339 UTC: when the outcome was recorded
    */
   char *at;
 };
@@ -163,6 +172,9 @@ struct  Herald__V1__DeviceDelivery
 struct  Herald__V1__TimelineEntry
 {
   ProtobufCMessage base;
+  /*
+   * What happened.
+   */
   Herald__V1__TimelineEvent event;
   /*
    * RFC 3339 UTC
@@ -185,11 +197,29 @@ struct  Herald__V1__TimelineEntry
 struct  Herald__V1__MessageSummary
 {
   ProtobufCMessage base;
+  /*
+   * The server's id (a UUID).
+   */
   char *message_id;
+  /*
+   * The key it was scheduled with (or the one generated for it).
+   */
   char *idempotency_key;
+  /*
+   * as scheduled
+   */
   char *bundle_id;
+  /*
+   * as scheduled
+   */
   Herald__V1__Platform platform;
+  /*
+   * as scheduled
+   */
   char *user_id;
+  /*
+   * as scheduled
+   */
   char *campaign_id;
   /*
    * Resolved (never unspecified).
@@ -211,6 +241,9 @@ struct  Herald__V1__MessageSummary
    * When the message's next (or, once finished, its last) push is/was due.
    */
   char *send_at;
+  /*
+   * The current state.
+   */
   Herald__V1__MessageState state;
   /*
    * RFC 3339 UTC
@@ -237,12 +270,19 @@ struct  Herald__V1__MessageSummary
 struct  Herald__V1__GetMessageRequest
 {
   ProtobufCMessage base;
+  /*
+   * Required, at most 255 bytes; the token must allow it (else NOT_FOUND).
+   */
   char *bundle_id;
   /*
    * Exactly one of the two. An idempotency key finds the message that holds
    * it now (a superseded one is found by its message_id).
+   * message_id: at most 64 bytes.
    */
   char *message_id;
+  /*
+   * At most 128 bytes.
+   */
   char *idempotency_key;
 };
 #define HERALD__V1__GET_MESSAGE_REQUEST__INIT \
@@ -253,6 +293,9 @@ struct  Herald__V1__GetMessageRequest
 struct  Herald__V1__GetMessageResponse
 {
   ProtobufCMessage base;
+  /*
+   * Identity, plan and state.
+   */
   Herald__V1__MessageSummary *message;
   /*
    * In time order.
@@ -273,12 +316,22 @@ struct  Herald__V1__GetMessageResponse
 struct  Herald__V1__ListMessagesRequest
 {
   ProtobufCMessage base;
+  /*
+   * Required, at most 255 bytes; the token must allow it (else NOT_FOUND).
+   */
   char *bundle_id;
+  /*
+   * Required, at most 256 bytes.
+   */
   char *user_id;
   /*
-   * Optional filters: only this campaign; only these states.
+   * Optional filter, at most 128 bytes: only this campaign.
    */
   char *campaign_id;
+  /*
+   * Optional filter: only these states; at most 18 entries, each a known,
+   * specified state.
+   */
   size_t n_states;
   Herald__V1__MessageState *states;
   /*
@@ -286,8 +339,9 @@ struct  Herald__V1__ListMessagesRequest
    */
   int32_t page_size;
   /*
-   * Empty for the first page; else a next_page_token of the same query
-   * (same bundle, user, campaign and states), else INVALID_ARGUMENT.
+   * Empty for the first page; else a next_page_token (at most 256 bytes) of
+   * the same query (same bundle, user, campaign and states), else
+   * INVALID_ARGUMENT.
    */
   char *page_token;
 };
@@ -317,13 +371,22 @@ struct  Herald__V1__ListMessagesResponse
 struct  Herald__V1__CampaignReportRequest
 {
   ProtobufCMessage base;
+  /*
+   * Required, at most 255 bytes; the token must allow it (else NOT_FOUND).
+   */
   char *bundle_id;
+  /*
+   * Required, at most 128 bytes.
+   */
   char *campaign_id;
   /*
    * Optional: only messages created in [created_after, created_before)
-   * (RFC 3339); empty means unbounded.
+   * (RFC 3339 with offset); empty means unbounded.
    */
   char *created_after;
+  /*
+   * Optional; when both are given, after created_after.
+   */
   char *created_before;
 };
 #define HERALD__V1__CAMPAIGN_REPORT_REQUEST__INIT \
@@ -342,6 +405,9 @@ struct  Herald__V1__CampaignCohortReport
    * The cohort: DELIVERY_METHOD_CONTEXT_AWARE or DELIVERY_METHOD_TRADITIONAL.
    */
   Herald__V1__DeliveryMethod cohort;
+  /*
+   * Who chose the cohort.
+   */
   Herald__V1__Assignment assignment;
   /*
    * Messages accepted (not superseded).
@@ -360,16 +426,28 @@ struct  Herald__V1__CampaignCohortReport
    */
   uint64_t fallback_sent;
   /*
-   * Messages reported DISPLAYED / OPENED by the app (ReportEvent).
+   * Messages reported DISPLAYED by the app (ReportEvent).
    */
   uint64_t displayed;
+  /*
+   * Messages reported OPENED by the app (ReportEvent).
+   */
   uint64_t opened;
   /*
-   * Messages that ended in these states.
+   * Messages that ended CANCELLED.
    */
   uint64_t cancelled;
+  /*
+   * Messages that ended FAILED.
+   */
   uint64_t failed;
+  /*
+   * Messages that ended EXPIRED.
+   */
   uint64_t expired;
+  /*
+   * Messages that ended NO_DEVICES.
+   */
   uint64_t no_devices;
   /*
    * Messages that reached a device (handed off or sent): the denominator
@@ -380,6 +458,9 @@ struct  Herald__V1__CampaignCohortReport
    * displayed / delivered and opened / delivered; 0 when delivered is 0.
    */
   double display_rate;
+  /*
+   * opened / delivered
+   */
   double open_rate;
 };
 #define HERALD__V1__CAMPAIGN_COHORT_REPORT__INIT \
@@ -399,13 +480,37 @@ struct  Herald__V1__CampaignCohortReport
 struct  Herald__V1__AbComparison
 {
   ProtobufCMessage base;
+  /*
+   * opened / delivered of the A/B-assigned context-aware cohort.
+   */
   double context_aware_open_rate;
+  /*
+   * opened / delivered of the A/B-assigned traditional cohort.
+   */
   double traditional_open_rate;
+  /*
+   * context_aware_open_rate - traditional_open_rate.
+   */
   double open_rate_difference;
+  /*
+   * The 95 % interval of the difference: difference - z * standard_error
+   */
   double ci95_low;
+  /*
+   * ... to difference + z * standard_error.
+   */
   double ci95_high;
+  /*
+   * sqrt(p1(1-p1)/n1 + p2(1-p2)/n2).
+   */
   double standard_error;
+  /*
+   * n1: the A/B context-aware cohort's `delivered`.
+   */
   uint64_t context_aware_delivered;
+  /*
+   * n2: the A/B traditional cohort's `delivered`.
+   */
   uint64_t traditional_delivered;
 };
 #define HERALD__V1__AB_COMPARISON__INIT \
@@ -422,6 +527,9 @@ struct  Herald__V1__CampaignReportResponse
    */
   size_t n_cohorts;
   Herald__V1__CampaignCohortReport **cohorts;
+  /*
+   * Unset when either A/B cohort has nothing delivered.
+   */
   Herald__V1__AbComparison *ab_comparison;
 };
 #define HERALD__V1__CAMPAIGN_REPORT_RESPONSE__INIT \

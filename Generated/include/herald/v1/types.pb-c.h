@@ -112,12 +112,19 @@ struct  Herald__V1__LocalizedText
 {
   ProtobufCMessage base;
   /*
-   * locale (BCP 47 or POSIX style, e.g. "en", "de-CH", "pt_BR") -> text
+   * locale (BCP 47 or POSIX style, e.g. "en", "de-CH", "pt_BR") -> text.
+   * 1 to 200 locales; each tag well-formed and at most 35 bytes; no two tags
+   * equal ignoring case and "_" vs "-"; every text non-empty.
    */
   size_t n_translations;
   Herald__V1__LocalizedText__TranslationsEntry **translations;
   Herald__V1__LocalizedText__SingleCase single_case;
   union {
+    /*
+     * The text for every locale. Must be non-empty in a required field
+     * (title, body); no length limit of its own: the rendered APNs payload
+     * must fit in 4096 bytes.
+     */
     char *text;
   };
 };
@@ -139,35 +146,54 @@ struct  Herald__V1__Content
 {
   ProtobufCMessage base;
   /*
-   * required
+   * Required: a non-empty text, or translations. The APNs alert title.
    */
   Herald__V1__LocalizedText *title;
   /*
-   * optional
+   * Optional; when translated, the same locales as the other fields.
    */
   Herald__V1__LocalizedText *subtitle;
   /*
-   * required
+   * Required: a non-empty text, or translations. The alert body.
    */
   Herald__V1__LocalizedText *body;
   /*
-   * Required when any field is translated; must be one of its locales.
+   * A locale tag (at most 35 bytes). Required when any field is translated,
+   * and then one of its locales; used when the device's locale matches none.
    */
   char *default_locale;
+  /*
+   * Optional: aps.sound ("default" or a sound file in the app bundle); no
+   * limit of its own beyond the 4096-byte payload.
+   */
   char *sound;
   /*
-   * Custom data, delivered at the top level of the APNs payload and as FCM
-   * data. Must not contain "aps" or keys starting with "ctx_".
+   * Optional custom data, delivered at the top level of the APNs payload and
+   * as FCM data. Must not contain "aps" or keys starting with "ctx_" (those
+   * are Herald's). At most 1,000 keys per object and 2,048 items per list
+   * (any depth); no NaN or infinity.
    */
   Google__Protobuf__Struct *user_info;
+  /*
+   * Optional: aps.thread-id (notification grouping); no limit of its own.
+   */
   char *thread_id;
   /*
-   * https URL of an image; sets mutable-content for the service extension.
+   * Optional: an https:// URL naming a host, at most 2048 bytes, without
+   * spaces or control characters. Sets mutable-content and ctx_image_url
+   * for the app's notification service extension.
    */
   char *image_url;
+  /*
+   * Optional: aps.category (the app's notification actions).
+   */
   char *category;
   Herald__V1__Content__BadgeValueCase badge_value_case;
   union {
+    /*
+     * Optional, >= 0: aps.badge; 0 clears the badge; unset leaves it
+     * unchanged.
+     */
     int32_t badge;
   };
 };

@@ -259,6 +259,7 @@ public final class HeraldServer: Service, Sendable {
         // One writer per store: locked before the store opens and anything
         // binds; released after the store closed (StoreService) or here.
         let lock = try DataDirectoryLock(directory: configuration.dataDirectory)
+        logger.info("data directory", metadata: ["path": "\(configuration.dataDirectory)"])
         var storeOptions = SQLiteStore.Options()
         storeOptions.durability = configuration.durability
         storeOptions.commitObserver = { [metrics] in metrics.storeCommitted($0) }

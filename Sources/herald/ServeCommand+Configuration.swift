@@ -3,6 +3,10 @@ import HeraldPrimitives
 import HeraldService
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension ServeCommand {
     /// The server's configuration from the validated settings, with the
     /// tokens file and the APNs routes read (key files included): what
@@ -11,7 +15,7 @@ extension ServeCommand {
         var configuration = HeraldConfiguration()
         configuration.host = host
         configuration.port = port
-        configuration.dataDirectory = dataDirectory
+        configuration.dataDirectory = Self.absolutePath(dataDirectory)
         configuration.grpc.maxConcurrentStreams = maxConcurrentStreams
         configuration.grpc.maxConnections = maxConnections
         configuration.grpc.maxBufferedBytes = maxBufferedRequestMiB << 20
@@ -66,5 +70,23 @@ extension ServeCommand {
             tokensFile: tokensFile.isEmpty ? nil : tokensFile, fixedRoutes: fixedRoutes,
             routesFile: apnsRoutesFile.isEmpty ? nil : apnsRoutesFile, responseTimeout: .seconds(apnsResponseTimeout))
         return configuration
+    }
+
+    /// systemd's `StateDirectory=` (it sets `$STATE_DIRECTORY`) when Herald
+    /// runs as a unit, else `./data`.
+    static func defaultDataDirectory() -> String {
+        guard let state = getenv("STATE_DIRECTORY").map({ String(cString: $0) }), !state.isEmpty else { return "./data" }
+        return String(state.split(separator: ":").first ?? "./data")
+    }
+
+    /// `path` made absolute against the working directory at start, so the
+    /// store's place never depends on where a later reader stands.
+    static func absolutePath(_ path: String) -> String {
+        guard !path.hasPrefix("/") else { return path }
+        guard let pointer = getcwd(nil, 0) else { return path }
+        defer { free(pointer) }
+        let cwd = String(cString: pointer)
+        let relative = path.hasPrefix("./") ? String(path.dropFirst(2)) : path
+        return (cwd.hasSuffix("/") ? cwd : cwd + "/") + relative
     }
 }

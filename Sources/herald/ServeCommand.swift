@@ -33,8 +33,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on; 0 picks a free one (env HERALD_PORT).")
     var port: Int = Settings.int("port") ?? 50051
 
-    @Option(name: .customLong("data-dir"), help: "Directory of the embedded store (env HERALD_DATA_DIR).")
-    var dataDirectory: String = Settings.string("data-dir") ?? "./data"
+    @Option(name: .customLong("data-dir"), help: "Directory of the embedded store (env HERALD_DATA_DIR; default: systemd's $STATE_DIRECTORY when set, else ./data). Resolved to an absolute path at start and logged.")
+    var dataDirectory: String = Settings.string("data-dir") ?? ServeCommand.defaultDataDirectory()
 
     @Option(help: "full: fsync each group commit before answering (survives power loss); process: the write is in the OS (survives kill -9, may lose the last commits on power loss) (env HERALD_DURABILITY).")
     var durability: String = Settings.string("durability") ?? "full"

@@ -181,3 +181,30 @@ def test_good_values_from_every_layer_still_start(tmp_path):
     finally:
         del os.environ["HERALD_IDLE_TIMEOUT"]
     assert server.stop() == 0
+
+
+# The data directory never depends on where a later reader stands.
+
+def _serve_until_listening(args, cwd, env):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("HERALD_", "STATE_DIRECTORY"))}
+    process = subprocess.Popen([herald_binary(), "serve", "--port", "0", *args], cwd=cwd, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**environment, **env})
+    try:
+        assert "listening on" in process.stdout.readline()
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=60)
+    return err
+
+
+def test_a_relative_data_dir_is_made_absolute_at_start_and_logged(tmp_path):
+    err = _serve_until_listening(["--data-dir", "rel/store"], cwd=tmp_path, env={})
+    assert f"data directory path={tmp_path}/rel/store" in err, err
+    assert (tmp_path / "rel" / "store" / "herald.sqlite").exists()
+
+
+def test_the_default_data_dir_is_systemds_state_directory_when_set(tmp_path):
+    state = tmp_path / "state"
+    err = _serve_until_listening([], cwd=tmp_path, env={"STATE_DIRECTORY": str(state)})
+    assert f"data directory path={state}" in err, err
+    assert (state / "herald.sqlite").exists() and not (tmp_path / "data").exists()

@@ -147,5 +147,33 @@ def _load(out: str, rel: str):
     return module
 
 
+def routed_apns_simulator(tmp_path, bundle: str):
+    """An `apns-sim` for team TEAM123456, key id ROUTEKEY01 and `bundle`, with
+    the matching .p8 written beside its CA: a generator yielding `port`, `ca`,
+    `p8` and `log` (its stderr lines, read as they come); a fixture yields
+    from it and the simulator stops after the test."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    key = ec.generate_private_key(ec.SECP256R1())
+    p8 = tmp_path / "AuthKey_ROUTEKEY01.p8"
+    p8.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                     serialization.NoEncryption()))
+    public = tmp_path / "public.pem"
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    ca = tmp_path / "sim-ca.pem"
+    proc = subprocess.Popen([herald_binary(), "apns-sim", "--port", "0", "--ca-out", str(ca),
+                             "--key-id", "ROUTEKEY01", "--team-id", "TEAM123456", "--public-key", str(public),
+                             "--topics", bundle], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    match = re.search(r"listening on (\S+):(\d+)", line)
+    assert match, line
+    log: list[str] = []
+    threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
+    yield {"port": int(match.group(2)), "ca": str(ca), "p8": str(p8), "log": log}
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "herald_args(*flags): flags for the `server` fixture's herald serve")

@@ -3,17 +3,13 @@ configured token route: a real ES256 key, a CA file, TLS, the sandbox
 environment, and Status showing the pool."""
 from __future__ import annotations
 
-import re
 import subprocess
-import threading
 import time
 
 import grpc
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 
-from conftest import herald_binary, start_herald
+from conftest import herald_binary, routed_apns_simulator, start_herald
 
 BUNDLE = "com.example.routed"
 TOKEN = "e5" * 32
@@ -21,25 +17,7 @@ TOKEN = "e5" * 32
 
 @pytest.fixture
 def simulator(tmp_path):
-    key = ec.generate_private_key(ec.SECP256R1())
-    p8 = tmp_path / "AuthKey_ROUTEKEY01.p8"
-    p8.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                     serialization.NoEncryption()))
-    public = tmp_path / "public.pem"
-    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
-    ca = tmp_path / "sim-ca.pem"
-    proc = subprocess.Popen([herald_binary(), "apns-sim", "--port", "0", "--ca-out", str(ca),
-                             "--key-id", "ROUTEKEY01", "--team-id", "TEAM123456", "--public-key", str(public),
-                             "--topics", BUNDLE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"listening on (\S+):(\d+)", line)
-    assert match, line
-    log: list[str] = []
-    threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
-    yield {"port": int(match.group(2)), "ca": str(ca), "p8": str(p8), "log": log}
-    proc.terminate()
-    proc.wait(timeout=30)
+    yield from routed_apns_simulator(tmp_path, BUNDLE)
 
 
 def test_schedule_goes_out_through_the_configured_route(stubs, simulator, tmp_path):

@@ -12,16 +12,13 @@ import re
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 
 import grpc
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import herald_binary, start_herald
+from conftest import herald_binary, routed_apns_simulator, start_herald
 
 BUNDLE = "com.example.obs"
 MS_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -290,23 +287,7 @@ def test_readyz_and_health_watch_follow_a_read_only_data_dir(stubs):
 
 @pytest.fixture
 def simulator(tmp_path):
-    key = ec.generate_private_key(ec.SECP256R1())
-    p8 = tmp_path / "AuthKey_ROUTEKEY01.p8"
-    p8.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                     serialization.NoEncryption()))
-    public = tmp_path / "public.pem"
-    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
-    ca = tmp_path / "sim-ca.pem"
-    proc = subprocess.Popen([herald_binary(), "apns-sim", "--port", "0", "--ca-out", str(ca),
-                             "--key-id", "ROUTEKEY01", "--team-id", "TEAM123456", "--public-key", str(public),
-                             "--topics", BUNDLE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    match = re.search(r"listening on (\S+):(\d+)", proc.stdout.readline())
-    assert match
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-    yield {"port": int(match.group(2)), "ca": str(ca), "p8": str(p8)}
-    proc.terminate()
-    proc.wait(timeout=30)
+    yield from routed_apns_simulator(tmp_path, BUNDLE)
 
 
 def test_a_wrong_team_route_shows_in_status_and_logs_at_error(stubs, simulator, tmp_path):

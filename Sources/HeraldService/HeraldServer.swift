@@ -70,7 +70,10 @@ public struct HeraldConfiguration: Sendable {
     public init() {}
 
     /// The embedded store's file.
-    public var databasePath: String { "\(dataDirectory)/herald.sqlite" }
+    public var databasePath: String { Self.databasePath(in: dataDirectory) }
+
+    /// The embedded store's file in a data directory (`herald backup` reads it too).
+    public static func databasePath(in dataDirectory: String) -> String { "\(dataDirectory)/herald.sqlite" }
 }
 
 /// A configuration Herald refuses to start with.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HeraldService
 import HeraldStorage
 
 /// `herald backup --data-dir D FILE`: an online copy of the store.
@@ -21,7 +22,7 @@ struct BackupCommand: ParsableCommand {
     var file: String
 
     func run() throws {
-        let summary = try StoreBackup.copy(databaseAt: dataDirectory + "/herald.sqlite", to: file)
+        let summary = try StoreBackup.copy(databaseAt: HeraldConfiguration.databasePath(in: dataDirectory), to: file)
         print(summary)
     }
 }

@@ -174,7 +174,8 @@ extension GRPCConnection {
         stream.streaming?.cancel()
     }
 
-    /// Drain: streaming handlers are cancelled, and end with UNAVAILABLE unless they return.
+    /// Drain, after the grace: streaming handlers still running are cancelled
+    /// and end with UNAVAILABLE unless they return.
     func streamsDraining() {
         for stream in streams.values where stream.isStreaming && stream.phase == .running {
             stream.task?.cancel()

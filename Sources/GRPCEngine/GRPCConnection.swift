@@ -306,7 +306,11 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         guard let session, state.acceptsInput else { return }
         let payload = UInt64.random(in: 1...UInt64.max)
         guard case .sendShutdownNoticeAndPing = state.beginGracefulShutdown(pingPayload: payload) else { return }
-        streamsDraining()
+        // Streaming handlers get a moment to end by themselves (they learn of
+        // the drain from the application) before they are cancelled.
+        eventLoop.scheduleTask(in: TimeAmount(shared.configuration.streamingDrainGrace)) { [self] in
+            streamsDraining()
+        }
         do {
             try session.submitShutdownNotice()
             try session.submitPing(payload: payload)

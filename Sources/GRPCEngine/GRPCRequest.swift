@@ -125,6 +125,10 @@ public struct GRPCServerConfiguration: Sendable {
     /// Longest `grpc-message` sent (UTF-8 bytes before percent-encoding); longer
     /// messages are cut at a character boundary and end with "…".
     public var maxStatusMessageBytes: Int = 1024
+    /// On drain, time streaming handlers have to end by themselves (a health
+    /// watch says NOT_SERVING and returns) before they are cancelled and end
+    /// with UNAVAILABLE. The drain's own timeout still bounds everything.
+    public var streamingDrainGrace: Duration = .seconds(1)
 
     public init() {}
 }

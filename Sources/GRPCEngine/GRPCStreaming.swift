@@ -2,7 +2,8 @@ import NIOCore
 
 /// How a registered streaming method runs (register with
 /// `GRPCServer.register(_:streaming:admission:)`). Handlers run in a Task,
-/// cancelled on RST_STREAM, deadline expiry, connection loss and drain.
+/// cancelled on RST_STREAM, deadline expiry, connection loss, and on drain
+/// once `streamingDrainGrace` has passed.
 /// Returning sends `grpc-status: 0`; throwing `GRPCStatus` sends that status.
 public enum GRPCStreamingHandler: Sendable {
     /// One request message, any number of responses.

@@ -16,6 +16,8 @@ final class TestServer: Sendable {
     private let cancelledContinuation: AsyncStream<String>.Continuation
     /// Sends completed by `/test.Stream/Flood`.
     let sends: SendCounter
+    /// Each `yield()` lets one `/test.Stream/UntilReleased` call say "bye" and return.
+    let release: AsyncStream<Void>.Continuation
 
     init(configure: (inout GRPCServerConfiguration) -> Void = { _ in }) async throws {
         var configuration = GRPCServerConfiguration()
@@ -31,6 +33,8 @@ final class TestServer: Sendable {
         let (gateStream, gateContinuation) = AsyncStream<Void>.makeStream()
         let (enteredStream, enteredContinuation) = AsyncStream<Void>.makeStream()
         entered = enteredStream
+        let (releaseStream, releaseContinuation) = AsyncStream<Void>.makeStream()
+        release = releaseContinuation
         gate = gateContinuation
         server.register("/test.Echo/Sync", .sync { $0.message })
         server.register("/test.Echo/Async", .async { request in
@@ -95,6 +99,12 @@ final class TestServer: Sendable {
             } onCancel: {
                 continuation.yield(key)
             }
+        })
+        server.register("/test.Stream/UntilReleased", streaming: .serverStreaming { _, writer in
+            try await writer.send(Array("started".utf8))
+            enteredContinuation.yield()
+            for await _ in releaseStream { break }  // one such call per server
+            try await writer.send(Array("bye".utf8))
         })
         self.server = server
         self.port = try await server.start().port

@@ -133,6 +133,30 @@ struct StreamingTests {
         #expect(text.contains("grpc-message: server is shutting down"))
     }
 
+    @Test func drainLetsAStreamingHandlerThatEndsByItselfFinish() async throws {
+        let server = try await TestServer()
+        let client = try RawHTTP2Client(port: server.port)
+        client.sendRequestHeaders(streamID: 1, path: "/test.Stream/UntilReleased")
+        client.sendMessage(streamID: 1, [], endStream: true)
+        #expect(Self.nextData(client, streamID: 1) == GRPCMessageFramer.frame(Array("started".utf8)))
+        let shutdown = Task { await server.server.shutdownGracefully(timeout: .seconds(20)) }
+        // The first GOAWAY says the drain reached this connection …
+        var goaway = false
+        while !goaway, let frame = client.readFrame() { goaway = frame.type == 7 }
+        #expect(goaway)
+        // … and the handler, told to end only now, still sends and returns.
+        server.release.yield()
+        #expect(Self.nextData(client, streamID: 1) == GRPCMessageFramer.frame(Array("bye".utf8)))
+        var ended = false
+        while !ended, let frame = client.readFrame() {
+            #expect(frame.type != 3, "no RST_STREAM")
+            if frame.streamID == 1, frame.type == 1, frame.flags & 0x1 != 0 { ended = true }
+        }
+        #expect(ended)
+        client.disconnect()
+        await shutdown.value
+    }
+
     static func nextData(_ client: RawHTTP2Client, streamID: UInt32) -> [UInt8]? {
         while let frame = client.readFrame() {
             if frame.type == 0, frame.streamID == streamID { return frame.payload }

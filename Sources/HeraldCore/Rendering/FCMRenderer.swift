@@ -33,6 +33,26 @@ public struct FCMRendering: Sendable, Hashable {
 public enum FCMRenderer {
     /// Renders the FCM message for one device (or without a token for Render).
     public static func render(_ message: PushMessage, locale: String?, deviceToken: String?) throws(RenderError) -> FCMRendering {
+        let parts = try parts(message, locale: locale)
+        var msg = OrderedObject(capacity: 4)
+        if let t = nonEmpty(deviceToken) { msg.append("token", .string(t)) }
+        msg.append("notification", parts.notification)
+        msg.append("data", parts.data)
+        msg.append("android", parts.android)
+        return FCMRendering(body: try write(msg), resolvedLocale: parts.resolved, warnings: parts.warnings)
+    }
+
+    /// The pieces of the alert message: `notification`, `data` and
+    /// `android` (overrides merged), the locale used and the warnings.
+    struct Parts {
+        var notification: OrderedObject
+        var data: OrderedObject
+        var android: OrderedObject
+        var resolved: String?
+        var warnings: [String]
+    }
+
+    static func parts(_ message: PushMessage, locale: String?) throws(RenderError) -> Parts {
         guard message.isEnabled(on: .android) else { throw .disabled(.android) }
         let c = message.content
         let (resolved, match) = APNsRenderer.resolveLocale(c, requested: locale)
@@ -68,13 +88,11 @@ public enum FCMRenderer {
                 android.merge(key: key, value: value)
             }
         }
+        return Parts(notification: notification, data: data, android: android, resolved: resolved, warnings: warnings)
+    }
 
-        var msg = OrderedObject(capacity: 4)
-        if let t = nonEmpty(deviceToken) { msg.append("token", .string(t)) }
-        msg.append("notification", notification)
-        msg.append("data", data)
-        msg.append("android", android)
-
+    /// `{"message":` + `msg` + `}`.
+    static func write(_ msg: OrderedObject) throws(RenderError) -> [UInt8] {
         var w = JSONWriter(capacity: 1024)
         w.writeRaw("{\"message\":")
         do {
@@ -83,7 +101,7 @@ public enum FCMRenderer {
             throw .invalid(ValidationError([FieldViolation(field: "android", reason: "NaN and infinity are not valid JSON numbers")]))
         }
         w.writeByte(UInt8(ascii: "}"))
-        return FCMRendering(body: w.finish(), resolvedLocale: resolved, warnings: warnings)
+        return w.finish()
     }
 
     /// FCM `data` values are strings: strings as is, others as compact JSON.

@@ -94,7 +94,8 @@ public enum Validator {
     }
 
     /// Why an APNs device token (hex, even length, 64–200 digits) or FCM
-    /// registration token is invalid, or nil when valid.
+    /// registration token (opaque: 1–4096 letters, digits, `:`, `-`, `_`)
+    /// is invalid, or nil when valid.
     public static func deviceTokenProblem(_ token: String, platform: Platform) -> String? {
         let u = token.utf8
         switch platform {
@@ -135,9 +136,17 @@ public enum Validator {
         case .android:
             if u.isEmpty { return "required" }
             if u.count > Limits.fcmToken { return "must be at most \(Limits.fcmToken) bytes, got \(u.count)" }
-            for c in u where c <= 0x20 || c >= 0x7F { return "an FCM registration token must be printable ASCII without spaces" }
+            for c in u where !isFCMTokenByte(c) {
+                return "an FCM registration token is letters, digits, ':', '-' and '_' only"
+            }
             return nil
         }
+    }
+
+    /// A byte of an FCM registration token: ASCII letters, digits, `:`, `-`, `_`.
+    @inline(__always)
+    static func isFCMTokenByte(_ c: UInt8) -> Bool {
+        (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A) || c == 0x3A || c == 0x2D || c == 0x5F
     }
 
     /// Why a bundle id is not a reverse-DNS app id (`com.example.app`: at

@@ -75,8 +75,8 @@ struct DeviceHandlers: Sendable {
     /// Why a token to unregister is neither an APNs token nor an FCM
     /// registration token, or nil. The request names no platform: a token
     /// of hex digits only is held to the APNs rules (SPEC §3: APNs tokens
-    /// are hex); any other must look like an FCM token, which is printable
-    /// ASCII and never shorter than the shortest APNs token.
+    /// are hex); any other must look like an FCM token (letters, digits,
+    /// `:`, `-`, `_`) never shorter than the shortest APNs token.
     static func unregisterTokenProblem(_ token: String) -> String? {
         let hexOnly = token.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || ((byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x66)

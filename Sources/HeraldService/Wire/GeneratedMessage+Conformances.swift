@@ -137,6 +137,9 @@ extension Herald__V1__StoreStatus: GeneratedMessage {
 extension Herald__V1__ApnsPoolStatus: GeneratedMessage {
     static func initialized() -> Self { var m = Self(); herald__v1__apns_pool_status__init(&m); return m }
 }
+extension Herald__V1__FcmPoolStatus: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__fcm_pool_status__init(&m); return m }
+}
 extension Herald__V1__ProviderReasonCount: GeneratedMessage {
     static func initialized() -> Self { var m = Self(); herald__v1__provider_reason_count__init(&m); return m }
 }

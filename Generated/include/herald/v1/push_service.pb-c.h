@@ -33,6 +33,7 @@ typedef struct Herald__V1__StatusRequest Herald__V1__StatusRequest;
 typedef struct Herald__V1__MessageStateCount Herald__V1__MessageStateCount;
 typedef struct Herald__V1__StoreStatus Herald__V1__StoreStatus;
 typedef struct Herald__V1__ApnsPoolStatus Herald__V1__ApnsPoolStatus;
+typedef struct Herald__V1__FcmPoolStatus Herald__V1__FcmPoolStatus;
 typedef struct Herald__V1__ProviderReasonCount Herald__V1__ProviderReasonCount;
 typedef struct Herald__V1__ServerStatus Herald__V1__ServerStatus;
 typedef struct Herald__V1__StatusResponse Herald__V1__StatusResponse;
@@ -577,6 +578,59 @@ struct  Herald__V1__ApnsPoolStatus
     , (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
 
 
+/*
+ * One FCM client pool (a Firebase project's service account and endpoint).
+ */
+struct  Herald__V1__FcmPoolStatus
+{
+  ProtobufCMessage base;
+  /*
+   * host:port of the FCM endpoint (or the bundled FCM simulator).
+   */
+  char *endpoint;
+  /*
+   * HTTP/2 connections open to it.
+   */
+  uint32_t connections_open;
+  /*
+   * Requests sent and not yet answered.
+   */
+  uint32_t streams_in_flight;
+  /*
+   * The provider's last refusal or failure of this pool (e.g.
+   * "HTTP 401 THIRD_PARTY_AUTH_ERROR"), else the connection's; empty when none.
+   */
+  char *last_error;
+  /*
+   * The route's name ("project=P bundles=com.a,com.b").
+   */
+  char *route;
+  /*
+   * When last_error happened (RFC 3339 UTC, milliseconds); empty when never.
+   */
+  char *last_error_at;
+  /*
+   * Requests refused for the credentials (THIRD_PARTY_AUTH_ERROR,
+   * UNAUTHENTICATED after a token refresh, no access token) since start;
+   * per reason in auth_failure_reasons.
+   */
+  uint64_t auth_failures;
+  size_t n_auth_failure_reasons;
+  Herald__V1__ProviderReasonCount **auth_failure_reasons;
+  /*
+   * The Firebase project id.
+   */
+  char *project;
+  /*
+   * OAuth2 access tokens minted for the service account since start.
+   */
+  uint64_t access_tokens_minted;
+};
+#define HERALD__V1__FCM_POOL_STATUS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&herald__v1__fcm_pool_status__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL, (char *)protobuf_c_empty_string, 0 }
+
+
 struct  Herald__V1__ProviderReasonCount
 {
   ProtobufCMessage base;
@@ -657,14 +711,20 @@ struct  Herald__V1__StatusResponse
    */
   Herald__V1__ServerStatus *server;
   /*
-   * How old messages, oldest_due_lag_ms, store and apns_pools are: they are
-   * refreshed in the background (about every second), not per call.
+   * How old messages, oldest_due_lag_ms, store, apns_pools and fcm_pools
+   * are: they are refreshed in the background (about every second), not
+   * per call.
    */
   uint64_t snapshot_age_ms;
+  /*
+   * One entry per FCM client pool (project and endpoint).
+   */
+  size_t n_fcm_pools;
+  Herald__V1__FcmPoolStatus **fcm_pools;
 };
 #define HERALD__V1__STATUS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&herald__v1__status_response__descriptor) \
-    , HERALD__V1__SERVING_STATE__SERVING_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0,NULL, 0, NULL, 0,NULL, NULL, 0 }
+    , HERALD__V1__SERVING_STATE__SERVING_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0,NULL, 0, NULL, 0,NULL, NULL, 0, 0,NULL }
 
 
 /* Herald__V1__ScheduleRequest methods */
@@ -936,6 +996,25 @@ Herald__V1__ApnsPoolStatus *
 void   herald__v1__apns_pool_status__free_unpacked
                      (Herald__V1__ApnsPoolStatus *message,
                       ProtobufCAllocator *allocator);
+/* Herald__V1__FcmPoolStatus methods */
+void   herald__v1__fcm_pool_status__init
+                     (Herald__V1__FcmPoolStatus         *message);
+size_t herald__v1__fcm_pool_status__get_packed_size
+                     (const Herald__V1__FcmPoolStatus   *message);
+size_t herald__v1__fcm_pool_status__pack
+                     (const Herald__V1__FcmPoolStatus   *message,
+                      uint8_t             *out);
+size_t herald__v1__fcm_pool_status__pack_to_buffer
+                     (const Herald__V1__FcmPoolStatus   *message,
+                      ProtobufCBuffer     *buffer);
+Herald__V1__FcmPoolStatus *
+       herald__v1__fcm_pool_status__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   herald__v1__fcm_pool_status__free_unpacked
+                     (Herald__V1__FcmPoolStatus *message,
+                      ProtobufCAllocator *allocator);
 /* Herald__V1__ProviderReasonCount methods */
 void   herald__v1__provider_reason_count__init
                      (Herald__V1__ProviderReasonCount         *message);
@@ -1039,6 +1118,9 @@ typedef void (*Herald__V1__StoreStatus_Closure)
                   void *closure_data);
 typedef void (*Herald__V1__ApnsPoolStatus_Closure)
                  (const Herald__V1__ApnsPoolStatus *message,
+                  void *closure_data);
+typedef void (*Herald__V1__FcmPoolStatus_Closure)
+                 (const Herald__V1__FcmPoolStatus *message,
                   void *closure_data);
 typedef void (*Herald__V1__ProviderReasonCount_Closure)
                  (const Herald__V1__ProviderReasonCount *message,
@@ -1156,6 +1238,7 @@ extern const ProtobufCMessageDescriptor herald__v1__status_request__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__message_state_count__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__store_status__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__apns_pool_status__descriptor;
+extern const ProtobufCMessageDescriptor herald__v1__fcm_pool_status__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__provider_reason_count__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__server_status__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__status_response__descriptor;

@@ -643,6 +643,51 @@ void   herald__v1__apns_pool_status__free_unpacked
   assert(message->base.descriptor == &herald__v1__apns_pool_status__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   herald__v1__fcm_pool_status__init
+                     (Herald__V1__FcmPoolStatus         *message)
+{
+  static const Herald__V1__FcmPoolStatus init_value = HERALD__V1__FCM_POOL_STATUS__INIT;
+  *message = init_value;
+}
+size_t herald__v1__fcm_pool_status__get_packed_size
+                     (const Herald__V1__FcmPoolStatus *message)
+{
+  assert(message->base.descriptor == &herald__v1__fcm_pool_status__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t herald__v1__fcm_pool_status__pack
+                     (const Herald__V1__FcmPoolStatus *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &herald__v1__fcm_pool_status__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t herald__v1__fcm_pool_status__pack_to_buffer
+                     (const Herald__V1__FcmPoolStatus *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &herald__v1__fcm_pool_status__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Herald__V1__FcmPoolStatus *
+       herald__v1__fcm_pool_status__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Herald__V1__FcmPoolStatus *)
+     protobuf_c_message_unpack (&herald__v1__fcm_pool_status__descriptor,
+                                allocator, len, data);
+}
+void   herald__v1__fcm_pool_status__free_unpacked
+                     (Herald__V1__FcmPoolStatus *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &herald__v1__fcm_pool_status__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   herald__v1__provider_reason_count__init
                      (Herald__V1__ProviderReasonCount         *message)
 {
@@ -2121,6 +2166,161 @@ const ProtobufCMessageDescriptor herald__v1__apns_pool_status__descriptor =
   (ProtobufCMessageInit) herald__v1__apns_pool_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor herald__v1__fcm_pool_status__field_descriptors[10] =
+{
+  {
+    "endpoint",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__FcmPoolStatus, endpoint),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "connections_open",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__FcmPoolStatus, connections_open),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "streams_in_flight",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__FcmPoolStatus, streams_in_flight),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_error",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__FcmPoolStatus, last_error),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "route",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__FcmPoolStatus, route),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_error_at",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__FcmPoolStatus, last_error_at),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "auth_failures",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__FcmPoolStatus, auth_failures),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "auth_failure_reasons",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Herald__V1__FcmPoolStatus, n_auth_failure_reasons),
+    offsetof(Herald__V1__FcmPoolStatus, auth_failure_reasons),
+    &herald__v1__provider_reason_count__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "project",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__FcmPoolStatus, project),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "access_tokens_minted",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__FcmPoolStatus, access_tokens_minted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned herald__v1__fcm_pool_status__field_indices_by_name[] = {
+  9,   /* field[9] = access_tokens_minted */
+  7,   /* field[7] = auth_failure_reasons */
+  6,   /* field[6] = auth_failures */
+  1,   /* field[1] = connections_open */
+  0,   /* field[0] = endpoint */
+  3,   /* field[3] = last_error */
+  5,   /* field[5] = last_error_at */
+  8,   /* field[8] = project */
+  4,   /* field[4] = route */
+  2,   /* field[2] = streams_in_flight */
+};
+static const ProtobufCIntRange herald__v1__fcm_pool_status__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 10 }
+};
+const ProtobufCMessageDescriptor herald__v1__fcm_pool_status__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "herald.v1.FcmPoolStatus",
+  "FcmPoolStatus",
+  "Herald__V1__FcmPoolStatus",
+  "herald.v1",
+  sizeof(Herald__V1__FcmPoolStatus),
+  10,
+  herald__v1__fcm_pool_status__field_descriptors,
+  herald__v1__fcm_pool_status__field_indices_by_name,
+  1,  herald__v1__fcm_pool_status__number_ranges,
+  (ProtobufCMessageInit) herald__v1__fcm_pool_status__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor herald__v1__provider_reason_count__field_descriptors[2] =
 {
   {
@@ -2236,7 +2436,7 @@ const ProtobufCMessageDescriptor herald__v1__server_status__descriptor =
   (ProtobufCMessageInit) herald__v1__server_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor herald__v1__status_response__field_descriptors[10] =
+static const ProtobufCFieldDescriptor herald__v1__status_response__field_descriptors[11] =
 {
   {
     "serving",
@@ -2358,9 +2558,22 @@ static const ProtobufCFieldDescriptor herald__v1__status_response__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "fcm_pools",
+    11,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Herald__V1__StatusResponse, n_fcm_pools),
+    offsetof(Herald__V1__StatusResponse, fcm_pools),
+    &herald__v1__fcm_pool_status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned herald__v1__status_response__field_indices_by_name[] = {
   7,   /* field[7] = apns_pools */
+  10,   /* field[10] = fcm_pools */
   4,   /* field[4] = messages */
   5,   /* field[5] = oldest_due_lag_ms */
   8,   /* field[8] = server */
@@ -2374,7 +2587,7 @@ static const unsigned herald__v1__status_response__field_indices_by_name[] = {
 static const ProtobufCIntRange herald__v1__status_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor herald__v1__status_response__descriptor =
 {
@@ -2384,7 +2597,7 @@ const ProtobufCMessageDescriptor herald__v1__status_response__descriptor =
   "Herald__V1__StatusResponse",
   "herald.v1",
   sizeof(Herald__V1__StatusResponse),
-  10,
+  11,
   herald__v1__status_response__field_descriptors,
   herald__v1__status_response__field_indices_by_name,
   1,  herald__v1__status_response__number_ranges,

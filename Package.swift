@@ -109,6 +109,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The FCM HTTP v1 client: service-account OAuth (RS256 JWT), pool, errors, retries, rate.
+        .target(
+            name: "FCM",
+            dependencies: [
+                "CInterop",
+                "HTTP2Core",
+                "HeraldPrimitives",
+                "TLSTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Durable storage behind a protocol: embedded SQLite (WAL) first.
         .target(name: "HeraldStorage", dependencies: [
             "CInterop", "HeraldCore", "HeraldPrimitives", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -173,7 +186,7 @@ let package = Package(
         .target(
             name: "HeraldTestSupport",
             dependencies: [
-                "HeraldService", "HeraldStorage", "HeraldCore", "APNs", "HeraldPrimitives",
+                "HeraldService", "HeraldStorage", "HeraldCore", "APNs", "FCM", "HeraldPrimitives",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/HeraldTestSupport"),
@@ -189,6 +202,12 @@ let package = Package(
             name: "APNsTests",
             dependencies: [
                 "APNs", "APNsSimulation", "TLSTransport", "HeraldPrimitives", "HeraldTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
+        .testTarget(
+            name: "FCMTests",
+            dependencies: [
+                "FCM", "TLSTransport", "HeraldPrimitives", "HeraldTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .testTarget(name: "HeraldStorageTests", dependencies: ["HeraldStorage", "HeraldCore", "HeraldPrimitives", "HeraldTestSupport"]),

@@ -109,6 +109,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The FCM HTTP v1 client: service-account OAuth (RS256 JWT), pool, errors, retries, rate.
+        .target(
+            name: "FCM",
+            dependencies: [
+                "CInterop",
+                "HTTP2Core",
+                "HeraldPrimitives",
+                "TLSTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // A local FCM HTTP v1 + OAuth2 token endpoint stand-in (TLS + HTTP/2).
         .target(
             name: "FCMSimulation",
@@ -187,7 +200,7 @@ let package = Package(
         .target(
             name: "HeraldTestSupport",
             dependencies: [
-                "HeraldService", "HeraldStorage", "HeraldCore", "APNs", "HeraldPrimitives",
+                "HeraldService", "HeraldStorage", "HeraldCore", "APNs", "FCM", "HeraldPrimitives",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/HeraldTestSupport"),
@@ -203,6 +216,12 @@ let package = Package(
             name: "APNsTests",
             dependencies: [
                 "APNs", "APNsSimulation", "TLSTransport", "HeraldPrimitives", "HeraldTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
+        .testTarget(
+            name: "FCMTests",
+            dependencies: [
+                "FCM", "TLSTransport", "HeraldPrimitives", "HeraldTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .testTarget(

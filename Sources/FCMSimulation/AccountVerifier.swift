@@ -3,15 +3,19 @@ import TLSTransport
 /// A configured service account and its RS256 public key.
 struct AccountVerifier: Sendable {
     let account: FCMSimulatedAccount
-    private let verify: @Sendable (_ signature: [UInt8], _ data: [UInt8]) -> Bool
+    private let key: RSAPublicKey
 
+    /// Throws (naming the account) when its public key PEM is not an RSA public key.
     init(account: FCMSimulatedAccount) throws {
         self.account = account
-        // Placeholder until TLSTransport's RSAPublicKey is merged: refuses every signature.
-        self.verify = { _, _ in false }
+        do {
+            key = try RSAPublicKey(pem: account.publicKeyPEM)
+        } catch {
+            throw TLSError(.configuration, "FCM simulator account \(account.clientEmail): \(error)")
+        }
     }
 
     func verifies(signature: [UInt8], over data: [UInt8]) -> Bool {
-        verify(signature, data)
+        key.verifyRS256(signature: signature, data: data)
     }
 }

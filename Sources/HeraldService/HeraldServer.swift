@@ -43,6 +43,13 @@ public struct HeraldConfiguration: Sendable {
     public var simulatorRecordPath: String?
     /// Faults the bundled simulator injects (410 / 400 tokens, …).
     public var simulatorFaults = APNsSimulatorFaults()
+    /// FCM clients by bundle (Android package name); nil starts the bundled
+    /// FCM simulator and delivers every bundle's Android messages to it.
+    public var fcmRoutes: [FCMGateway.Route]?
+    /// Per Firebase project: most messages sent per minute (a token bucket).
+    public var fcmRatePerMinute = 600_000
+    /// What the bundled FCM simulator is told (tokens, faults).
+    public var fcmSimulator = FCMSimulatorSetup()
     /// Most messages being claimed, rendered and admitted at once (global);
     /// a message's send holds only its route's slot (`routeLimits`).
     public var maxDispatchesInFlight = 512
@@ -282,11 +289,26 @@ public final class HeraldServer: Service, Sendable {
                 logger.warning("messages caught mid-send by a crash resume; devices handed to APNs without an answer are UNCONFIRMED, never resent",
                                metadata: ["messages": "\(interrupted.resumed.count)", "unconfirmed_devices": "\(interrupted.unconfirmedDevices)"])
             }
-            if let routes = configuration.apnsRoutes {
-                gateway = APNsGateway(routes: routes)
+            let fcm: FCMGateway
+            if let routes = configuration.fcmRoutes {
+                fcm = FCMGateway(routes: routes)
             } else {
-                gateway = try await APNsGateway.embedded(
-                    faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout, logger: logger)
+                var setup = configuration.fcmSimulator
+                setup.recordTo = configuration.simulatorRecordPath
+                fcm = try await FCMGateway.embedded(
+                    setup: setup, ratePerMinute: configuration.fcmRatePerMinute, logger: logger)
+            }
+            do {
+                if let routes = configuration.apnsRoutes {
+                    gateway = APNsGateway(routes: routes, fcm: fcm)
+                } else {
+                    gateway = try await APNsGateway.embedded(
+                        faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout, fcm: fcm,
+                        logger: logger)
+                }
+            } catch {
+                await fcm.shutdown()
+                throw error
             }
             let rebuildStart = ContinuousClock.now
             var entries: [(id: String, dueAt: Int64)] = []

@@ -10,6 +10,7 @@ struct OperatorSnapshot: Sendable {
     var oldestDueLagMilliseconds: Int64 = 0
     var store: StoreHealth?
     var pools: [APNsPoolReport] = []
+    var fcmPools: [FCMPoolReport] = []
     /// When it was taken (Status reports its age).
     var takenAt = ContinuousClock.now
 }

@@ -76,6 +76,29 @@ struct StatusService: Sendable {
         response.snapshot_age_ms = UInt64(max(0, (ContinuousClock.now - figures.takenAt).nanoseconds / 1_000_000))
         response.n_apns_pools = pools.count
         response.apns_pools = arena.pointerArray(pools)
+        let fcmPools = figures.fcmPools.map { pool in
+            arena.message(Herald__V1__FcmPoolStatus.self) {
+                $0.endpoint = arena.string(pool.endpoint)
+                $0.connections_open = UInt32(pool.status.connectionsOpen)
+                $0.streams_in_flight = UInt32(pool.status.streamsInFlight)
+                $0.last_error = arena.string(pool.errors.lastError ?? pool.status.lastError ?? "")
+                $0.route = arena.string(pool.route)
+                $0.project = arena.string(pool.project)
+                $0.last_error_at = arena.string(pool.errors.lastErrorAt.map { LogLine.timestamp(milliseconds: $0) } ?? "")
+                $0.auth_failures = UInt64(pool.errors.authFailures.values.reduce(0, +))
+                let reasons = pool.errors.authFailures.sorted { $0.key < $1.key }.map { reason, count in
+                    arena.message(Herald__V1__ProviderReasonCount.self) {
+                        $0.reason = arena.string(reason)
+                        $0.count = UInt64(count)
+                    }
+                }
+                $0.n_auth_failure_reasons = reasons.count
+                $0.auth_failure_reasons = arena.pointerArray(reasons)
+                $0.access_tokens_minted = UInt64(pool.status.accessTokensMinted)
+            }
+        }
+        response.n_fcm_pools = fcmPools.count
+        response.fcm_pools = arena.pointerArray(fcmPools)
         return withExtendedLifetime(arena) { ProtobufC.pack(&response) }
     }
 }

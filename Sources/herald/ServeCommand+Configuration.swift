@@ -57,6 +57,18 @@ extension ServeCommand {
             configuration.apnsRoutes = try APNsRouteSpec.makeRoutes(routeSpecs, responseTimeout: .seconds(apnsResponseTimeout))
             logger.info("APNs routes configured", metadata: ["routes": "\(routeSpecs.count)"])
         }
+        let fixedFCMRoutes = try fixedFCMRouteSpecs()
+        var fcmSpecs = fixedFCMRoutes
+        if !fcmRoutesFile.isEmpty { fcmSpecs += try FCMRouteSpec.parseFile(path: fcmRoutesFile) }
+        configuration.fcmRatePerMinute = fcmRatePerMinute
+        if !fcmSpecs.isEmpty {
+            // Reads and checks every service-account key: a bad one stops start-up naming its route.
+            configuration.fcmRoutes = try FCMRouteSpec.makeRoutes(fcmSpecs, ratePerMinute: fcmRatePerMinute, logger: logger)
+            logger.info("FCM routes configured", metadata: ["routes": "\(fcmSpecs.count)"])
+        }
+        configuration.fcmSimulator.unregistered = fcmSimulatorUnregistered
+        configuration.fcmSimulator.otherSender = fcmSimulatorOtherSender
+        configuration.fcmSimulator.faults = try fcmSimulatorFaults.map { try FCMSimCommand.parseFault($0) }.map { ($0.0, $0.1) }
         if !tokensFile.isEmpty {
             configuration.accessPolicy = try AccessPolicy.load(path: tokensFile)
             logger.info("access tokens loaded", metadata: ["labels": "\(configuration.accessPolicy.grants.map(\.label))"])
@@ -69,6 +81,9 @@ extension ServeCommand {
         configuration.reload = ReloadSources(
             tokensFile: tokensFile.isEmpty ? nil : tokensFile, fixedRoutes: fixedRoutes,
             routesFile: apnsRoutesFile.isEmpty ? nil : apnsRoutesFile, responseTimeout: .seconds(apnsResponseTimeout))
+        configuration.reload?.fixedFCMRoutes = fixedFCMRoutes
+        configuration.reload?.fcmRoutesFile = fcmRoutesFile.isEmpty ? nil : fcmRoutesFile
+        configuration.reload?.fcmRatePerMinute = fcmRatePerMinute
         return configuration
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HeraldCore
 import HeraldService
 import Logging
 
@@ -56,6 +57,28 @@ extension ServeCommand {
             throw ValidationError("\(entry.origin): expected a device token")
         }
         for entry in allListed("apns-route", apnsRoutes) { _ = try APNsRouteSpec.parse(entry.value, source: entry.origin) }
+        try check("fcm-routes-file", fcmRoutesFile) { _ in nil }
+        try check("fcm-rate-per-minute", fcmRatePerMinute) {
+            (1...100_000_000).contains($0) ? nil : "must be 1...100000000 messages per minute, got \($0)"
+        }
+        for entry in allListed("fcm-route", fcmRoutes) { _ = try FCMRouteSpec.parse(entry.value, source: entry.origin) }
+        for key in ["fcm-sim-unregistered", "fcm-sim-other-sender"] {
+            let values = key == "fcm-sim-unregistered" ? fcmSimulatorUnregistered : fcmSimulatorOtherSender
+            for entry in allListed(key, values) where Validator.deviceTokenProblem(entry.value, platform: .android) != nil {
+                throw ValidationError("\(entry.origin): expected an FCM registration token (letters, digits, ':', '-', '_'), got \"\(entry.value)\"")
+            }
+        }
+        for entry in allListed("fcm-sim-fault", fcmSimulatorFaults) {
+            do { _ = try FCMSimCommand.parseFault(entry.value) } catch {
+                throw ValidationError("\(entry.origin): \(error)")
+            }
+        }
+    }
+
+    /// The FCM routes given as `--fcm-route` flags, or else as config-file
+    /// lines, parsed (each error names its flag or line).
+    func fixedFCMRouteSpecs() throws -> [FCMRouteSpec] {
+        try listed("fcm-route", fcmRoutes).map { try FCMRouteSpec.parse($0.value, source: $0.origin) }
     }
 
     /// The routes given as `--apns-route` flags, or else as config-file

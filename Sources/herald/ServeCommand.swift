@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 /// `herald serve`: runs the gRPC service until SIGTERM or SIGINT; SIGHUP
-/// reloads the tokens file and the APNs routes file.
+/// reloads the tokens file and the APNs and FCM routes files.
 ///
 /// Every flag falls back to an environment variable (`HERALD_HOST`, …), then
 /// to the config file, then to the embedded default; every layer's values
@@ -24,7 +24,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "A config file of `key = value` lines named like these flags (env HERALD_CONFIG). Precedence: flag, environment (HERALD_<FLAG>), config file, default.")
     var config: String = ""
 
-    @Flag(name: .customLong("check-config"), help: "Validate the flags, environment, config file, tokens file and APNs routes (reading the key files), print \"configuration OK\" and exit 0, or exit non-zero with the first problem; binds nothing, opens no store.")
+    @Flag(name: .customLong("check-config"), help: "Validate the flags, environment, config file, tokens file, APNs and FCM routes (reading the key files), print \"configuration OK\" and exit 0, or exit non-zero with the first problem; binds nothing, opens no store.")
     var checkConfig = false
 
     @Option(help: "Address to listen on (env HERALD_HOST).")
@@ -48,7 +48,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("context-aware-share"), help: "Share of users the A/B split puts in the context-aware cohort, 0...1 (env HERALD_CONTEXT_AWARE_SHARE).")
     var contextAwareShare: Double = Settings.double("context-aware-share") ?? 0.5
 
-    @Option(name: .customLong("sim-record"), help: "With the bundled APNs simulator: append each delivery it accepts to this file as JSON lines.")
+    @Option(name: .customLong("sim-record"), help: "With the bundled APNs and FCM simulators: append each delivery they accept to this file as JSON lines (\"service\": \"apns\" or \"fcm\").")
     var simulatorRecord: String = Settings.string("sim-record") ?? ""
 
     @Option(name: .customLong("apns-route"), help: ArgumentHelp(
@@ -57,6 +57,25 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("apns-routes-file"), help: "A file of APNs routes, one per line (env HERALD_APNS_ROUTES_FILE).")
     var apnsRoutesFile: String = Settings.string("apns-routes-file") ?? ""
+
+    @Option(name: .customLong("fcm-route"), help: ArgumentHelp(
+        "An FCM route (repeatable): \"project=ID key=service-account.json bundles=com.a,com.b [endpoint=host:port] [token-url=https://…] [ca=file]\" (bundles are Android package names). Without FCM routes Herald delivers Android messages to the bundled FCM simulator."))
+    var fcmRoutes: [String] = Settings.list("fcm-route")
+
+    @Option(name: .customLong("fcm-routes-file"), help: "A file of FCM routes, one per line; SIGHUP re-reads it (env HERALD_FCM_ROUTES_FILE).")
+    var fcmRoutesFile: String = Settings.string("fcm-routes-file") ?? ""
+
+    @Option(name: .customLong("fcm-rate-per-minute"), help: "Most FCM messages sent per minute per Firebase project (a token bucket; FCM's default quota is 600000).")
+    var fcmRatePerMinute: Int = Settings.int("fcm-rate-per-minute") ?? 600_000
+
+    @Option(name: .customLong("fcm-sim-unregistered"), help: "Bundled FCM simulator: answer 404 UNREGISTERED for TOKEN (repeatable).")
+    var fcmSimulatorUnregistered: [String] = Settings.list("fcm-sim-unregistered")
+
+    @Option(name: .customLong("fcm-sim-other-sender"), help: "Bundled FCM simulator: answer 403 SENDER_ID_MISMATCH for TOKEN (repeatable).")
+    var fcmSimulatorOtherSender: [String] = Settings.list("fcm-sim-other-sender")
+
+    @Option(name: .customLong("fcm-sim-fault"), help: "Bundled FCM simulator: answer the next requests with a fault, KIND[=SECONDS|MS][:COUNT] as for `herald fcm-sim --fault` (quota, internal, unavailable, bad-gateway, slow, goaway, drop, invalid-grant; repeatable, in order).")
+    var fcmSimulatorFaults: [String] = Settings.list("fcm-sim-fault")
 
     @Option(name: .customLong("sim-unregistered"), help: "Bundled simulator: answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable).")
     var simulatorUnregistered: [String] = Settings.list("sim-unregistered")

@@ -8,8 +8,8 @@ import HeraldStorage
 ///
 /// The config file has one `key = value` per line, keys named like the
 /// flags (`port = 50051`, `apns-route = team=… key=…`); `#` starts a
-/// comment; list flags (`apns-route`, `sim-unregistered`, `sim-bad-token`)
-/// may repeat.
+/// comment; list flags (`apns-route`, `fcm-route`, `sim-unregistered`,
+/// `sim-bad-token`, `fcm-sim-…`) may repeat.
 ///
 /// Strict: every value of every layer goes through the parsing and the
 /// checks of the flag (`ServeCommand.validate()` runs each check on each
@@ -24,6 +24,7 @@ enum Settings {
         "max-connection-buffer-mib", "handshake-timeout", "idle-timeout", "keepalive-interval", "keepalive-timeout",
         "request-receive-timeout", "apns-response-timeout", "route-in-flight", "route-queue",
         "admin-host", "admin-port", "admin-timeout", "log-format", "access-log", "retention-days",
+        "fcm-route", "fcm-routes-file", "fcm-rate-per-minute", "fcm-sim-unregistered", "fcm-sim-other-sender", "fcm-sim-fault",
     ]
 
     /// A value as one layer gives it, and where from.

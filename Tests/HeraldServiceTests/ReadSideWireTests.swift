@@ -39,7 +39,7 @@ struct ReadSideWireTests {
 
     @Test func scheduleIsRefusedWhenNoRouteOrSenderCouldDeliver() {
         let coverage = DeliveryCoverage(
-            apnsEnvironments: { $0 == "com.routed" ? [.sandbox] : [] }, fcmSender: false)
+            apnsEnvironments: { $0 == "com.routed" ? [.sandbox] : [] }, fcmRouted: { _ in false })
         let ios = coverage.missing(bundleID: "com.unrouted", platform: .ios)
         #expect(ios?.contains("com.unrouted") == true && ios?.contains("PLATFORM_IOS") == true && ios?.contains("APNs route") == true)
         #expect(coverage.missing(bundleID: "com.routed", platform: .ios) == nil)

@@ -1,4 +1,5 @@
 public import APNs
+import FCM
 public import HeraldCore
 public import HeraldService
 import Synchronization
@@ -26,14 +27,20 @@ public final class FakeAPNsGateway: DeliveryGateway, APNsSending {
 
     /// Bundles with a route; `*` serves every bundle.
     public let bundleIDs: Set<String>
+    /// Android: the FCM client for `fcmBundleIDs` (nil: no FCM route).
+    public let fcm: FakeFCMSender?
+    public let fcmBundleIDs: Set<String>
+    public static let fcmProject = "test-project"
     private let state = Mutex(State())
     private let stream: AsyncStream<Sent>
     private let continuation: AsyncStream<Sent>.Continuation
     private let releases: AsyncStream<Void>
     private let release: AsyncStream<Void>.Continuation
 
-    public init(bundleIDs: Set<String> = ["*"]) {
+    public init(bundleIDs: Set<String> = ["*"], fcm: FakeFCMSender? = nil, fcmBundleIDs: Set<String> = ["*"]) {
         self.bundleIDs = bundleIDs
+        self.fcm = fcm
+        self.fcmBundleIDs = fcmBundleIDs
         (stream, continuation) = AsyncStream.makeStream()
         (releases, release) = AsyncStream.makeStream()
     }
@@ -70,6 +77,11 @@ public final class FakeAPNsGateway: DeliveryGateway, APNsSending {
 
     public func sender(bundleID: String, environment: APNsEnvironment?) -> (any APNsSending)? {
         bundleIDs.contains("*") || bundleIDs.contains(bundleID) ? self : nil
+    }
+
+    public func fcmSender(bundleID: String) -> (sender: any FCMSending, projectID: String)? {
+        guard let fcm, fcmBundleIDs.contains("*") || fcmBundleIDs.contains(bundleID) else { return nil }
+        return (fcm, Self.fcmProject)
     }
 
     public func send(_ request: APNsRequest) async throws -> APNsResponse {

@@ -24,17 +24,23 @@ DE_TOKEN = "b2" * 32
 
 
 class Record:
-    """The simulator's delivery record (JSON lines) as it grows."""
+    """The simulators' delivery record (JSON lines) as it grows: one file for
+    both bundled simulators, each line naming its "service" ("apns" or
+    "fcm"); `service` picks one kind."""
 
-    def __init__(self, path):
+    def __init__(self, path, service="apns"):
         self.path = path
+        self.service = service
 
-    def lines(self):
+    def all_lines(self):
         if not os.path.exists(self.path):
             return []
         with open(self.path) as f:
             # A line still being appended has no newline yet: read it next time.
             return [json.loads(line) for line in f if line.endswith("\n") and line.strip()]
+
+    def lines(self):
+        return [d for d in self.all_lines() if d["service"] == self.service]
 
     def wait_for(self, predicate, count=1, timeout=30.0):
         deadline = time.monotonic() + timeout

@@ -3,21 +3,22 @@ import Synchronization
 
 /// Counts each client's sends in flight, and holds the clients a reload
 /// replaced until their last send has returned (then they are shut down).
-final class ClientRetirement: Sendable {
+/// APNs and FCM clients alike.
+final class ClientRetirement<Client: AnyObject & Sendable>: Sendable {
     private struct State {
         var inFlight: [ObjectIdentifier: Int] = [:]
         var waiters: [ObjectIdentifier: [CheckedContinuation<Void, Never>]] = [:]
         /// Replaced clients not yet shut down.
-        var retired: [ObjectIdentifier: APNsClient] = [:]
+        var retired: [ObjectIdentifier: Client] = [:]
     }
 
     private let state = Mutex(State())
 
-    func begin(_ client: APNsClient) {
+    func begin(_ client: Client) {
         state.withLock { $0.inFlight[ObjectIdentifier(client), default: 0] += 1 }
     }
 
-    func end(_ client: APNsClient) {
+    func end(_ client: Client) {
         let id = ObjectIdentifier(client)
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             let left = (state.inFlight[id] ?? 1) - 1
@@ -34,7 +35,7 @@ final class ClientRetirement: Sendable {
     /// Clients someone waits on to go idle (tests).
     var waitingClients: Int { state.withLock { $0.waiters.count } }
 
-    func retire(_ clients: [APNsClient]) {
+    func retire(_ clients: [Client]) {
         state.withLock { state in
             for client in clients { state.retired[ObjectIdentifier(client)] = client }
         }
@@ -42,7 +43,7 @@ final class ClientRetirement: Sendable {
 
     /// Returns once `client` has no send in flight (at once when it has
     /// none, or when the task is cancelled).
-    func idle(_ client: APNsClient) async {
+    func idle(_ client: Client) async {
         let id = ObjectIdentifier(client)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -61,12 +62,12 @@ final class ClientRetirement: Sendable {
 
     /// Takes `client` out of the retired set; false when someone else did
     /// (the gateway's shutdown), so it is shut down once.
-    func take(_ client: APNsClient) -> Bool {
+    func take(_ client: Client) -> Bool {
         state.withLock { $0.retired.removeValue(forKey: ObjectIdentifier(client)) != nil }
     }
 
     /// Every retired client not yet shut down (the gateway is stopping).
-    func takeAll() -> [APNsClient] {
+    func takeAll() -> [Client] {
         state.withLock { state in
             defer { state.retired.removeAll() }
             return Array(state.retired.values)

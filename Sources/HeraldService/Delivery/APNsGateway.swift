@@ -44,16 +44,19 @@ public final class APNsGateway: Sendable {
     public var routes: [Route] { current.withLock { $0 } }
     let current: Mutex<[Route]>
     /// Sends in flight per client, and clients a reload retired.
-    let retirement = ClientRetirement()
+    let retirement = ClientRetirement<APNsClient>()
     /// The in-process simulator, when Herald runs on its embedded defaults.
     public let simulator: APNsSimulator?
     /// Errors and auth refusals per pool (Status), delivery metrics.
     let errors = ProviderErrorBook()
     private let observation = Mutex<(metrics: HeraldMetrics, logger: Logger)?>(nil)
+    /// Android: the FCM routes (or the bundled FCM simulator).
+    public let fcm: FCMGateway
 
-    public init(routes: [Route], simulator: APNsSimulator? = nil) {
+    public init(routes: [Route], simulator: APNsSimulator? = nil, fcm: FCMGateway = FCMGateway(routes: [])) {
         current = Mutex(routes)
         self.simulator = simulator
+        self.fcm = fcm
     }
 
     /// The client for a bundle and environment; nil when none is configured.
@@ -94,6 +97,7 @@ public final class APNsGateway: Sendable {
     /// Records delivery metrics in `metrics` and logs auth refusals through `logger`.
     func observe(metrics: HeraldMetrics, logger: Logger) {
         observation.withLock { $0 = (metrics, logger) }
+        fcm.observe(metrics: metrics, logger: logger)
     }
 
     /// Sends through `client`, timing the request and keeping its pool's
@@ -141,13 +145,15 @@ public final class APNsGateway: Sendable {
     public func shutdown() async {
         for client in clients + retirement.takeAll() { await client.shutdown() }
         try? await simulator?.stop()
+        await fcm.shutdown()
     }
 
     /// Starts the bundled simulator on 127.0.0.1 (a free port, a fresh
     /// self-signed certificate, a fresh ES256 key whose public half it
     /// verifies) and one client for every bundle and environment.
     public static func embedded(
-        faults: APNsSimulatorFaults = APNsSimulatorFaults(), responseTimeout: Duration = .seconds(30), logger: Logger
+        faults: APNsSimulatorFaults = APNsSimulatorFaults(), responseTimeout: Duration = .seconds(30),
+        fcm: FCMGateway = FCMGateway(routes: []), logger: Logger
     ) async throws -> APNsGateway {
         let key = try PrivateKey.generateP256()
         var simulatorConfiguration = APNsSimulatorConfiguration()
@@ -168,6 +174,7 @@ public final class APNsGateway: Sendable {
         logger.info("no APNs credentials configured: delivering to the bundled APNs simulator",
                     metadata: ["endpoint": "\(simulator.host):\(simulator.port)"])
         return APNsGateway(
-            routes: [Route(bundleIDs: ["*"], environment: nil, client: client, name: "bundled simulator")], simulator: simulator)
+            routes: [Route(bundleIDs: ["*"], environment: nil, client: client, name: "bundled simulator")], simulator: simulator,
+            fcm: fcm)
     }
 }

@@ -12,8 +12,9 @@ import Synchronization
 ///
 /// Every push is claimed in the store first (so a crash mid-send is visible
 /// at restart and the message is never sent twice), rendered per device in
-/// the device's locale, sent through the APNs client, and its outcome
-/// recorded per device before the message's state changes.
+/// the device's locale, sent through the APNs client (iOS) or the FCM
+/// client (Android), and its outcome recorded per device before the
+/// message's state changes.
 public final class Dispatcher: Sendable {
     enum Push: String, Sendable {
         case alert
@@ -59,7 +60,7 @@ public final class Dispatcher: Sendable {
     let routeLimits: RouteLimits
     /// The wire layer's decoder of stored requests (`StoredRequest.decode`).
     let decode: StoredRequestDecoder
-    private let handOvers: HandOverLog
+    let handOvers: HandOverLog
     private let gates = Mutex<[ObjectIdentifier: RouteGate]>([:])
 
     public init(
@@ -131,11 +132,6 @@ public final class Dispatcher: Sendable {
             try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.failed, "stored request does not decode: \(error)"))
             return
         }
-        guard claimed.platform == .ios else {
-            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (
-                .failed, "FCM sending is not configured: Herald delivers through APNs; Render shows the FCM message"))
-            return
-        }
         let ttlMilliseconds = Int64(pushMessage.ttl.rawValue) * 1000
         // "0 = now or never": a minute of slack for the scheduler itself.
         if now - claimed.dueAt > max(ttlMilliseconds, 60_000) {
@@ -156,13 +152,12 @@ public final class Dispatcher: Sendable {
         let singleAttempt = ttlMilliseconds == 0
 
         var unrouted: [(Device, DeviceResult)] = []
-        var routes: [ObjectIdentifier: (client: any APNsSending, devices: [Device])] = [:]
+        var routes: [ObjectIdentifier: (route: ProviderRoute, devices: [Device])] = [:]
         for device in devices {
-            guard let client = gateway.sender(bundleID: claimed.bundleID, environment: device.environment) else {
-                unrouted.append((device, .failed("no APNs route for \(claimed.bundleID) (\(device.environment?.rawValue ?? "production"))")))
-                continue
+            switch providerRoute(bundleID: claimed.bundleID, device: device) {
+            case .success(let route): routes[route.id, default: (route, [])].devices.append(device)
+            case .failure(let why): unrouted.append((device, .failed(why.description)))
             }
-            routes[ObjectIdentifier(client), default: (client, [])].devices.append(device)
         }
         guard let entered = await admit(claimed.id, to: Array(routes.keys)) else { return }  // deferred
         await lease.release()  // admitted: the send holds only its routes' slots
@@ -171,8 +166,15 @@ public final class Dispatcher: Sendable {
             for route in routes.values {
                 for device in route.devices {
                     group.addTask {
-                        (device, await self.send(pushMessage, of: claimed, push: push, to: device, with: route.client,
-                                                 deadline: deadline, singleAttempt: singleAttempt, pushStart: pushStart))
+                        switch route.route {
+                        case .apns(let client):
+                            (device, await self.send(pushMessage, of: claimed, push: push, to: device, with: client,
+                                                     deadline: deadline, singleAttempt: singleAttempt, pushStart: pushStart))
+                        case .fcm(let sender, let projectID):
+                            (device, await self.sendFCM(pushMessage, of: claimed, push: push, to: device, with: sender,
+                                                        projectID: projectID, deadline: deadline, singleAttempt: singleAttempt,
+                                                        pushStart: pushStart))
+                        }
                     }
                 }
             }

@@ -10,9 +10,10 @@ import Darwin
 #endif
 public import Logging
 
-/// Appends every delivery the bundled simulator accepts to a file, one JSON
-/// object per line: what a developer watches (`tail -f`) and what the
-/// end-to-end tests read.
+/// Appends every delivery the bundled APNs simulator accepts to a file, one
+/// JSON object per line (`"service": "apns"`): what a developer watches
+/// (`tail -f`) and what the end-to-end tests read. The bundled FCM
+/// simulator appends its own lines (`"service": "fcm"`) to the same file.
 public enum SimulatorRecorder {
     public static func record(_ simulator: APNsSimulator, to path: String, logger: Logger) async {
         await record(simulator.deliveryStream(), to: path, logger: logger)
@@ -35,6 +36,7 @@ public enum SimulatorRecorder {
             }
             let payload = (try? JSONParser.parse(delivery.payload)) ?? .string(String(decoding: delivery.payload, as: UTF8.self))
             let line: JSONValue = .object([
+                "service": .string("apns"),
                 "apns_id": .string(delivery.apnsID),
                 "device_token": .string(delivery.deviceToken),
                 "headers": .object(headers),

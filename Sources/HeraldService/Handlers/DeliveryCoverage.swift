@@ -8,22 +8,22 @@ import HeraldStorage
 struct DeliveryCoverage: Sendable {
     /// The APNs environments routed for a bundle (empty: none).
     let apnsEnvironments: @Sendable (String) -> Set<APNsEnvironment>
-    /// Whether an FCM sender exists. This build has none: Android messages
-    /// can be rendered but never delivered.
-    let fcmSender: Bool
+    /// Whether an FCM route (or the bundled FCM simulator) serves a bundle
+    /// (an Android package name).
+    let fcmRouted: @Sendable (String) -> Bool
 
-    /// Checks nothing: every bundle routed, FCM present (unit tests of other
-    /// parts of Schedule).
-    static let unchecked = DeliveryCoverage(apnsEnvironments: { _ in Set(APNsEnvironment.allCases) }, fcmSender: true)
+    /// Checks nothing: every bundle routed on both platforms (unit tests of
+    /// other parts of Schedule).
+    static let unchecked = DeliveryCoverage(apnsEnvironments: { _ in Set(APNsEnvironment.allCases) }, fcmRouted: { _ in true })
 
     /// The routes of a running Herald.
     init(gateway: APNsGateway) {
-        self.init(apnsEnvironments: { gateway.environments(serving: $0) }, fcmSender: false)
+        self.init(apnsEnvironments: { gateway.environments(serving: $0) }, fcmRouted: { gateway.fcm.serves(bundleID: $0) })
     }
 
-    init(apnsEnvironments: @escaping @Sendable (String) -> Set<APNsEnvironment>, fcmSender: Bool) {
+    init(apnsEnvironments: @escaping @Sendable (String) -> Set<APNsEnvironment>, fcmRouted: @escaping @Sendable (String) -> Bool) {
         self.apnsEnvironments = apnsEnvironments
-        self.fcmSender = fcmSender
+        self.fcmRouted = fcmRouted
     }
 
     /// Why no configured route or sender could ever deliver a message of
@@ -36,9 +36,9 @@ struct DeliveryCoverage: Sendable {
             return "bundle_id \(bundle), platform PLATFORM_IOS: no APNs route serves this bundle "
                 + "(add one with --apns-route … bundles=\(bundleID)); nothing was stored"
         case .android:
-            guard !fcmSender else { return nil }
-            return "bundle_id \(bundle), platform PLATFORM_ANDROID: no FCM sender is configured "
-                + "(Herald delivers through APNs only; Render shows the FCM message); nothing was stored"
+            guard !fcmRouted(bundleID) else { return nil }
+            return "bundle_id \(bundle), platform PLATFORM_ANDROID: no FCM route serves this bundle "
+                + "(add one with --fcm-route … bundles=\(bundleID)); nothing was stored"
         }
     }
 

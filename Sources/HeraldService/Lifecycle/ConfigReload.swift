@@ -1,16 +1,23 @@
 import APNs
+import FCM
 import Logging
 import ServiceLifecycle
 import UnixSignals
 
-/// What SIGHUP re-reads: the tokens file and the APNs routes file. Routes
-/// given as flags or config-file lines stay as they were at start.
+/// What SIGHUP re-reads: the tokens file, the APNs routes file and the FCM
+/// routes file. Routes given as flags or config-file lines stay as they
+/// were at start.
 public struct ReloadSources: Sendable {
     public var tokensFile: String?
     /// Routes given as `--apns-route` or config-file lines (fixed).
     public var fixedRoutes: [APNsRouteSpec]
     public var routesFile: String?
     public var responseTimeout: Duration
+    /// FCM routes given as `--fcm-route` or config-file lines (fixed).
+    public var fixedFCMRoutes: [FCMRouteSpec] = []
+    /// The FCM routes file SIGHUP re-reads.
+    public var fcmRoutesFile: String?
+    public var fcmRatePerMinute = 600_000
 
     public init(tokensFile: String?, fixedRoutes: [APNsRouteSpec], routesFile: String?, responseTimeout: Duration) {
         self.tokensFile = tokensFile
@@ -29,20 +36,28 @@ struct ConfigReloader: Sendable {
     let gateway: APNsGateway
     let logger: Logger
 
-    private struct ReloadError: Error, CustomStringConvertible {
+    fileprivate struct ReloadError: Error, CustomStringConvertible {
         var description: String
     }
 
+    /// The clients no route uses any more (to retire once idle).
+    struct Retired {
+        var apns: [APNsClient] = []
+        var fcm: [FCMClient] = []
+    }
+
     /// Returns the clients no route uses any more (to retire once idle).
-    func reload() -> [APNsClient] {
+    func reload() -> Retired {
         let grants: [AccessPolicy.Grant]?
         let routes: [APNsGateway.Route]?
+        let fcmRoutes: [FCMGateway.Route]?
         do {
             grants = try sources.tokensFile.map { try AccessPolicy.load(path: $0).grants }
             routes = try loadRoutes()
+            fcmRoutes = try loadFCMRoutes()
         } catch {
             logger.error("reload failed; the configuration in force stays", metadata: ["error": "\(error)"])
-            return []
+            return Retired()
         }
         var metadata: Logger.Metadata = [:]
         if let grants {
@@ -52,16 +67,26 @@ struct ConfigReloader: Sendable {
             metadata["tokens_removed"] = "\(Self.names(changes.removed))"
             metadata["tokens_changed"] = "\(Self.names(changes.changed))"
         }
-        var retired: [APNsClient] = []
+        var retired = Retired()
+        if let fcmRoutes {
+            let before = gateway.fcm.routes
+            let old = Dictionary(before.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
+            let new = Dictionary(fcmRoutes.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
+            retired.fcm = gateway.fcm.replaceRoutes(fcmRoutes)
+            metadata["fcm_routes_added"] = "\(Self.names(new.keys.filter { old[$0] == nil }))"
+            metadata["fcm_routes_removed"] = "\(Self.names(old.keys.filter { new[$0] == nil }))"
+            metadata["fcm_routes_changed"] = "\(Self.names(new.filter { old[$0.key] != nil && old[$0.key] != $0.value }.map(\.key)))"
+            metadata["fcm_pools_retired"] = "\(retired.fcm.count)"
+        }
         if let routes {
             let before = gateway.routes
             let old = Dictionary(before.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
             let new = Dictionary(routes.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
-            retired = gateway.replaceRoutes(routes)
+            retired.apns = gateway.replaceRoutes(routes)
             metadata["routes_added"] = "\(Self.names(new.keys.filter { old[$0] == nil }))"
             metadata["routes_removed"] = "\(Self.names(old.keys.filter { new[$0] == nil }))"
             metadata["routes_changed"] = "\(Self.names(new.filter { old[$0.key] != nil && old[$0.key] != $0.value }.map(\.key)))"
-            metadata["pools_retired"] = "\(retired.count)"
+            metadata["pools_retired"] = "\(retired.apns.count)"
         }
         logger.notice("configuration reloaded", metadata: metadata)
         return retired
@@ -87,6 +112,26 @@ struct ConfigReloader: Sendable {
     }
 }
 
+extension ConfigReloader {
+    /// The new FCM routes; nil: leave them (no FCM routes file, or still
+    /// none and the bundled FCM simulator serving).
+    fileprivate func loadFCMRoutes() throws -> [FCMGateway.Route]? {
+        guard let path = sources.fcmRoutesFile else { return nil }
+        let specs = sources.fixedFCMRoutes + (try FCMRouteSpec.parseFile(path: path))
+        if specs.isEmpty {
+            guard gateway.fcm.simulator != nil else {
+                throw ReloadError(description: "FCM routes file \(path) has no routes")
+            }
+            return nil
+        }
+        if gateway.fcm.simulator != nil {
+            throw ReloadError(description: "FCM routes file \(path) now has routes; Herald started on the bundled FCM simulator: restart to use them")
+        }
+        return try FCMRouteSpec.makeRoutes(
+            specs, ratePerMinute: sources.fcmRatePerMinute, reusing: gateway.fcm.routes, logger: logger)
+    }
+}
+
 /// Reloads on SIGHUP until its turn in a graceful shutdown; the clients a
 /// reload replaced are shut down here once their sends in flight are done.
 struct ReloadService: Service {
@@ -96,9 +141,13 @@ struct ReloadService: Service {
         let reloader = reloader
         await withDiscardingTaskGroup { retirements in
             for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
-                reloader.logger.info("SIGHUP: reloading the tokens file and APNs routes")
-                for client in reloader.reload() {
+                reloader.logger.info("SIGHUP: reloading the tokens file, APNs and FCM routes")
+                let retired = reloader.reload()
+                for client in retired.apns {
                     retirements.addTask { await reloader.gateway.retireWhenIdle(client) }
+                }
+                for client in retired.fcm {
+                    retirements.addTask { await reloader.gateway.fcm.retireWhenIdle(client) }
                 }
             }
         }

@@ -103,6 +103,7 @@ struct StatusSnapshotService: Service {
                 }
                 snapshot.store = await store.health()
                 snapshot.pools = await gateway.poolReports()
+                snapshot.fcmPools = await gateway.fcm.poolReports()
                 snapshot.takenAt = .now
                 cell.set(snapshot)
                 metrics?.refresh(snapshot)

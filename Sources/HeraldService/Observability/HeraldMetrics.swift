@@ -93,8 +93,9 @@ public final class HeraldMetrics: Sendable {
             gauge.record(snapshot.counts.first { $0.key.rawValue == state }?.value ?? 0)
         }
         oldestDueLag.record(Double(snapshot.oldestDueLagMilliseconds) / 1000)
-        for report in snapshot.pools {
-            let pool = (service: "apns", endpoint: report.status.endpoint.description, count: report.status.connectionsOpen)
+        let apns = snapshot.pools.map { (service: "apns", endpoint: $0.status.endpoint.description, count: $0.status.connectionsOpen) }
+        let fcm = snapshot.fcmPools.map { (service: "fcm", endpoint: $0.endpoint, count: $0.status.connectionsOpen) }
+        for pool in apns + fcm {
             let key = pool.service + "\u{0}" + pool.endpoint
             let gauge = connections.withLock { gauges in
                 if let gauge = gauges[key] { return gauge }

@@ -3,7 +3,7 @@ import APNs
 import Logging
 import Synchronization
 
-/// Per provider pool (one APNs client: credentials + endpoint): the last
+/// Per provider pool (one APNs or FCM client: credentials + endpoint): the last
 /// error, when it happened, and the provider's refusals of the credentials by
 /// reason. Status reports it; the first such refusal of a streak is logged at
 /// error level with the route's name.
@@ -33,6 +33,11 @@ final class ProviderErrorBook: Sendable {
     /// (`error` non-nil) is kept as the last one; an auth refusal is counted
     /// and, first in its streak, logged at error level.
     func record(pool: ObjectIdentifier, route: String, error: String?, authReason: APNsReason?, logger: Logger) {
+        record(pool: pool, route: route, error: error, authReason: authReason?.rawValue, service: "APNs", logger: logger)
+    }
+
+    /// The same for any provider (`service` names it in the log line).
+    func record(pool: ObjectIdentifier, route: String, error: String?, authReason: String?, service: String, logger: Logger) {
         let now = Timestamp.nowMilliseconds()
         let firstOfStreak = entries.withLock { entries -> Bool in
             var entry = entries[pool] ?? Entry()
@@ -44,12 +49,12 @@ final class ProviderErrorBook: Sendable {
             entry.lastError = error
             entry.lastErrorAt = now
             guard let authReason else { return false }
-            entry.authFailures[authReason.rawValue, default: 0] += 1
-            return entry.logged.insert(authReason.rawValue).inserted
+            entry.authFailures[authReason, default: 0] += 1
+            return entry.logged.insert(authReason).inserted
         }
         if firstOfStreak, let authReason {
-            logger.error("APNs refused the route's credentials: every push on it fails until they are fixed", metadata: [
-                "route": "\(route)", "reason": "\(authReason.rawValue)",
+            logger.error("\(service) refused the route's credentials: every push on it fails until they are fixed", metadata: [
+                "route": "\(route)", "reason": "\(authReason)",
             ])
         }
     }

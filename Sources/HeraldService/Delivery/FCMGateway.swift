@@ -1,0 +1,167 @@
+public import FCM
+public import FCMSimulation
+import Logging
+import Synchronization
+
+/// One FCM client as the dispatcher sees it: sends one request and answers
+/// (or throws ``FCMError``). A class: the dispatcher admits messages per
+/// client (route), by identity.
+public protocol FCMSending: AnyObject, Sendable {
+    func send(_ request: FCMRequest) async throws -> FCMResponse
+}
+
+extension FCMClient: FCMSending {}
+
+/// Where Android pushes go: an FCM client per Firebase project (service
+/// account and endpoint), chosen by bundle id (the Android package name).
+///
+/// With no FCM route, Herald starts the bundled FCM simulator in-process on
+/// loopback (``embedded(ratePerMinute:recordTo:logger:)``) and delivers every
+/// bundle's Android messages to it over real TLS with a real RS256-signed
+/// service-account token.
+public final class FCMGateway: Sendable {
+    /// One configured FCM client and what it serves.
+    public struct Route: Sendable {
+        /// Android package names this route serves; `*` serves every bundle.
+        public var bundleIDs: Set<String>
+        /// The Firebase project messages are sent to (`/v1/projects/{id}/messages:send`).
+        public var projectID: String
+        public var client: FCMClient
+        /// How logs and Status name it.
+        public var name: String
+        /// Endpoint `host:port` (Status).
+        public var endpoint: String
+        /// What makes two routes' clients interchangeable (project, key file
+        /// contents, endpoint, token URL, CA, rate): a reload keeps the
+        /// client of a route whose identity is unchanged. In memory only.
+        var identity = ""
+
+        public init(bundleIDs: Set<String>, projectID: String, client: FCMClient, endpoint: String, name: String = "") {
+            self.bundleIDs = bundleIDs
+            self.projectID = projectID
+            self.client = client
+            self.endpoint = endpoint
+            self.name = name.isEmpty ? "project=\(projectID) bundles=\(bundleIDs.sorted().joined(separator: ","))" : name
+        }
+
+        func serves(bundleID: String) -> Bool { bundleIDs.contains("*") || bundleIDs.contains(bundleID) }
+    }
+
+    /// The routes in force now; a reload (SIGHUP) swaps them at once.
+    public var routes: [Route] { current.withLock { $0 } }
+    let current: Mutex<[Route]>
+    let retirement = ClientRetirement<FCMClient>()
+    /// The in-process simulator, when no FCM route is configured.
+    public let simulator: FCMSimulator?
+    /// Errors and auth refusals per pool (Status).
+    let errors = ProviderErrorBook()
+    private let observation = Mutex<(metrics: HeraldMetrics, logger: Logger)?>(nil)
+
+    public init(routes: [Route], simulator: FCMSimulator? = nil) {
+        current = Mutex(routes)
+        self.simulator = simulator
+    }
+
+    /// The route for a bundle (specific routes win over `*`); nil when none.
+    public func route(bundleID: String) -> Route? {
+        let matching = routes.filter { $0.serves(bundleID: bundleID) }
+        return matching.first { $0.bundleIDs.contains(bundleID) } ?? matching.first
+    }
+
+    /// Whether some route could deliver to `bundleID` (Schedule's coverage).
+    public func serves(bundleID: String) -> Bool { routes.contains { $0.serves(bundleID: bundleID) } }
+
+    /// Each client once, with the first route naming it.
+    private var pools: [Route] {
+        var seen: Set<ObjectIdentifier> = []
+        return routes.filter { seen.insert(ObjectIdentifier($0.client)).inserted }
+    }
+
+    func poolReports() async -> [FCMPoolReport] {
+        var reports: [FCMPoolReport] = []
+        for route in pools {
+            reports.append(FCMPoolReport(
+                status: await route.client.status(), route: route.name, project: route.projectID,
+                endpoint: route.endpoint, errors: errors.entry(ObjectIdentifier(route.client))))
+        }
+        return reports
+    }
+
+    private func routeName(_ client: FCMClient) -> String {
+        routes.first { $0.client === client }?.name ?? "FCM"
+    }
+
+    func observe(metrics: HeraldMetrics, logger: Logger) {
+        observation.withLock { $0 = (metrics, logger) }
+    }
+
+    /// Sends through `client`, timing the request and keeping its pool's
+    /// error book and the delivery counters (labels: outcome only, never a
+    /// token).
+    func send(_ request: FCMRequest, with client: FCMClient) async throws -> FCMResponse {
+        let began = ContinuousClock.now
+        let observation = observation.withLock { $0 }
+        let logger = observation?.logger ?? Logger(label: "herald")
+        retirement.begin(client)
+        defer { retirement.end(client) }
+        do {
+            let response = try await client.send(request)
+            let outcome = response.isSuccess ? "accepted" : FCMRefusal(response).kind.rawValue
+            observation?.metrics.delivery(service: "fcm", outcome: outcome, duration: ContinuousClock.now - began)
+            let auth = FCMRefusal.authCodes.contains(response.errorCode ?? .unspecified) ? response.errorCode : nil
+            if response.isSuccess || auth != nil || response.status >= 500 || response.status == 429 {
+                errors.record(
+                    pool: ObjectIdentifier(client), route: routeName(client),
+                    error: response.isSuccess ? nil : "HTTP \(response.status) \(response.errorCode?.rawValue ?? "")",
+                    authReason: auth?.rawValue, service: "FCM", logger: logger)
+            }
+            return response
+        } catch {
+            let outcome = switch error {
+            case FCMError.deadlineExceeded: "expired"
+            case FCMError.shutdown: "interrupted"
+            default: "error"
+            }
+            observation?.metrics.delivery(service: "fcm", outcome: outcome, duration: ContinuousClock.now - began)
+            // No access token (invalid_grant, token endpoint down): the credentials' problem.
+            let auth: String? = if case FCMError.tokenEndpoint = error { "TOKEN_ENDPOINT" } else { nil }
+            errors.record(pool: ObjectIdentifier(client), route: routeName(client), error: "\(error)", authReason: auth,
+                          service: "FCM", logger: logger)
+            throw error
+        }
+    }
+
+    /// Swaps in `routes` at once; returns the clients no new route uses
+    /// (sends in flight finish on them: ``retireWhenIdle(_:)``).
+    public func replaceRoutes(_ routes: [Route]) -> [FCMClient] {
+        let old = current.withLock { current in
+            defer { current = routes }
+            return current
+        }
+        let kept = Set(routes.map { ObjectIdentifier($0.client) })
+        var seen: Set<ObjectIdentifier> = []
+        let replaced = old.map(\.client).filter { !kept.contains(ObjectIdentifier($0)) && seen.insert(ObjectIdentifier($0)).inserted }
+        retirement.retire(replaced)
+        return replaced
+    }
+
+    public func retireWhenIdle(_ client: FCMClient) async {
+        await retirement.idle(client)
+        if retirement.take(client) { await client.shutdown() }
+    }
+
+    public func shutdown() async {
+        for route in pools { await route.client.shutdown() }
+        for client in retirement.takeAll() { await client.shutdown() }
+        await simulator?.shutdown()
+    }
+}
+
+/// One FCM pool as Status reports it.
+struct FCMPoolReport: Sendable {
+    var status: FCMPoolStatus
+    var route: String
+    var project: String
+    var endpoint: String
+    var errors: ProviderErrorBook.Entry
+}

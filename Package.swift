@@ -236,7 +236,7 @@ let package = Package(
             ]),
         .testTarget(name: "HeraldStorageTests", dependencies: ["HeraldStorage", "HeraldCore", "HeraldPrimitives", "HeraldTestSupport"]),
         .testTarget(name: "HeraldServiceTests", dependencies: [
-            "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM",
+            "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
     ],

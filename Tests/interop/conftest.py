@@ -177,3 +177,24 @@ def routed_apns_simulator(tmp_path, bundle: str):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "herald_args(*flags): flags for the `server` fixture's herald serve")
+
+
+def write_service_account(directory, project="herald-test", *, token_uri="https://oauth2.googleapis.com/token",
+                          name="service-account.json", key=None):
+    """A Google service-account JSON key (fresh RSA key unless given) in
+    `directory`; returns (path, private key)."""
+    import json as _json
+
+    from cryptography.hazmat.primitives import serialization as _serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa as _rsa
+
+    key = key or _rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(_serialization.Encoding.PEM, _serialization.PrivateFormat.PKCS8,
+                            _serialization.NoEncryption()).decode()
+    path = pathlib.Path(directory) / name
+    path.write_text(_json.dumps({
+        "type": "service_account", "project_id": project, "private_key_id": "kid-" + project,
+        "private_key": pem, "client_email": f"herald@{project}.iam.gserviceaccount.com",
+        "client_id": "1", "token_uri": token_uri,
+    }))
+    return str(path), key

@@ -65,7 +65,7 @@ def schedule(stubs, push, key, window_seconds):
 
 def test_readme_handoff_and_fallback_are_the_real_payloads(stubs, env):
     push, record = env
-    alert, handoff, revoke = readme_payloads()
+    alert, handoff, revoke = readme_payloads()[:3]
     schedule(stubs, push, KEY, 1.5)
     first, second = record.wait_for(lambda d: d["payload"].get("ctx_idempotency_key") == KEY, count=2)
     assert first["headers"]["apns-push-type"] == "background"

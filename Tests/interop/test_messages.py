@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from conftest import start_herald
+from conftest import start_herald, write_service_account
 
 BUNDLE = "com.example.app"
 OTHER = "com.other.app"
@@ -187,7 +187,10 @@ def test_schedule_refuses_what_no_route_could_deliver_and_stores_nothing(stubs, 
     p8.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                      serialization.NoEncryption()))
     route = f"team=TEAM123456 key-id=ROUTEKEY01 key={p8} bundles=com.example.routed env=sandbox endpoint=127.0.0.1:9"
-    server = start_herald("--apns-route", route, data_dir=str(tmp_path / "data"))
+    # An FCM route for another package only: Android messages of com.example.routed have none.
+    account, _ = write_service_account(tmp_path, "other-project")
+    fcm_route = f"project=other-project key={account} bundles=com.example.other endpoint=127.0.0.1:9"
+    server = start_herald("--apns-route", route, "--fcm-route", fcm_route, data_dir=str(tmp_path / "data"))
     api = Api(stubs, server.address)
     try:
         code, details = code_of(lambda: api.schedule("u1", "k-unrouted", bundle="com.example.unrouted"))
@@ -196,7 +199,11 @@ def test_schedule_refuses_what_no_route_could_deliver_and_stores_nothing(stubs, 
         code, details = code_of(lambda: api.schedule("u1", "k-android", bundle="com.example.routed",
                                                      platform=api.t.PLATFORM_ANDROID))
         assert code == grpc.StatusCode.FAILED_PRECONDITION
-        assert "com.example.routed" in details and "PLATFORM_ANDROID" in details and "FCM" in details
+        assert "com.example.routed" in details and "PLATFORM_ANDROID" in details and "FCM route" in details
+        # The package the FCM route serves is accepted on Android.
+        reply = api.schedule("u1", "k-android-routed", bundle="com.example.other", platform=api.t.PLATFORM_ANDROID,
+                             after=later())
+        assert reply.state == api.t.MESSAGE_STATE_SCHEDULED
         for bundle, key_ in (("com.example.unrouted", "k-unrouted"), ("com.example.routed", "k-android")):
             assert code_of(lambda: api.get(bundle_id=bundle, idempotency_key=key_))[0] == grpc.StatusCode.NOT_FOUND
             assert list(api.list(bundle_id=bundle, user_id="u1").messages) == []

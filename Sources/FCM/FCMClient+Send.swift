@@ -22,12 +22,14 @@ extension FCMClient {
         var refusals = 0
         var tokenRefreshed = false
         while true {
+            if isShutdown.load(ordering: .relaxed) { throw FCMError.shutdown }
             if let deadline = request.deadline, clock.now() >= deadline { throw FCMError.deadlineExceeded }
             try await limiter.acquire(project: request.projectID, clock: clock, deadline: request.deadline)
             let token: String
             do {
                 token = try await tokens.token()
             } catch {
+                if isShutdown.load(ordering: .relaxed) { throw FCMError.shutdown }
                 failures += 1
                 if error.retryable, mayRetry(request, attempts: failures) {
                     let pause = policy.retryBackoff.delay(afterFailures: failures)

@@ -2,6 +2,7 @@ public import Logging
 import HeraldPrimitives
 import NIOCore
 import NIOPosix
+import Synchronization
 import TLSTransport
 
 /// An FCM HTTP v1 client for one service account: OAuth access tokens, a
@@ -14,6 +15,7 @@ public final class FCMClient: Sendable {
     let tokens: FCMAccessTokens
     let limiter: FCMRateLimiter
     let policy: FCMRetryPolicy
+    let isShutdown = Atomic<Bool>(false)
     private let tokenPool: FCMHTTP2Pool
 
     public init(configuration: FCMClientConfiguration, logger: Logger) throws {
@@ -87,6 +89,7 @@ public final class FCMClient: Sendable {
 
     /// Closes every connection; queued and later sends fail with ``FCMError/shutdown``.
     public func shutdown() async {
+        isShutdown.store(true, ordering: .relaxed)
         await tokens.shutdown()
         await pool.shutdown()
         await tokenPool.shutdown()

@@ -1,0 +1,112 @@
+import HeraldPrimitives
+import NIOCore
+import Synchronization
+
+/// The access token of one service account: fetched on first use, cached,
+/// refreshed in the background `refreshMargin` before it expires (at half
+/// its lifetime when that comes sooner), one fetch in flight at a time
+/// (concurrent callers wait for it), dropped when FCM refuses it.
+actor FCMAccessTokens {
+    struct Token: Sendable {
+        var value: String
+        var expiresAt: Timestamp
+        var refreshAt: Timestamp
+    }
+
+    typealias Fetch = @Sendable () async -> Result<(token: String, expiresIn: Int64), FCMTokenFailure>
+
+    private let clock: any FCMClock
+    private let refreshMargin: Double
+    private let timerLoop: any EventLoop
+    private let fetch: Fetch
+    private var current: Token?
+    private var inFlight: Task<Result<Token, FCMTokenFailure>, Never>?
+    private var refreshTimer: FCMTimer?
+    /// After a failed background refresh, none before this (the cached token is still good).
+    private var quietUntil: Timestamp?
+    private var isShutdown = false
+    nonisolated let minted = Atomic<Int>(0)
+    nonisolated let lastError = Mutex<String?>(nil)
+
+    init(clock: any FCMClock, refreshMargin: Duration, timerLoop: any EventLoop, fetch: @escaping Fetch) {
+        self.clock = clock
+        self.refreshMargin = refreshMargin.timeInterval
+        self.timerLoop = timerLoop
+        self.fetch = fetch
+    }
+
+    /// A token good for now; waits for a fetch when there is none.
+    func token() async throws(FCMTokenFailure) -> String {
+        let now = clock.now()
+        if let current, now < current.expiresAt {
+            if now >= current.refreshAt, quietUntil.map({ now >= $0 }) ?? true { _ = startFetch() }
+            return current.value
+        }
+        switch await startFetch().value {
+        case .success(let token): return token.value
+        case .failure(let failure): throw failure
+        }
+    }
+
+    /// FCM refused `value` (401): forget it, so the next caller fetches a new one.
+    func invalidate(_ value: String) {
+        if current?.value == value { current = nil }
+    }
+
+    func shutdown() {
+        isShutdown = true
+        refreshTimer?.cancel()
+        refreshTimer = nil
+    }
+
+    private func startFetch() -> Task<Result<Token, FCMTokenFailure>, Never> {
+        if let inFlight { return inFlight }
+        let task = Task { await self.runFetch() }
+        inFlight = task
+        return task
+    }
+
+    private func runFetch() async -> Result<Token, FCMTokenFailure> {
+        let started = clock.now()
+        let result = await fetch()
+        inFlight = nil
+        switch result {
+        case .success(let answer):
+            let lifetime = Double(answer.expiresIn)
+            let lead = min(refreshMargin, lifetime / 2)
+            let token = Token(
+                value: answer.token, expiresAt: started.addingTimeInterval(lifetime - min(10, lifetime / 10)),
+                refreshAt: started.addingTimeInterval(lifetime - lead))
+            current = token
+            quietUntil = nil
+            minted.add(1, ordering: .relaxed)
+            armRefresh(at: token.refreshAt)
+            return .success(token)
+        case .failure(let failure):
+            lastError.withLock { $0 = failure.description }
+            // Keep a still-valid token; try again a little later, not on every send.
+            let now = clock.now()
+            if let current, now < current.expiresAt {
+                quietUntil = now.addingTimeInterval(min(30, max(current.expiresAt.timeIntervalSince(now) / 4, 1)))
+                armRefresh(at: quietUntil!)
+            }
+            return .failure(failure)
+        }
+    }
+
+    private func armRefresh(at moment: Timestamp) {
+        guard !isShutdown else { return }
+        refreshTimer?.cancel()
+        refreshTimer = clock.scheduleTimer(at: moment, on: timerLoop) { [weak self] in
+            guard let self else { return }
+            Task { await self.backgroundRefresh() }
+        }
+    }
+
+    private func backgroundRefresh() {
+        refreshTimer = nil
+        guard !isShutdown, let current else { return }
+        let now = clock.now()
+        if now >= current.refreshAt, quietUntil.map({ now >= $0 }) ?? true { _ = startFetch() }
+    }
+}

@@ -74,8 +74,13 @@ enum MessageValidator {
             return .failure(.invalidArgument(
                 "Invalid value at 'message': Message is too big (\(writer.count) bytes; at most \(maxPayload))."))
         }
-        let range = JSONSpan.member("message", in: body) ?? body.indices
-        return .success(Valid(target: target, message: messageValue, messageBytes: Array(body[range]), validateOnly: validateOnly))
+        // As received; a key spelled with escapes (`"messag\u0065"`) is not found raw: then compact.
+        let received = JSONSpan.member("message", in: body).map { Array(body[$0]) } ?? {
+            var compact = JSONWriter()
+            compact.writeLenient(messageValue)
+            return compact.bytes
+        }()
+        return .success(Valid(target: target, message: messageValue, messageBytes: received, validateOnly: validateOnly))
     }
 
     /// Fields, target, data, notification and android of one `message`.

@@ -10,15 +10,18 @@ struct FCMSimCommand: AsyncParsableCommand {
         commandName: "fcm-sim",
         abstract: "Run the local FCM HTTP v1 simulator with its OAuth2 token endpoint (HTTP/2 over TLS).",
         discussion: """
-            Prints `listening on HOST:PORT` once ready, then `certificate PATH` (with --ca-out)
-            and `token-url URL`. The certificate is self-signed for 127.0.0.1 and localhost;
-            --ca-out writes it (the CA clients must trust). Each --account is one service
-            account whose assertions the token endpoint verifies:
-              --account "project=my-project email=sa@my-project.iam.gserviceaccount.com kid=KEYID public-key=pub.pem"
-            --fault KIND[:COUNT] answers the next COUNT (default 1) messages:send requests with a
-            fault, in the order given: quota[=SECONDS] (429), internal (500), unavailable[=SECONDS]
-            (503), bad-gateway (502 HTML), slow=MILLISECONDS, goaway, drop; invalid-grant applies to
-            token requests.
+            Prints `listening on HOST:PORT` once ready, then `certificate PATH` (with --ca-out) and \
+            `token-url URL`. The certificate is self-signed for 127.0.0.1 and localhost; --ca-out \
+            writes it (the CA clients must trust).
+
+            Each --account is one service account whose JWT assertions the token endpoint \
+            verifies, e.g. --account "project=my-project email=sa@my-project.iam.gserviceaccount.com \
+            kid=KEYID public-key=pub.pem".
+
+            --fault KIND[:COUNT] answers the next COUNT (default 1) messages:send requests with a \
+            fault, in the order given: quota[=SECONDS] (429), internal (500), unavailable[=SECONDS] \
+            (503), bad-gateway (502 HTML), slow=MILLISECONDS, goaway, drop; invalid-grant applies \
+            to token requests instead.
             """
     )
 
@@ -37,6 +40,7 @@ struct FCMSimCommand: AsyncParsableCommand {
         guard !account.isEmpty else { throw ValidationError("at least one --account is required") }
         guard tokenLifetimeSeconds > 0 else { throw ValidationError("--token-lifetime-seconds must be positive") }
         if let quotaPerMinute, quotaPerMinute <= 0 { throw ValidationError("--quota-per-minute must be positive") }
+        let faults = try fault.map(Self.parseFault)
         var configuration = FCMSimulatorConfiguration(accounts: try account.map(Self.parseAccount))
         configuration.host = host
         configuration.port = port
@@ -44,7 +48,6 @@ struct FCMSimCommand: AsyncParsableCommand {
         configuration.quotaPerMinute = quotaPerMinute
         configuration.recordTo = record
         configuration.keepAccepted = false  // nobody can read them from outside the process
-        let faults = try fault.map(Self.parseFault)
 
         let simulator = try FCMSimulator(configuration: configuration, logger: Logger(label: "herald.fcm-sim"))
         for (kind, count) in faults { simulator.inject(kind, count: count) }

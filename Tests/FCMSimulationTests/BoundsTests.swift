@@ -9,9 +9,9 @@ struct BoundsTests {
     @Test("Garbage, truncated TLS and plain HTTP never crash the simulator")
     func garbage() async throws {
         let harness = try await Harness.start()
+        // (A truncated ClientHello waits for the handshake timeout: see the next test.)
         let inputs: [[UInt8]] = [
             Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
-            [0x16, 0x03, 0x01, 0x00, 0x05, 0x01],
             (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31) },
         ]
         for input in inputs {
@@ -26,19 +26,24 @@ struct BoundsTests {
 
     @Test("A peer that never finishes the TLS handshake is closed after the handshake timeout")
     func handshakeTimeout() async throws {
-        let harness = try await Harness.start { $0.handshakeTimeout = .milliseconds(200) }
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(host: "127.0.0.1", port: harness.port).get()
-        try await channel.closeFuture.get()
-        await harness.stop()
+        var configuration = FCMSimulatorConfiguration(accounts: [TestAccount.account])
+        configuration.handshakeTimeout = .milliseconds(200)
+        let simulator = try FCMSimulator(configuration: configuration, logger: testLogger)
+        let port = try await simulator.start()
+        for input: [UInt8] in [[], [0x16, 0x03, 0x01, 0x00, 0x05, 0x01]] {
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(host: "127.0.0.1", port: port).get()
+            try? await channel.writeAndFlush(channel.allocator.buffer(bytes: input)).get()
+            try await channel.closeFuture.get()
+        }
+        await simulator.shutdown()
     }
 
     @Test("An idle connection is closed after the idle timeout, with a GOAWAY")
     func idleTimeout() async throws {
         let harness = try await Harness.start { $0.idleTimeout = .milliseconds(300) }
-        _ = try await harness.accessToken()
         try await harness.client.channel.closeFuture.get()
-        #expect(try await harness.client.goAwayLastStreamID() == 1)
+        #expect(try await harness.client.goAwayLastStreamID() == 0)
         await harness.simulator.shutdown()
     }
 

@@ -22,10 +22,10 @@ struct FaultTests {
         #expect(googleError(quota).status == "RESOURCE_EXHAUSTED")
         #expect(googleError(quota).errorCode == "QUOTA_EXCEEDED")
         for _ in 0..<2 {
-            let internalAnswer = try await harness.send(message(), token: token)
-            #expect(internalAnswer.status == 500)
-            #expect(googleError(internalAnswer).status == "INTERNAL")
-            #expect(googleError(internalAnswer).errorCode == "INTERNAL")
+            let serverError = try await harness.send(message(), token: token)
+            #expect(serverError.status == 500)
+            #expect(googleError(serverError).status == "INTERNAL")
+            #expect(googleError(serverError).errorCode == "INTERNAL")
         }
         let unavailable = try await harness.send(message(), token: token)
         #expect(unavailable.status == 503)

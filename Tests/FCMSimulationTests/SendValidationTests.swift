@@ -142,7 +142,8 @@ struct SendValidationTests {
     func authentication() async throws {
         let harness = try await Harness.start { $0.accessTokenLifetime = .seconds(600) }
         let token = try await harness.accessToken()
-        for candidate in [nil, "nope", ""] as [String?] {
+        // (An empty token would end the header in a space: nghttp2 resets such streams itself.)
+        for candidate in [nil, "nope", "ya29.sim-unknown"] as [String?] {
             let response = try await harness.send(message(), token: candidate)
             #expect(response.status == 401)
             #expect(googleError(response).status == "UNAUTHENTICATED")
@@ -151,6 +152,10 @@ struct SendValidationTests {
             path: "/v1/projects/\(TestAccount.project)/messages:send", headers: [("authorization", "Basic \(token)")],
             body: Array(message().utf8))
         #expect(basic.status == 401)
+        let bare = try await harness.client.request(
+            path: "/v1/projects/\(TestAccount.project)/messages:send", headers: [("authorization", "Bearer")],
+            body: Array(message().utf8))
+        #expect(bare.status == 401)
 
         let wrongProject = try await harness.send(message(), token: token, project: "other-project")
         #expect(wrongProject.status == 403)

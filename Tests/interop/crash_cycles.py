@@ -44,13 +44,17 @@ def _read_listening(proc, what):
     return f"{match.group(1)}:{match.group(2)}", int(match.group(2))
 
 
-def token(user: int, device: int) -> str:
+def token(user: int, device: int, platform: str = "ios") -> str:
+    if platform == "android":  # an FCM registration token's shape
+        return f"fcm{user:08x}:{device:08x}_" + "APA91b-x" * 8
     return f"{user:08x}{device:08x}" * 4
 
 
 class CrashRun:
-    def __init__(self, binary, stubs, workdir, *, users, per_user, devices, delay_ms=20):
+    def __init__(self, binary, stubs, workdir, *, users, per_user, devices, delay_ms=20, platform="ios"):
+        """`platform` "android" delivers through FCM to `herald fcm-sim` instead."""
         self.binary, self.stubs, self.workdir = binary, stubs, workdir
+        self.platform = platform
         self.users, self.per_user, self.devices, self.delay_ms = users, per_user, devices, delay_ms
         self.data = os.path.join(workdir, "data")
         self.db = os.path.join(self.data, "herald.sqlite")
@@ -62,6 +66,8 @@ class CrashRun:
     # -- processes ---------------------------------------------------------
 
     def start_simulator(self):
+        if self.platform == "android":
+            return self.start_fcm_simulator()
         key = ec.generate_private_key(ec.SECP256R1())
         self.p8 = os.path.join(self.workdir, f"AuthKey_{KEY_ID}.p8")
         with open(self.p8, "wb") as f:
@@ -79,13 +85,37 @@ class CrashRun:
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         _, self.sim_port = _read_listening(self.sim, "apns-sim")
 
+    def start_fcm_simulator(self):
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        from conftest import write_service_account
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        public = os.path.join(self.workdir, "public.pem")
+        with open(public, "wb") as f:
+            f.write(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+        self.ca = os.path.join(self.workdir, "fcm-ca.pem")
+        self.sim = subprocess.Popen(
+            [self.binary, "fcm-sim", "--port", "0", "--ca-out", self.ca, "--record", self.record,
+             "--account", f"project=crash-proj email=herald@crash-proj.iam.gserviceaccount.com kid=kid-crash-proj public-key={public}",
+             "--fault", f"slow={self.delay_ms}:1000000"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        _, self.sim_port = _read_listening(self.sim, "fcm-sim")
+        self.account, _ = write_service_account(self.workdir, "crash-proj", key=key,
+                                                token_uri=f"https://127.0.0.1:{self.sim_port}/token")
+
     def start_herald(self):
-        route = (f"team={TEAM_ID} key-id={KEY_ID} key={self.p8} bundles={BUNDLE} env=sandbox "
-                 f"endpoint=127.0.0.1:{self.sim_port} ca={self.ca}")
+        if self.platform == "android":
+            route = ["--fcm-route", f"project=crash-proj key={self.account} bundles={BUNDLE} "
+                                    f"endpoint=127.0.0.1:{self.sim_port} ca={self.ca}"]
+        else:
+            route = ["--apns-route", f"team={TEAM_ID} key-id={KEY_ID} key={self.p8} bundles={BUNDLE} env=sandbox "
+                                     f"endpoint=127.0.0.1:{self.sim_port} ca={self.ca}"]
         log = open(os.path.join(self.workdir, "herald.log"), "a")
         proc = subprocess.Popen(
             [self.binary, "serve", "--port", "0", "--data-dir", self.data, "--grace-seconds", "0",
-             "--durability", "process", "--log-level", "warning", "--apns-route", route],
+             "--durability", "process", "--log-level", "warning", *route],
             stdout=subprocess.PIPE, stderr=log, text=True)
         address, _ = _read_listening(proc, "herald serve")
         return proc, address
@@ -107,6 +137,8 @@ class CrashRun:
 
     def schedule_all(self, address, lead_seconds):
         t, d, p = self.stubs.types_pb2, self.stubs.device_pb2, self.stubs.push_pb2
+        platform = t.PLATFORM_ANDROID if self.platform == "android" else t.PLATFORM_IOS
+        environment = t.APNS_ENVIRONMENT_UNSPECIFIED if self.platform == "android" else t.APNS_ENVIRONMENT_SANDBOX
         after = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=lead_seconds)).isoformat()
         with grpc.insecure_channel(address) as channel:
             devices = self.stubs.device_pb2_grpc.DeviceServiceStub(channel)
@@ -114,13 +146,13 @@ class CrashRun:
             for u in range(self.users):
                 for k in range(self.devices):
                     devices.RegisterDevice(d.RegisterDeviceRequest(
-                        bundle_id=BUNDLE, platform=t.PLATFORM_IOS, user_id=f"user-{u}", device_token=token(u, k),
-                        locale="en", environment=t.APNS_ENVIRONMENT_SANDBOX), timeout=30)
+                        bundle_id=BUNDLE, platform=platform, user_id=f"user-{u}", device_token=token(u, k, self.platform),
+                        locale="en", environment=environment), timeout=30)
             futures = []
             for u in range(self.users):
                 for i in range(self.per_user):
                     futures.append(push.Schedule.future(p.ScheduleRequest(
-                        bundle_id=BUNDLE, platform=t.PLATFORM_IOS, user_id=f"user-{u}", campaign_id="crash",
+                        bundle_id=BUNDLE, platform=platform, user_id=f"user-{u}", campaign_id="crash",
                         idempotency_key=f"crash-{u}-{i}", delivery_method=t.DELIVERY_METHOD_TRADITIONAL,
                         deliver_after=after, deliver_within_hours=1,
                         content=t.Content(title=t.LocalizedText(text="Hi"), body=t.LocalizedText(text="Crash"))),
@@ -220,7 +252,10 @@ class CrashRun:
     # -- the crash rule ----------------------------------------------------
 
     def figures(self):
-        delivered = Counter((d["payload"].get("ctx_idempotency_key"), d["device_token"]) for d in self.record_lines())
+        if self.platform == "android":
+            delivered = Counter((d["message"]["data"].get("ctx_idempotency_key"), d["token"]) for d in self.record_lines())
+        else:
+            delivered = Counter((d["payload"].get("ctx_idempotency_key"), d["device_token"]) for d in self.record_lines())
         db = sqlite3.connect(self.db)
         try:
             states = dict(db.execute("SELECT idempotency_key, state FROM messages"))
@@ -230,7 +265,7 @@ class CrashRun:
         finally:
             db.close()
         unconfirmed = {(k, t) for k, t, s in outcome_rows if s == "unconfirmed"}
-        pairs = {(f"crash-{u}-{i}", token(u, k))
+        pairs = {(f"crash-{u}-{i}", token(u, k, self.platform))
                  for u in range(self.users) for i in range(self.per_user) for k in range(self.devices)}
         delivered_keys = {k for k, _ in delivered}
         keys = {k for k, _ in pairs}

@@ -24,3 +24,22 @@ def test_kill_9_during_delivery_loses_nothing_and_resends_nothing(stubs, tmp_pat
             == figures["never_handed_over"]), figures
     # Every message reached at least one device (or is UNCONFIRMED there): SENT.
     assert figures["sent"] == figures["messages"], figures
+
+
+def test_kill_9_during_android_delivery_loses_nothing_and_resends_nothing(stubs, tmp_path):
+    """The same through FCM: `herald fcm-sim` in its own process (every
+    answer delayed), an explicit --fcm-route, kill -9 mid-run."""
+    run = CrashRun(herald_binary(), stubs, str(tmp_path), users=30, per_user=50, devices=2, delay_ms=20, platform="android")
+    try:
+        figures = run.run(kills=4)
+    finally:
+        run.stop()
+    print(figures)
+    assert figures["kills"] >= 3, figures
+    assert figures["duplicates"] == 0, figures
+    assert figures["lost"] == 0, figures
+    assert figures["delivered_but_failed"] == 0, figures
+    assert figures["failed"] == 0, figures
+    assert (figures["never_handed_over_then_delivered"] + figures["never_handed_over_then_unconfirmed"]
+            == figures["never_handed_over"]), figures
+    assert figures["sent"] == figures["messages"], figures

@@ -189,7 +189,11 @@ struct ValidatorTests {
         (String(repeating: "zz", count: 32), .ios, "hexadecimal"),
         (String(repeating: "ab", count: 31) + "a-", .ios, "hexadecimal"),
         ("fcm:APA91b-xyz_123", .android, nil),
-        ("has space", .android, "printable"),
+        ("has space", .android, "letters, digits"),
+        ("dot.not.allowed", .android, "letters, digits"),
+        ("slash/no", .android, "letters, digits"),
+        (String(repeating: "a", count: 4097), .android, "at most 4096"),
+        (String(repeating: "Zz9:-_", count: 600), .android, nil),
         ("", .android, "required"),
     ]
 

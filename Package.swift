@@ -122,6 +122,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A local FCM HTTP v1 + OAuth2 token endpoint stand-in (TLS + HTTP/2).
+        .target(
+            name: "FCMSimulation",
+            dependencies: [
+                "CInterop",
+                "HTTP2Core",
+                "HeraldPrimitives",
+                "TLSTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Durable storage behind a protocol: embedded SQLite (WAL) first.
         .target(name: "HeraldStorage", dependencies: [
             "CInterop", "HeraldCore", "HeraldPrimitives", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -160,6 +173,7 @@ let package = Package(
                 "HeraldPrimitives",
                 "APNs",
                 "APNsSimulation",
+                "FCMSimulation",
                 "TLSTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -209,6 +223,13 @@ let package = Package(
             dependencies: [
                 "FCM", "TLSTransport", "HeraldPrimitives", "HeraldTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
+        .testTarget(
+            name: "FCMSimulationTests",
+            dependencies: [
+                "FCMSimulation", "HTTP2Core", "TLSTransport", "HeraldPrimitives", "CInterop",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "HeraldStorageTests", dependencies: ["HeraldStorage", "HeraldCore", "HeraldPrimitives", "HeraldTestSupport"]),
         .testTarget(name: "HeraldServiceTests", dependencies: [

@@ -1,0 +1,217 @@
+import HeraldPrimitives
+import NIOCore
+import Synchronization
+
+/// An access token the token endpoint minted.
+struct AccessGrant {
+    var projectID: String
+    var expires: Timestamp
+}
+
+/// Shared, locked state of one simulator: accounts, access tokens, the token
+/// registry, faults, quota buckets, records, open connections.
+final class FCMSimulatorState: Sendable {
+    let configuration: FCMSimulatorConfiguration
+    let verifiers: [AccountVerifier]
+    let recordFile: RecordFile?
+
+    /// Most access tokens kept; expired ones are pruned first.
+    static let maxGrants = 100_000
+
+    private struct Records {
+        var accepted: [FCMAcceptedMessage] = []
+        var acceptedCount = 0
+        var statusCounts: [Int: Int] = [:]
+        var tokensMinted = 0
+        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var subscribers: [Int: AsyncStream<FCMAcceptedMessage>.Continuation] = [:]
+        var nextSubscriber = 0
+        var shutDown = false
+    }
+
+    private let boundPort = Atomic<Int>(0)
+    private let grants = Mutex<[String: AccessGrant]>([:])
+    private let registry = Mutex<[String: FCMTokenState]>([:])
+    private let faults = Mutex(FaultQueue())
+    private let buckets = Mutex<[String: QuotaBucket]>([:])
+    private let records = Mutex(Records())
+    private let connectionIDs = Atomic<Int>(0)
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+
+    init(configuration: FCMSimulatorConfiguration, verifiers: [AccountVerifier], recordFile: RecordFile?) {
+        self.configuration = configuration
+        self.verifiers = verifiers
+        self.recordFile = recordFile
+    }
+
+    var now: Timestamp { configuration.now() }
+
+    // MARK: Port and connections
+
+    var port: Int {
+        get { boundPort.load(ordering: .acquiring) }
+        set { boundPort.store(newValue, ordering: .releasing) }
+    }
+
+    func nextConnectionID() -> Int { connectionIDs.add(1, ordering: .relaxed).newValue }
+    func connectionsAccepted() -> Int { connectionIDs.load(ordering: .relaxed) }
+
+    func track(_ channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        channels.withLock { $0[key] = channel }
+        channel.closeFuture.whenComplete { [self] _ in
+            _ = channels.withLock { $0.removeValue(forKey: key) }
+        }
+    }
+
+    func openChannels() -> [any Channel] { channels.withLock { Array($0.values) } }
+
+    // MARK: Access tokens
+
+    /// Mints an access token for `projectID`, valid for `accessTokenLifetime`.
+    func mintAccessToken(projectID: String) -> String {
+        var random = SystemRandomNumberGenerator()
+        let bytes = (0..<24).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let token = "ya29.sim-" + Base64.encode(bytes, url: true)
+        let now = self.now
+        let expires = now.addingTimeInterval(configuration.accessTokenLifetime.timeInterval)
+        grants.withLock { grants in
+            if grants.count >= Self.maxGrants {
+                grants = grants.filter { $0.value.expires > now }
+                if grants.count >= Self.maxGrants, let oldest = grants.min(by: { $0.value.expires < $1.value.expires }) {
+                    grants.removeValue(forKey: oldest.key)
+                }
+            }
+            grants[token] = AccessGrant(projectID: projectID, expires: expires)
+        }
+        records.withLock { $0.tokensMinted += 1 }
+        return token
+    }
+
+    /// The grant for `token` if it exists and has not expired by the simulator's clock.
+    func grant(for token: String) -> AccessGrant? {
+        let now = self.now
+        return grants.withLock { grants in
+            guard let grant = grants[token] else { return nil }
+            return grant.expires > now ? grant : nil
+        }
+    }
+
+    func tokensMinted() -> Int { records.withLock { $0.tokensMinted } }
+
+    // MARK: Registry, faults, quota
+
+    func setToken(_ token: String, project: String, state: FCMTokenState) {
+        registry.withLock { $0[project + "\u{0}" + token] = state }
+    }
+
+    func tokenState(_ token: String, project: String) -> FCMTokenState {
+        registry.withLock { $0[project + "\u{0}" + token] } ?? .valid
+    }
+
+    func inject(_ fault: FCMFault, count: Int) { faults.withLock { $0.inject(fault, count: count) } }
+    func nextSendFault() -> FCMFault? { faults.withLock { $0.nextSendFault() } }
+    func nextGrantFails() -> Bool { faults.withLock { $0.nextGrantFails() } }
+    func pendingFaults() -> Int { faults.withLock { $0.pending } }
+    func clearFaults() { faults.withLock { $0.clear() } }
+
+    /// Takes one send from `project`'s bucket: nil when allowed (or no quota
+    /// is configured), else the Retry-After seconds.
+    func takeQuota(project: String) -> Int? {
+        guard let perMinute = configuration.quotaPerMinute else { return nil }
+        let now = self.now
+        return buckets.withLock { buckets in
+            var bucket = buckets[project] ?? QuotaBucket(perMinute: perMinute, now: now)
+            let wait = bucket.take(now: now)
+            buckets[project] = bucket
+            return wait
+        }
+    }
+
+    /// Retry-After for an injected quota fault without its own: the bucket's
+    /// refill time when a quota is configured.
+    func quotaRetryAfter(project: String) -> Int? {
+        guard let perMinute = configuration.quotaPerMinute else { return nil }
+        let now = self.now
+        return buckets.withLock { buckets in
+            var bucket = buckets[project] ?? QuotaBucket(perMinute: perMinute, now: now)
+            let wait = bucket.retryAfter(now: now)
+            buckets[project] = bucket
+            return wait
+        }
+    }
+
+    // MARK: Records
+
+    func countStatus(_ status: Int) {
+        records.withLock { $0.statusCounts[status, default: 0] += 1 }
+    }
+
+    func statusCountsSnapshot() -> [Int: Int] { records.withLock { $0.statusCounts } }
+
+    /// Records an accepted message (file line first, so it is on disk before the 200).
+    func record(_ accepted: FCMAcceptedMessage, message: JSONValue) {
+        recordFile?.append(RecordFile.line(for: accepted, message: message))
+        let (ready, subscribers) = records.withLock { records in
+            records.acceptedCount += 1
+            if configuration.keepAccepted { records.accepted.append(accepted) }
+            var ready: [CheckedContinuation<Void, Never>] = []
+            let count = records.acceptedCount
+            records.waiters.removeAll { waiter in
+                guard waiter.count <= count else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return (ready, Array(records.subscribers.values))
+        }
+        for subscriber in subscribers { subscriber.yield(accepted) }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Accepted messages from now on; the stream ends at shutdown.
+    func subscribe() -> AsyncStream<FCMAcceptedMessage> {
+        let (stream, continuation) = AsyncStream<FCMAcceptedMessage>.makeStream()
+        let id = records.withLock { records -> Int? in
+            guard !records.shutDown else { return nil }
+            records.nextSubscriber += 1
+            records.subscribers[records.nextSubscriber] = continuation
+            return records.nextSubscriber
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [self] _ in
+            _ = records.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func accepted() -> [FCMAcceptedMessage] { records.withLock { $0.accepted } }
+    func acceptedCount() -> Int { records.withLock { $0.acceptedCount } }
+
+    func waitFor(count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = records.withLock { records in
+                if records.acceptedCount >= count || records.shutDown { return true }
+                records.waiters.append((count, continuation))
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    /// Wakes every waiter and ends every stream (shutdown).
+    func releaseWaiters() {
+        let (waiting, subscribers) = records.withLock { records in
+            records.shutDown = true
+            defer {
+                records.waiters = []
+                records.subscribers = [:]
+            }
+            return (records.waiters.map(\.continuation), Array(records.subscribers.values))
+        }
+        for continuation in waiting { continuation.resume() }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+}

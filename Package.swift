@@ -224,8 +224,9 @@ let package = Package(
         .testTarget(
             name: "FCMTests",
             dependencies: [
-                "FCM", "TLSTransport", "HeraldPrimitives", "HeraldTestSupport",
+                "FCM", "FCMSimulation", "TLSTransport", "HeraldPrimitives", "HeraldTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "FCMSimulationTests",

@@ -124,6 +124,10 @@ public final class FCMSimulator: Sendable {
     /// Messages accepted so far.
     public var acceptedCount: Int { state.acceptedCount() }
 
+    /// Messages accepted from now on (also with `keepAccepted` off), e.g. to
+    /// log them; the stream ends at ``shutdown()``.
+    public func acceptedStream() -> AsyncStream<FCMAcceptedMessage> { state.subscribe() }
+
     /// Returns once at least `count` messages were accepted (or at shutdown).
     public func waitForAccepted(count: Int) async { await state.waitFor(count: count) }
 

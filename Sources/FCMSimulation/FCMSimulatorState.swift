@@ -24,6 +24,8 @@ final class FCMSimulatorState: Sendable {
         var statusCounts: [Int: Int] = [:]
         var tokensMinted = 0
         var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var subscribers: [Int: AsyncStream<FCMAcceptedMessage>.Continuation] = [:]
+        var nextSubscriber = 0
         var shutDown = false
     }
 
@@ -150,7 +152,7 @@ final class FCMSimulatorState: Sendable {
     /// Records an accepted message (file line first, so it is on disk before the 200).
     func record(_ accepted: FCMAcceptedMessage, message: JSONValue) {
         recordFile?.append(RecordFile.line(for: accepted, message: message))
-        let ready = records.withLock { records -> [CheckedContinuation<Void, Never>] in
+        let (ready, subscribers) = records.withLock { records in
             records.acceptedCount += 1
             if configuration.keepAccepted { records.accepted.append(accepted) }
             var ready: [CheckedContinuation<Void, Never>] = []
@@ -160,9 +162,29 @@ final class FCMSimulatorState: Sendable {
                 ready.append(waiter.continuation)
                 return true
             }
-            return ready
+            return (ready, Array(records.subscribers.values))
         }
+        for subscriber in subscribers { subscriber.yield(accepted) }
         for continuation in ready { continuation.resume() }
+    }
+
+    /// Accepted messages from now on; the stream ends at shutdown.
+    func subscribe() -> AsyncStream<FCMAcceptedMessage> {
+        let (stream, continuation) = AsyncStream<FCMAcceptedMessage>.makeStream()
+        let id = records.withLock { records -> Int? in
+            guard !records.shutDown else { return nil }
+            records.nextSubscriber += 1
+            records.subscribers[records.nextSubscriber] = continuation
+            return records.nextSubscriber
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [self] _ in
+            _ = records.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
     }
 
     func accepted() -> [FCMAcceptedMessage] { records.withLock { $0.accepted } }
@@ -179,13 +201,17 @@ final class FCMSimulatorState: Sendable {
         }
     }
 
-    /// Wakes every waiter (shutdown): they return without their count.
+    /// Wakes every waiter and ends every stream (shutdown).
     func releaseWaiters() {
-        let waiting = records.withLock { records in
+        let (waiting, subscribers) = records.withLock { records in
             records.shutDown = true
-            defer { records.waiters = [] }
-            return records.waiters.map(\.continuation)
+            defer {
+                records.waiters = []
+                records.subscribers = [:]
+            }
+            return (records.waiters.map(\.continuation), Array(records.subscribers.values))
         }
         for continuation in waiting { continuation.resume() }
+        for subscriber in subscribers { subscriber.finish() }
     }
 }

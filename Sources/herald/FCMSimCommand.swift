@@ -35,6 +35,7 @@ struct FCMSimCommand: AsyncParsableCommand {
     @Option(help: "Answer 404 UNREGISTERED for this registration token (repeatable).") var unregistered: [String] = []
     @Option(name: .customLong("other-sender"), help: "Answer 403 SENDER_ID_MISMATCH for this token (repeatable).") var otherSender: [String] = []
     @Option(name: .customLong("ca-out"), help: "Write the certificate clients must trust to this file.") var caOut: String?
+    @Flag(help: "Do not log accepted messages (one stderr line each by default).") var quiet = false
 
     func run() async throws {
         guard !account.isEmpty else { throw ValidationError("at least one --account is required") }
@@ -55,6 +56,8 @@ struct FCMSimCommand: AsyncParsableCommand {
             for token in unregistered { simulator.setToken(token, project: project, state: .unregistered) }
             for token in otherSender { simulator.setToken(token, project: project, state: .otherSender) }
         }
+        // Subscribed before `listening` is printed, so no accepted message is missed.
+        let accepted: AsyncStream<FCMAcceptedMessage>? = quiet ? nil : simulator.acceptedStream()
         let port = try await simulator.start()
         if let caOut {
             try POSIXFile.writeAtomically(caOut, bytes: Array(simulator.certificatePEM.utf8))
@@ -64,8 +67,21 @@ struct FCMSimCommand: AsyncParsableCommand {
         if let caOut { lines += "certificate \(caOut)\n" }
         lines += "token-url \(simulator.tokenURL)\n"
         writeUnbuffered(lines, to: 1)
-        await APNsSimCommand.waitForTerminationSignal()
-        await simulator.shutdown()
+        // A child task, not a detached one: the stream ends at shutdown and
+        // the group awaits it, so every accepted message is logged before exit.
+        await withDiscardingTaskGroup { group in
+            if let accepted {
+                group.addTask {
+                    for await message in accepted {
+                        let target = message.topic.map { "topic=\($0)" } ?? message.condition.map { _ in "condition" }
+                            ?? "token=\(message.token.prefix(8))…"
+                        writeUnbuffered("delivered \(message.name) \(target) bytes=\(message.message.count)\n", to: 2)
+                    }
+                }
+            }
+            await APNsSimCommand.waitForTerminationSignal()
+            await simulator.shutdown()
+        }
     }
 
     /// `project=ID email=E kid=K public-key=FILE` (spaces or commas between fields).

@@ -78,6 +78,26 @@ struct BoundsTests {
         await harness.stop()
     }
 
+    @Test("acceptedStream yields accepted messages from subscription on, and ends at shutdown")
+    func stream() async throws {
+        let harness = try await Harness.start { $0.keepAccepted = false }
+        let token = try await harness.accessToken()
+        #expect(try await harness.send(message(#""data":{"n":"0"}"#), token: token).status == 200)
+        let stream = harness.simulator.acceptedStream()
+        #expect(try await harness.send(message(#""data":{"n":"1"}"#), token: token).status == 200)
+        #expect(try await harness.send(message(token: "bad token"), token: token).status == 400)
+        #expect(try await harness.send(message(#""data":{"n":"2"}"#), token: token).status == 200)
+        await harness.stop()
+        var seen: [String] = []
+        for await accepted in stream { seen.append(String(decoding: accepted.message, as: UTF8.self)) }
+        #expect(seen.count == 2)
+        #expect(seen.allSatisfy { !$0.contains(#""n":"0""#) })
+        #expect(harness.simulator.accepted().isEmpty)
+        #expect(harness.simulator.acceptedCount == 3)
+        // Subscribing after shutdown gives an ended stream.
+        for await _ in harness.simulator.acceptedStream() { Issue.record("a message after shutdown") }
+    }
+
     @Test("shutdown closes open connections and releases waiters")
     func shutdown() async throws {
         let harness = try await Harness.start()

@@ -75,7 +75,8 @@ class Simulator:
                "--unregistered", GONE, "--other-sender", FOREIGN, *extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
         self.stderr: list[str] = []
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
+        self.reader = threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True)
+        self.reader.start()
         line = self.proc.stdout.readline()
         match = LISTENING.search(line or "")
         if not match:
@@ -90,11 +91,13 @@ class Simulator:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout=20)
+            code = self.proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError("fcm-sim did not exit on SIGTERM")
+        self.reader.join(timeout=10)  # stderr is complete once the process is gone
+        return code
 
 
 class StreamReset(Exception):
@@ -415,6 +418,9 @@ def test_quota_bucket_and_short_token_lifetime(key, tmp_path):
         client.close()
     finally:
         assert sim.stop() == 0
+    # One stderr line per accepted message, every one logged before exit.
+    assert len([line for line in sim.stderr if line.startswith(f"delivered projects/{PROJECT}/messages/")]) == 2
+    assert all(f"token={TOKEN[:8]}" in line for line in sim.stderr if line.startswith("delivered"))
 
 
 @pytest.mark.parametrize("args", [

@@ -11,6 +11,8 @@ final class FCMStream {
     var headerCount = 0
     /// The response body as nghttp2's DATA source (kept alive until the stream closes).
     var response: HTTP2OutboundBody?
+    /// Resets the stream if its request is not whole by `requestTimeout`.
+    var receiveTimer: Scheduled<Void>?
 
     init(id: Int32) { self.id = id }
 }
@@ -47,6 +49,7 @@ final class FCMConnection: ChannelInboundHandler, HTTP2SessionDelegate, @uncheck
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idleTimer?.cancel()
+        for stream in streams.values { stream.receiveTimer?.cancel() }
         self.context = nil
         streams.removeAll()
     }
@@ -86,7 +89,7 @@ final class FCMConnection: ChannelInboundHandler, HTTP2SessionDelegate, @uncheck
     func http2Session(_ session: HTTP2Session, event: HTTP2SessionEvent) {
         switch event {
         case .beginHeaders(let streamID, let category):
-            if category == .request { streams[streamID] = FCMStream(id: streamID) }
+            if category == .request { beginStream(streamID) }
         case .header(let streamID, _, let category, let name, let value):
             guard category == .request, let stream = streams[streamID] else { return }
             addHeader(stream, name: name, value: value)
@@ -97,7 +100,7 @@ final class FCMConnection: ChannelInboundHandler, HTTP2SessionDelegate, @uncheck
             guard let stream = streams[streamID] else { return }
             requestComplete(stream)
         case .streamClosed(let streamID, _, _):
-            streams.removeValue(forKey: streamID)
+            streams.removeValue(forKey: streamID)?.receiveTimer?.cancel()
         case .headersComplete, .resetReceived, .settings, .pingReceived, .pingAck, .goaway, .endStreamSent:
             break
         }
@@ -117,6 +120,17 @@ final class FCMConnection: ChannelInboundHandler, HTTP2SessionDelegate, @uncheck
     }
 
     // MARK: Streams
+
+    private func beginStream(_ streamID: Int32) {
+        let stream = FCMStream(id: streamID)
+        streams[streamID] = stream
+        stream.receiveTimer = context?.eventLoop.scheduleTask(in: TimeAmount(state.configuration.requestTimeout)) { [self] in
+            // A request still arriving (a slow or stalled peer): give up on it.
+            guard let session, streams[streamID] != nil, !session.isRemoteClosed(streamID) else { return }
+            try? session.submitRSTStream(streamID: streamID, errorCode: NGHTTP2_CANCEL)
+            flush()
+        }
+    }
 
     private func addHeader(_ stream: FCMStream, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         stream.headerBytes += name.count + value.count
@@ -148,6 +162,8 @@ final class FCMConnection: ChannelInboundHandler, HTTP2SessionDelegate, @uncheck
     /// The whole request arrived: route it and act.
     private func requestComplete(_ stream: FCMStream) {
         guard let session else { return }
+        stream.receiveTimer?.cancel()
+        stream.receiveTimer = nil
         if let last = goAwayLastStreamID, stream.id > last { return }  // nghttp2 closes these itself
         let action = RequestRouter.route(stream.request, state: state)
         if action != .refuseWithGoaway { highestProcessed = max(highestProcessed, stream.id) }

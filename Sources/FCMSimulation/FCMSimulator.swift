@@ -56,7 +56,10 @@ public final class FCMSimulator: Sendable {
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                guard state.openChannelCount() < state.configuration.maxConnections else {
+                    return channel.close()
+                }
+                return channel.eventLoop.makeCompletedFuture {
                     let connection = FCMConnection(id: state.nextConnectionID(), state: state)
                     try channel.pipeline.syncOperations.addHandlers([
                         try OpenSSLHandler(context: tls, handshakeTimeout: handshakeTimeout), connection,

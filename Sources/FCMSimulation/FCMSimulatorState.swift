@@ -65,6 +65,7 @@ final class FCMSimulatorState: Sendable {
     }
 
     func openChannels() -> [any Channel] { channels.withLock { Array($0.values) } }
+    func openChannelCount() -> Int { channels.withLock { $0.count } }
 
     // MARK: Access tokens
 

@@ -42,6 +42,10 @@ public struct FCMSimulatorConfiguration: Sendable {
     public var idleTimeout: Duration = .seconds(120)
     /// A TLS handshake not finished by then closes the connection.
     public var handshakeTimeout: Duration = .seconds(10)
+    /// A request not received whole (HEADERS to END_STREAM) by then is reset (CANCEL).
+    public var requestTimeout: Duration = .seconds(30)
+    /// Connections open at once; more are closed as they are accepted.
+    public var maxConnections = 1024
     /// Keep ``FCMSimulator/accepted()`` records (turn off for long runs).
     public var keepAccepted = true
     /// The simulator's idea of now: access-token expiry, JWT `iat`/`exp`

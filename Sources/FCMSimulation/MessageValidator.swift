@@ -22,9 +22,9 @@ enum MessageValidator {
     static let maxPayload = 4096
     /// `android.ttl` at most four weeks.
     static let maxTTLSeconds = 2_419_200
-    /// Accepted registration-token lengths (real ones are about 160 bytes;
-    /// short ones are allowed so tests can use readable tokens).
-    static let tokenLengths = 8...4096
+    /// Accepted registration-token lengths: what Herald's validator allows
+    /// (real tokens are about 160 bytes; short ones let tests stay readable).
+    static let tokenLengths = 1...4096
 
     static let messageFields: Set<String> = [
         "name", "data", "notification", "android", "apns", "webpush", "fcm_options", "fcmOptions",

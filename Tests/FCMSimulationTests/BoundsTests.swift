@@ -47,6 +47,26 @@ struct BoundsTests {
         await harness.simulator.shutdown()
     }
 
+    @Test("A request not received whole within the request timeout is reset; the connection stays usable")
+    func requestTimeout() async throws {
+        let harness = try await Harness.start { $0.requestTimeout = .milliseconds(300) }
+        await #expect(throws: H2TestError.reset(8)) {  // CANCEL
+            try await harness.client.requestNeverEnding(path: "/token")
+        }
+        #expect(try await harness.requestToken(harness.assertion()).status == 200)
+        await harness.stop()
+    }
+
+    @Test("Connections beyond maxConnections are closed as they are accepted")
+    func maxConnections() async throws {
+        let harness = try await Harness.start { $0.maxConnections = 1 }
+        await #expect(throws: (any Error).self) {
+            try await H2TestClient.connect(port: harness.port, trusting: harness.simulator.certificatePEM)
+        }
+        #expect(try await harness.requestToken(harness.assertion()).status == 200)
+        await harness.stop()
+    }
+
     @Test("Advertises 100 concurrent streams; a too-large header list is refused, the connection stays usable")
     func headerLimits() async throws {
         let harness = try await Harness.start()

@@ -64,6 +64,18 @@ final class H2TestClient: Sendable {
         }
     }
 
+    /// A request whose body never ends (the stream stays open from this side).
+    func requestNeverEnding(path: String) async throws -> H2Response {
+        let all: [(name: String, value: String)] = [
+            (":method", "POST"), (":scheme", "https"), (":authority", "127.0.0.1"), (":path", path),
+        ]
+        return try await withCheckedThrowingContinuation { continuation in
+            channel.eventLoop.execute { [handler] in
+                handler.submit(headers: all, body: [], open: true, continuation: continuation)
+            }
+        }
+    }
+
     /// POST `/v1/projects/P/messages:send` with a bearer token.
     func send(project: String, accessToken: String?, body: String) async throws -> H2Response {
         var headers: [(name: String, value: String)] = [("content-type", "application/json")]
@@ -153,10 +165,17 @@ final class H2TestHandler: ChannelInboundHandler, HTTP2SessionDelegate, @uncheck
         flush()
     }
 
-    func submit(headers: [(name: String, value: String)], body: [UInt8], continuation: CheckedContinuation<H2Response, any Error>) {
+    func submit(
+        headers: [(name: String, value: String)], body: [UInt8], open: Bool = false,
+        continuation: CheckedContinuation<H2Response, any Error>
+    ) {
         guard let session, !closed else { return continuation.resume(throwing: H2TestError.connectionClosed) }
         let request = Pending(continuation: continuation)
-        request.request = body.isEmpty ? nil : HTTP2OutboundBody(body)
+        if open {
+            request.request = HTTP2OutboundBody()  // never finished: nghttp2 waits for more
+        } else {
+            request.request = body.isEmpty ? nil : HTTP2OutboundBody(body)
+        }
         let submitted = NGHTTP2Headers.with(headers) { nva, count in
             Result { () throws(HTTP2SessionError) in
                 try session.submitRequest(headers: nva, count: count, body: request.request, streamData: nil)

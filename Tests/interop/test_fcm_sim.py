@@ -434,3 +434,29 @@ def test_bad_arguments_are_refused(args):
     result = subprocess.run([herald_binary(), "fcm-sim", *args], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert result.stderr.strip()
+
+
+def test_record_survives_kill_9(key, tmp_path):
+    """Every message answered 200 is in the record file even when the
+    simulator is killed right after the answer (one write per line, before the 200)."""
+    sim = Simulator(tmp_path, key, "--quiet")
+    names = []
+    try:
+        client = H2Client(sim)
+        status, body = client.token(make_assertion(key, sim.token_url))
+        assert status == 200
+        for index in range(20):
+            status, _, answer = client.send(body["access_token"], message(data={"i": str(index)}))
+            assert status == 200
+            names.append(json.loads(answer)["name"])
+        sim.proc.kill()
+        sim.proc.wait(timeout=20)
+        client.close()
+    finally:
+        if sim.proc.poll() is None:
+            sim.proc.kill()
+            sim.proc.wait()
+    lines = [json.loads(line) for line in sim.record.read_text().splitlines()]
+    assert [line["name"] for line in lines] == names
+    assert [line["message"]["data"]["i"] for line in lines] == [str(index) for index in range(20)]
+    assert not any(line.startswith("delivered") for line in sim.stderr)  # --quiet

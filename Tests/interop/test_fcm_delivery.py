@@ -318,3 +318,48 @@ def test_a_bad_service_account_key_stops_start_up_naming_the_route(tmp_path):
         capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert "--fcm-route #1" in proc.stderr and "project=droid-prod" in proc.stderr and str(bad) in proc.stderr, proc.stderr
+
+
+def test_sighup_reloads_the_fcm_routes_file(stubs, tmp_path):
+    """A routes file naming one package; SIGHUP with a second route: Schedule
+    for the new package is accepted from then on; a broken file keeps them."""
+    from test_reload import reload
+
+    account, _ = write_service_account(tmp_path, "droid-prod")
+    routes = tmp_path / "fcm-routes"
+    routes.write_text(f"project=droid-prod key={account} bundles=com.example.one endpoint=127.0.0.1:9\n")
+    server = start_herald("--fcm-routes-file", str(routes), data_dir=str(tmp_path / "data"))
+    client = Android(stubs, server.address)
+    later = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=2)).isoformat()
+    try:
+        with pytest.raises(grpc.RpcError) as refused:
+            client.schedule(user(), "k-two-before", bundle="com.example.two")
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        routes.write_text(routes.read_text()
+                          + f"project=droid-prod key={account} bundles=com.example.two endpoint=127.0.0.1:9\n")
+        line = reload(server)
+        assert 'fcm_routes_added="project=droid-prod bundles=com.example.two"' in line, line
+        client.schedule(user(), "k-two-after", bundle="com.example.two", deliver_after=later)
+        routes.write_text("project=droid-prod key=/nonexistent/sa.json\n")
+        assert "/nonexistent/sa.json" in reload(server, "reload failed")
+        client.schedule(user(), "k-two-still", bundle="com.example.two", deliver_after=later)
+    finally:
+        client.channel.close()
+        assert server.stop() == 0
+
+
+def test_refused_credentials_are_operator_visible(run):
+    """The token endpoint refuses the service account (invalid_grant): the
+    message fails, Status names the pool's error and counts it."""
+    client, record, _ = run("--fcm-sim-fault", "invalid-grant:1000")
+    u = user()
+    client.register(u, EN)
+    client.schedule(u, "k-denied", ttl_seconds=0)
+    client.wait_state("k-denied", "MESSAGE_STATE_FAILED")
+    deadline = time.monotonic() + 10
+    while not (pools := list(client.push.Status(client.p.StatusRequest(), timeout=10).fcm_pools))[0].auth_failures:
+        assert time.monotonic() < deadline, pools
+        time.sleep(0.05)
+    assert pools[0].last_error and pools[0].last_error_at
+    assert [r.reason for r in pools[0].auth_failure_reasons] == ["TOKEN_ENDPOINT"]
+    assert record.lines() == []

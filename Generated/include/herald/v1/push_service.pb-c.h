@@ -615,6 +615,9 @@ struct  Herald__V1__FcmPoolStatus
    * per reason in auth_failure_reasons.
    */
   uint64_t auth_failures;
+  /*
+   * auth_failures by reason (the FCM error code, or TOKEN_ENDPOINT).
+   */
   size_t n_auth_failure_reasons;
   Herald__V1__ProviderReasonCount **auth_failure_reasons;
   /*

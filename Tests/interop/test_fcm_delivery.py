@@ -363,3 +363,33 @@ def test_refused_credentials_are_operator_visible(run):
     assert pools[0].last_error and pools[0].last_error_at
     assert [r.reason for r in pools[0].auth_failure_reasons] == ["TOKEN_ENDPOINT"]
     assert record.lines() == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("file", "herald.conf:2: fcm-route"),
+    ("env-rate", "HERALD_FCM_RATE_PER_MINUTE: must be an integer"),
+    ("flag-rate", "--fcm-rate-per-minute: must be 1...100000000"),
+    ("flag", "--fcm-route #1: unknown key \"team\""),
+    ("file-ok", None),
+])
+def test_fcm_settings_are_strict_in_every_layer(tmp_path, source, expected):
+    import os
+
+    account, _ = write_service_account(tmp_path, "droid-prod")
+    conf = tmp_path / "herald.conf"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERALD_")}
+    args = [herald_binary(), "serve", "--check-config", "--data-dir", str(tmp_path / "data"), "--config", str(conf)]
+    good = f"project=droid-prod key={account} bundles={BUNDLE}"
+    conf.write_text("# FCM\n" + (f"fcm-route = project=droid-prod key={account} colour=blue\n" if source == "file"
+                                 else f"fcm-route = {good}\nfcm-rate-per-minute = 1000\n"))
+    if source == "env-rate":
+        env["HERALD_FCM_RATE_PER_MINUTE"] = "lots"
+    if source == "flag-rate":
+        args += ["--fcm-rate-per-minute", "0"]
+    if source == "flag":
+        args += ["--fcm-route", "project=p key=/k team=T"]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env)
+    if expected is None:
+        assert proc.returncode == 0 and "configuration OK" in proc.stdout, proc.stderr
+    else:
+        assert proc.returncode != 0 and expected in proc.stderr, proc.stderr

@@ -393,3 +393,19 @@ def test_fcm_settings_are_strict_in_every_layer(tmp_path, source, expected):
         assert proc.returncode == 0 and "configuration OK" in proc.stdout, proc.stderr
     else:
         assert proc.returncode != 0 and expected in proc.stderr, proc.stderr
+
+
+def test_readme_android_alert_is_what_render_returns(run):
+    """The README's Android alert (app-side contract) is Render's FCM message."""
+    from test_docs import app_section
+
+    client, _, _ = run()
+    alert = re.findall(r"```jsonc\n(.*?)\n```", app_section(), re.S)[0]
+    t = client.t
+    reply = client.push.Render(client.p.RenderRequest(
+        bundle_id="com.example.shop", platform=t.PLATFORM_ANDROID, idempotency_key="order-A-10023-shipped",
+        device_token=EN,
+        content=t.Content(title=t.LocalizedText(text="Your order has shipped"),
+                          body=t.LocalizedText(text="Arriving Thursday"), sound="default",
+                          image_url="https://cdn.example.com/a10023.jpg", user_info={"order_id": "A-10023"})), timeout=10)
+    assert json.loads(reply.fcm.message_json) == json.loads(alert.replace("<registration token>", EN))

@@ -26,11 +26,9 @@ extension GRPCConnection {
         let request = GRPCRequest(
             path: path, metadata: stream.metadata, message: message, deadlineBox: stream.deadlineBox,
             remoteAddress: remoteAddress)
-        annotate(stream, request)
+        if shared.annotate != nil { annotate(stream, request) }
         guard let handler = route.handler else {
-            if case .serverStreaming(let body) = route.streaming {
-                startStreaming(stream) { writer in try await body(request, writer) }
-            }
+            startServerStreaming(stream, route, request)
             return
         }
         switch handler {
@@ -55,6 +53,15 @@ extension GRPCConnection {
                 }
                 loop.execute { self.asyncFinished(bound.value, result) }
             }
+        }
+    }
+
+    /// Out of line: the closure capturing the request made `requestEnded`
+    /// copy the request on every unary call too.
+    @inline(never)
+    func startServerStreaming(_ stream: GRPCStream, _ route: GRPCRoute, _ request: GRPCRequest) {
+        if case .serverStreaming(let body) = route.streaming {
+            startStreaming(stream) { writer in try await body(request, writer) }
         }
     }
 

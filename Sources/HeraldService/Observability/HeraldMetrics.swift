@@ -171,11 +171,11 @@ struct RPCMetricsTable: Sendable {
 
     /// One finished RPC (the engine's observer hook, on an event loop).
     @inline(__always)
-    func record(method: Int, code: Int, duration: Duration) {
+    func record(method: Int, code: Int, nanoseconds: Int64) {
         let row = method + 1
         guard row >= 0, row < counters.count else { return }
         counters[row][code >= 0 && code < Self.codeCount ? code : GRPCStatus.Code.unknown.rawValue].increment()
-        durations[row].recordNanoseconds(duration.nanoseconds)
+        durations[row].recordNanoseconds(nanoseconds)
     }
 
     func methodName(_ method: Int) -> String {

@@ -69,7 +69,9 @@ extension GRPCConnection {
         do {
             respondOK(stream, try body(request))
         } catch {
-            respondError(stream, status(for: error, path: request.path))
+            // The stream's path (the same string): naming the request's here
+            // made every call copy the request.
+            respondError(stream, status(for: error, path: stream.path ?? ""))
         }
     }
 
@@ -132,6 +134,7 @@ extension GRPCConnection {
     func streamClosed(_ stream: GRPCStream) {
         streams.removeValue(forKey: stream.id)
         finishStream(stream)
+        recycleBody(stream)
     }
 
     func finishStream(_ stream: GRPCStream) {

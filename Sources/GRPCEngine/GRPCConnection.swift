@@ -32,6 +32,9 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     var state = GRPCConnectionStateMachine()
     /// Streams whose handler waits in `send` for the queue to drain.
     var waitingWriters: [GRPCStream] = []
+    /// Bodies of closed unary responses, for the next ones (see `unaryBody`).
+    var spareBodies: HTTP2OutboundBody?
+    var spareBodyCount = 0
     private(set) var remoteAddress: String?
 
     // Handshake, idle, keepalive and request-receive timeouts: one timer,

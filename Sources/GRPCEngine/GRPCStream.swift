@@ -52,6 +52,9 @@ final class GRPCStream {
 
     /// The response's DATA source, kept alive until nghttp2 closes the stream.
     var responseBody: HTTP2OutboundBody?
+    /// `responseBody` is a unary response's, held by nothing else: reusable
+    /// once the stream closes.
+    var recyclesBody = false
 
     // Streaming calls.
     /// The continuations of a streaming call, boxed: their types come from the

@@ -35,6 +35,8 @@ public final class HTTP2OutboundBody {
     var isDeferred = false
     /// Bytes queued and not yet handed to nghttp2.
     public private(set) var pendingBytes = 0
+    /// Links spare bodies in their owner's free list (see `reuse`).
+    package var nextSpare: HTTP2OutboundBody?
 
     public init() {}
 
@@ -43,6 +45,20 @@ public final class HTTP2OutboundBody {
         self.init()
         enqueue(bytes, prefixed: prefixed)
         finish(trailers: trailers)
+    }
+
+    /// Makes a body whose stream nghttp2 has closed into a finished body of
+    /// one chunk, as `init(_:prefixed:trailers:)` makes one, without allocating.
+    package func reuse(_ bytes: [UInt8], prefixed: Bool, trailers: Trailers?) {
+        let chunk = Chunk(bytes: bytes, prefixed: prefixed)
+        current = chunk
+        offset = 0
+        if !queue.isEmpty { queue.removeAll() }
+        queueHead = 0
+        finished = true
+        self.trailers = trailers
+        isDeferred = false
+        pendingBytes = chunk.total
     }
 
     /// Whether `finish` has been called.

@@ -191,7 +191,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         guard let session, let context else { return }
         var output: ByteBuffer? = nil
         do {
-            try session.drainOutput { chunk in
+            while let chunk = try session.nextOutput() {
                 if output == nil {
                     // Reuse last flush's storage: the previous write has normally completed and
                     // released it, so clearing does not copy.

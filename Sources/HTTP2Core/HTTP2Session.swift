@@ -93,6 +93,19 @@ public final class HTTP2Session {
         }
     }
 
+    /// The next pending outbound chunk, valid until the next call into the
+    /// session; nil when nghttp2 has none. A loop over it costs less than
+    /// `drainOutput(_:)`'s closure, whose captured state is checked for
+    /// exclusivity on every chunk (~75 instructions, 3 chunks per request).
+    @inlinable
+    public func nextOutput() throws(HTTP2SessionError) -> UnsafeRawBufferPointer? {
+        var pointer: UnsafePointer<UInt8>?
+        let count = memSend(&pointer)
+        if count < 0 { throw HTTP2SessionError("nghttp2_session_mem_send", Int32(truncatingIfNeeded: count)) }
+        guard count > 0, let pointer else { return nil }
+        return UnsafeRawBufferPointer(start: pointer, count: count)
+    }
+
     /// Appends everything pending to `buffer`.
     public func drainOutput(into buffer: inout ByteBuffer) throws(HTTP2SessionError) {
         try drainOutput { buffer.writeBytes($0) }

@@ -30,13 +30,13 @@ public final class HTTP2OutboundBody {
     @exclusivity(unchecked) private var current: Chunk?
     @exclusivity(unchecked) private var offset = 0
     @exclusivity(unchecked) private var queue: [Chunk] = []
-    private var queueHead = 0
-    private var finished = false
+    @exclusivity(unchecked) private var queueHead = 0
+    @exclusivity(unchecked) private var finished = false
     @exclusivity(unchecked) private var trailers: Trailers?
     /// nghttp2 was told "no data yet" and waits for `resume_data`.
-    var isDeferred = false
+    @exclusivity(unchecked) var isDeferred = false
     /// Bytes queued and not yet handed to nghttp2.
-    public private(set) var pendingBytes = 0
+    @exclusivity(unchecked) public private(set) var pendingBytes = 0
     /// Links spare bodies in their owner's free list (see `reuse`).
     @exclusivity(unchecked) package var nextSpare: HTTP2OutboundBody?
 

@@ -12,7 +12,16 @@ public struct GRPCFinishedCall: Sendable {
     /// stream or the connection was lost before an answer.
     public var code: GRPCStatus.Code
     /// From the first byte of the request's HEADERS to the stream's close.
-    public var duration: Duration
+    public var duration: Duration {
+        get { .nanoseconds(durationNanoseconds) }
+        set {
+            let (seconds, attoseconds) = newValue.components
+            durationNanoseconds = seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+        }
+    }
+    /// `duration` in nanoseconds, as the engine measured it: what a histogram
+    /// takes, without a round trip through `Duration` (~250 instructions a call).
+    public var durationNanoseconds: Int64
     /// The peer, e.g. `127.0.0.1:53422`.
     public var peer: String?
     /// What the observer's `annotate` said about the request (e.g. a bundle id).
@@ -47,12 +56,15 @@ extension GRPCConnection {
             method: stream.route?.index ?? -1,
             path: stream.path ?? "",
             code: GRPCStatus.Code(rawValue: stream.finalStatus < 0 ? GRPCStatus.Code.cancelled.rawValue : stream.finalStatus),
-            duration: .nanoseconds(elapsed.nanoseconds),
+            durationNanoseconds: elapsed.nanoseconds,
             peer: remoteAddress,
             annotation: stream.annotation))
     }
 
-    /// Asks the observer about a complete request, if it wants to.
+    /// Asks the observer about a complete request. Only called when it
+    /// wants to (`shared.annotate != nil`): out of line, because passing the
+    /// request to the stored closure copies it into a temporary.
+    @inline(never)
     func annotate(_ stream: GRPCStream, _ request: GRPCRequest) {
         guard let annotate = shared.annotate else { return }
         stream.annotation = annotate(request)

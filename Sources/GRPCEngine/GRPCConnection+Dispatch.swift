@@ -26,11 +26,9 @@ extension GRPCConnection {
         let request = GRPCRequest(
             path: path, metadata: stream.metadata, message: message, deadlineBox: stream.deadlineBox,
             remoteAddress: remoteAddress)
-        annotate(stream, request)
+        if shared.annotate != nil { annotate(stream, request) }
         guard let handler = route.handler else {
-            if case .serverStreaming(let body) = route.streaming {
-                startStreaming(stream) { writer in try await body(request, writer) }
-            }
+            startServerStreaming(stream, route, request)
             return
         }
         switch handler {
@@ -58,11 +56,22 @@ extension GRPCConnection {
         }
     }
 
+    /// Out of line: the closure capturing the request made `requestEnded`
+    /// copy the request on every unary call too.
+    @inline(never)
+    func startServerStreaming(_ stream: GRPCStream, _ route: GRPCRoute, _ request: GRPCRequest) {
+        if case .serverStreaming(let body) = route.streaming {
+            startStreaming(stream) { writer in try await body(request, writer) }
+        }
+    }
+
     func runInline(_ stream: GRPCStream, _ request: GRPCRequest, _ body: (GRPCRequest) throws -> [UInt8]) {
         do {
             respondOK(stream, try body(request))
         } catch {
-            respondError(stream, status(for: error, path: request.path))
+            // The stream's path (the same string): naming the request's here
+            // made every call copy the request.
+            respondError(stream, status(for: error, path: stream.path ?? ""))
         }
     }
 
@@ -125,6 +134,7 @@ extension GRPCConnection {
     func streamClosed(_ stream: GRPCStream) {
         streams.removeValue(forKey: stream.id)
         finishStream(stream)
+        recycleBody(stream)
     }
 
     func finishStream(_ stream: GRPCStream) {

@@ -44,12 +44,12 @@ struct ObservabilityTests {
     @Test func rpcTableCountsPerMethodAndCode() {
         let metrics = HeraldMetrics(states: ["sent"])
         let table = metrics.rpcTable(methods: ["/a.S/M", "/a.S/N"])
-        table.record(method: 0, code: 0, duration: .microseconds(50))
-        table.record(method: 0, code: 0, duration: .milliseconds(3))
-        table.record(method: 1, code: 5, duration: .zero)
-        table.record(method: -1, code: 12, duration: .zero)
-        table.record(method: 7, code: 0, duration: .zero)  // not a method: ignored
-        table.record(method: 0, code: 99, duration: .zero)  // not a code: UNKNOWN
+        table.record(method: 0, code: 0, nanoseconds: 50_000)
+        table.record(method: 0, code: 0, nanoseconds: 3_000_000)
+        table.record(method: 1, code: 5, nanoseconds: 0)
+        table.record(method: -1, code: 12, nanoseconds: 0)
+        table.record(method: 7, code: 0, nanoseconds: 0)  // not a method: ignored
+        table.record(method: 0, code: 99, nanoseconds: 0)  // not a code: UNKNOWN
         let text = String(decoding: metrics.render(), as: UTF8.self)
         #expect(text.contains(#"herald_rpc_requests_total{method="a.S/M",code="OK"} 2"#))
         #expect(text.contains(#"herald_rpc_requests_total{method="a.S/N",code="NOT_FOUND"} 1"#))

@@ -40,7 +40,7 @@ public final class AccessLog: Sendable {
     }
 
     func record(_ call: GRPCFinishedCall, method: String) {
-        let milliseconds = Double(call.duration.nanoseconds) / 1_000_000
+        let milliseconds = Double(call.durationNanoseconds) / 1_000_000
         let duration = String(Double(Int((milliseconds * 1000).rounded())) / 1000)
         switch sink {
         case .logger(let logger):

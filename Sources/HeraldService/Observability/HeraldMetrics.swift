@@ -141,15 +141,16 @@ extension Duration {
 struct RPCMetricsTable: Sendable {
     /// Method names (`pkg.Service/Method`), index 0 for paths that matched none.
     let methodNames: [String]
-    /// `herald_rpc_requests_total{method,code}`: [method index + 1][code].
-    private let counters: [[CoreMetrics.Counter]]
+    /// `herald_rpc_requests_total{method,code}`: [(method index + 1) *
+    /// codeCount + code], flat so that a call touches one buffer, not two.
+    private let counters: [CoreMetrics.Counter]
     /// `herald_rpc_duration_seconds{method}`: [method index + 1] (lock-free).
     private let durations: [LockFreeHistogram]
 
     init(methods: [String], factory: PrometheusMetricsFactory) {
         let names = ["unknown"] + methods.map { $0.hasPrefix("/") ? String($0.dropFirst()) : $0 }
         methodNames = names
-        counters = names.map { method in
+        counters = names.flatMap { method in
             (0..<Self.codeCount).map { code in
                 CoreMetrics.Counter(
                     label: "herald_rpc_requests_total",
@@ -172,11 +173,12 @@ struct RPCMetricsTable: Sendable {
 
     /// One finished RPC (the engine's observer hook, on an event loop).
     @inline(__always)
-    func record(method: Int, code: Int, duration: Duration) {
+    func record(method: Int, code: Int, nanoseconds: Int64) {
         let row = method + 1
-        guard row >= 0, row < counters.count else { return }
-        counters[row][code >= 0 && code < Self.codeCount ? code : GRPCStatus.Code.unknown.rawValue].increment()
-        durations[row].recordNanoseconds(duration.nanoseconds)
+        guard row >= 0, row < durations.count else { return }
+        let column = code >= 0 && code < Self.codeCount ? code : GRPCStatus.Code.unknown.rawValue
+        counters[row &* Self.codeCount &+ column].increment()
+        durations[row].recordNanoseconds(nanoseconds)
     }
 
     func methodName(_ method: Int) -> String {

@@ -15,7 +15,7 @@ struct RPCObserver: GRPCCallObserver {
     }
 
     func callFinished(_ call: GRPCFinishedCall) {
-        metrics.record(method: call.method, code: call.code.rawValue, duration: call.duration)
+        metrics.record(method: call.method, code: call.code.rawValue, nanoseconds: call.durationNanoseconds)
         accessLog?.record(call, method: metrics.methodName(call.method))
     }
 }

@@ -59,99 +59,101 @@ final class FakeTokenSource: Sendable {
     }
 }
 
-@Suite struct FCMAccessTokenTests {
-    func make(lifetime: Int64, clock: ManualFCMClock) -> (FCMAccessTokens, FakeTokenSource) {
-        let source = FakeTokenSource(lifetime: lifetime)
-        let tokens = FCMAccessTokens(
-            clock: clock, refreshMargin: .seconds(300), timerLoop: MultiThreadedEventLoopGroup.singleton.next()
-        ) { await source.fetch() }
-        return (tokens, source)
-    }
-
-    @Test func concurrentCallersShareOneFetch() async throws {
-        let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
-        let (tokens, source) = make(lifetime: 3600, clock: clock)
-        source.closeGate()
-        let values = await withTaskGroup(of: String?.self) { group in
-            for _ in 0..<50 { group.addTask { try? await tokens.token() } }
-            // Whoever arrives while the fetch is held at the gate waits for it; later callers find it cached.
-            source.openGate()
-            var values: [String?] = []
-            for await value in group { values.append(value) }
-            return values
+extension FCMTestSuites {
+    @Suite struct FCMAccessTokenTests {
+        func make(lifetime: Int64, clock: ManualFCMClock) -> (FCMAccessTokens, FakeTokenSource) {
+            let source = FakeTokenSource(lifetime: lifetime)
+            let tokens = FCMAccessTokens(
+                clock: clock, refreshMargin: .seconds(300), timerLoop: MultiThreadedEventLoopGroup.singleton.next()
+            ) { await source.fetch() }
+            return (tokens, source)
         }
-        #expect(values.count == 50)
-        #expect(Set(values) == ["t1"])
-        #expect(source.calls == 1)
-        #expect(tokens.minted.load(ordering: .relaxed) == 1)
-        await tokens.shutdown()
-    }
 
-    @Test func refreshesInTheBackgroundFiveMinutesBeforeExpiry() async throws {
-        let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
-        let (tokens, source) = make(lifetime: 3600, clock: clock)
-        var fetched = source.fetched.makeAsyncIterator()
-        #expect(try await tokens.token() == "t1")
-        #expect(await fetched.next() == 1)
-        await clock.waitForTimers(1)
-        clock.advance(by: .seconds(3299))
-        #expect(try await tokens.token() == "t1")
-        #expect(source.calls == 1)
-        clock.advance(by: .seconds(1))  // 3300 s: the refresh timer fires, nobody asked
-        #expect(await fetched.next() == 2)
-        await clock.waitForTimers(1)  // the next refresh is armed once t2 is stored
-        #expect(try await tokens.token() == "t2")
-        #expect(source.calls == 2)
-        await tokens.shutdown()
-    }
+        @Test func concurrentCallersShareOneFetch() async throws {
+            let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
+            let (tokens, source) = make(lifetime: 3600, clock: clock)
+            source.closeGate()
+            let values = await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<50 { group.addTask { try? await tokens.token() } }
+                // Whoever arrives while the fetch is held at the gate waits for it; later callers find it cached.
+                source.openGate()
+                var values: [String?] = []
+                for await value in group { values.append(value) }
+                return values
+            }
+            #expect(values.count == 50)
+            #expect(Set(values) == ["t1"])
+            #expect(source.calls == 1)
+            #expect(tokens.minted.load(ordering: .relaxed) == 1)
+            await tokens.shutdown()
+        }
 
-    @Test func aShortLifetimeRefreshesAtHalfLife() async throws {
-        let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
-        let (tokens, source) = make(lifetime: 120, clock: clock)
-        var fetched = source.fetched.makeAsyncIterator()
-        #expect(try await tokens.token() == "t1")
-        _ = await fetched.next()
-        await clock.waitForTimers(1)
-        clock.advance(by: .seconds(59))
-        #expect(source.calls == 1)
-        clock.advance(by: .seconds(1))
-        #expect(await fetched.next() == 2)
-        await clock.waitForTimers(1)
-        #expect(try await tokens.token() == "t2")
-        await tokens.shutdown()
-    }
+        @Test func refreshesInTheBackgroundFiveMinutesBeforeExpiry() async throws {
+            let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
+            let (tokens, source) = make(lifetime: 3600, clock: clock)
+            var fetched = source.fetched.makeAsyncIterator()
+            #expect(try await tokens.token() == "t1")
+            #expect(await fetched.next() == 1)
+            await clock.waitForTimers(1)
+            clock.advance(by: .seconds(3299))
+            #expect(try await tokens.token() == "t1")
+            #expect(source.calls == 1)
+            clock.advance(by: .seconds(1))  // 3300 s: the refresh timer fires, nobody asked
+            #expect(await fetched.next() == 2)
+            await clock.waitForTimers(1)  // the next refresh is armed once t2 is stored
+            #expect(try await tokens.token() == "t2")
+            #expect(source.calls == 2)
+            await tokens.shutdown()
+        }
 
-    @Test func anExpiredTokenIsNeverHandedOut() async throws {
-        let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
-        let (tokens, source) = make(lifetime: 3600, clock: clock)
-        #expect(try await tokens.token() == "t1")
-        // The background refresh fails; the cached token stays in use until it expires.
-        source.failNext(FCMTokenFailure(description: "HTTP 503 without an OAuth error body", retryable: true))
-        await clock.waitForTimers(1)
-        var fetched = source.fetched.makeAsyncIterator()
-        _ = await fetched.next()
-        clock.advance(by: .seconds(3300))
-        #expect(await fetched.next() == 2)
-        #expect(try await tokens.token() == "t1")
-        #expect(tokens.lastError.withLock { $0 } == "HTTP 503 without an OAuth error body")
-        clock.advance(by: .seconds(300))  // past expiry (less the safety margin): the caller waits for a fetch
-        let value = try await tokens.token()
-        #expect(value == "t3" || value == "t4")  // the quiet-period retry timer may have fetched t3 first
-        await tokens.shutdown()
-    }
+        @Test func aShortLifetimeRefreshesAtHalfLife() async throws {
+            let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
+            let (tokens, source) = make(lifetime: 120, clock: clock)
+            var fetched = source.fetched.makeAsyncIterator()
+            #expect(try await tokens.token() == "t1")
+            _ = await fetched.next()
+            await clock.waitForTimers(1)
+            clock.advance(by: .seconds(59))
+            #expect(source.calls == 1)
+            clock.advance(by: .seconds(1))
+            #expect(await fetched.next() == 2)
+            await clock.waitForTimers(1)
+            #expect(try await tokens.token() == "t2")
+            await tokens.shutdown()
+        }
 
-    @Test func invalidateDropsOnlyTheRefusedToken() async throws {
-        let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
-        let (tokens, source) = make(lifetime: 3600, clock: clock)
-        #expect(try await tokens.token() == "t1")
-        await tokens.invalidate("t0")  // an older token: nothing happens
-        #expect(try await tokens.token() == "t1")
-        await tokens.invalidate("t1")
-        #expect(try await tokens.token() == "t2")
-        source.failNext(FCMTokenFailure(description: "HTTP 400 invalid_grant: bad", retryable: false))
-        await tokens.invalidate("t2")
-        await #expect(throws: FCMTokenFailure.self) { try await tokens.token() }
-        #expect(try await tokens.token() == "t4")
-        await tokens.shutdown()
+        @Test func anExpiredTokenIsNeverHandedOut() async throws {
+            let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
+            let (tokens, source) = make(lifetime: 3600, clock: clock)
+            #expect(try await tokens.token() == "t1")
+            // The background refresh fails; the cached token stays in use until it expires.
+            source.failNext(FCMTokenFailure(description: "HTTP 503 without an OAuth error body", retryable: true))
+            await clock.waitForTimers(1)
+            var fetched = source.fetched.makeAsyncIterator()
+            _ = await fetched.next()
+            clock.advance(by: .seconds(3300))
+            #expect(await fetched.next() == 2)
+            #expect(try await tokens.token() == "t1")
+            #expect(tokens.lastError.withLock { $0 } == "HTTP 503 without an OAuth error body")
+            clock.advance(by: .seconds(300))  // past expiry (less the safety margin): the caller waits for a fetch
+            let value = try await tokens.token()
+            #expect(value == "t3" || value == "t4")  // the quiet-period retry timer may have fetched t3 first
+            await tokens.shutdown()
+        }
+
+        @Test func invalidateDropsOnlyTheRefusedToken() async throws {
+            let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
+            let (tokens, source) = make(lifetime: 3600, clock: clock)
+            #expect(try await tokens.token() == "t1")
+            await tokens.invalidate("t0")  // an older token: nothing happens
+            #expect(try await tokens.token() == "t1")
+            await tokens.invalidate("t1")
+            #expect(try await tokens.token() == "t2")
+            source.failNext(FCMTokenFailure(description: "HTTP 400 invalid_grant: bad", retryable: false))
+            await tokens.invalidate("t2")
+            await #expect(throws: FCMTokenFailure.self) { try await tokens.token() }
+            #expect(try await tokens.token() == "t4")
+            await tokens.shutdown()
+        }
     }
 }

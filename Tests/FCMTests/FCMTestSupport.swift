@@ -1,5 +1,6 @@
 @testable import FCM
 import Foundation
+import Testing
 import HeraldPrimitives
 import TLSTransport
 
@@ -37,3 +38,8 @@ func base64URLDecode(_ part: Substring) -> [UInt8]? {
 }
 
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+/// Every FCM suite, one at a time: the loopback tests, the token-cache tests
+/// (manual clocks, held fetches) and the key tests (openssl child processes)
+/// intermittently stalled each other when run in parallel on two cores.
+@Suite(.serialized) enum FCMTestSuites {}

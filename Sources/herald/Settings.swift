@@ -24,6 +24,7 @@ enum Settings {
         "max-connection-buffer-mib", "handshake-timeout", "idle-timeout", "keepalive-interval", "keepalive-timeout",
         "request-receive-timeout", "apns-response-timeout", "route-in-flight", "route-queue",
         "admin-host", "admin-port", "admin-timeout", "log-format", "access-log", "retention-days",
+        "store",
     ]
 
     /// A value as one layer gives it, and where from.

@@ -112,6 +112,13 @@ public final class PostgresStore: ServableStore {
                     attempt += 1
                     continue
                 }
+                // A pooled connection the server had closed (terminated,
+                // restarted) fails before anything is sent: safe to run again
+                // on a new one.
+                if attempt < 3, (error as? PSQLError)?.code == .clientClosedConnection {
+                    attempt += 1
+                    continue
+                }
                 if closed.load(ordering: .acquiring) { throw StoreError.closed }
                 throw StoreError.database(PostgresErrors.describe(error))
             }

@@ -71,8 +71,38 @@ enum PostgresTestDatabase {
         return configuration
     }
 
+    /// One PostgreSQL case at a time: many pools opened at once by the
+    /// parallel suites stalled the run (under investigation).
+    static let gate = Gate()
+
+    actor Gate {
+        private var busy = false
+        private var waiters: [CheckedContinuation<Void, Never>] = []
+
+        func enter() async {
+            if !busy { busy = true; return }
+            await withCheckedContinuation { waiters.append($0) }
+        }
+
+        func leave() {
+            if waiters.isEmpty { busy = false } else { waiters.removeFirst().resume() }
+        }
+    }
+
     /// Runs `body` against a new schema of the test database, dropped after.
     static func withSchema<T>(_ body: (PostgresStoreConfiguration) async throws -> T) async throws -> T {
+        await gate.enter()
+        do {
+            let result = try await withSchemaUngated(body)
+            await gate.leave()
+            return result
+        } catch {
+            await gate.leave()
+            throw error
+        }
+    }
+
+    private static func withSchemaUngated<T>(_ body: (PostgresStoreConfiguration) async throws -> T) async throws -> T {
         let schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         try await admin("CREATE SCHEMA \(schema)")
         do {

@@ -115,7 +115,7 @@ def test_schedule_cancel_get_and_delivery_then_a_restart_keeps_everything(stubs,
             idempotency_key="k-later"), timeout=10)
         assert cancelled.cancelled
         sent = api.wait_state(now_id, "MESSAGE_STATE_SENT")
-        assert [o.device_token for o in sent.outcomes] == ["ab" * 32]
+        assert [d.device_token for d in sent.devices] == ["ab" * 32]
         # A sent key is spent: ALREADY_EXISTS.
         with pytest.raises(grpc.RpcError) as spent:
             api.schedule("u1", "k-now")

@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         // The one thin C-interop module: nghttp2, protobuf-c, OpenSSL, SQLite
@@ -139,6 +140,12 @@ let package = Package(
         .target(name: "HeraldStorage", dependencies: [
             "CInterop", "HeraldCore", "HeraldPrimitives", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
+        // The PostgreSQL store (shared database, many replicas) on postgres-nio.
+        .target(name: "HeraldPostgres", dependencies: [
+            "HeraldStorage", "HeraldCore", "HeraldPrimitives",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // Handlers (protobuf-c <-> domain at the edge), Status, Health; wiring.
         .target(
             name: "HeraldService",
@@ -154,6 +161,7 @@ let package = Package(
                 "FCMSimulation",
                 "TLSTransport",
                 "HeraldStorage",
+                "HeraldPostgres",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -235,7 +243,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "HeraldStorageTests", dependencies: ["HeraldStorage", "HeraldCore", "HeraldPrimitives", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldStorageTests", dependencies: [
+            "HeraldStorage", "HeraldPostgres", "HeraldCore", "HeraldPrimitives", "HeraldTestSupport",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+        ]),
         .testTarget(name: "HeraldServiceTests", dependencies: [
             "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -15,8 +15,10 @@ if [[ "${1:-}" == "--test" ]]; then
   # deploy/herald.service (test_packaging.py). grpc-go 1.33 marshals through
   # github.com/golang/protobuf: its 1.5 shim handles protoc-gen-go's APIv2
   # messages (1.3, which apt would otherwise pick, panics on them).
+  # PostgreSQL: the throwaway cluster the PostgreSQL store tests run
+  # against (scripts/pg-test-cluster.sh).
   packages+=(protobuf-compiler golang-go protoc-gen-go protoc-gen-go-grpc golang-google-protobuf-dev
-             golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev systemd)
+             golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev systemd postgresql)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -19,6 +19,13 @@ if grep -E "warning:" "$build_log" | grep -v "^warning: '.*': " | grep -q .; the
   exit 1
 fi
 
+# A throwaway PostgreSQL cluster for the PostgreSQL store's tests (Swift
+# and interop): stopped and removed when this script ends, failed or not.
+echo "== PostgreSQL test cluster"
+cluster_env=$(scripts/pg-test-cluster.sh start)
+eval "$cluster_env"
+trap 'scripts/pg-test-cluster.sh stop "$HERALD_TEST_POSTGRES_DIR"' EXIT
+
 echo "== swift test"
 swift test --skip-build
 

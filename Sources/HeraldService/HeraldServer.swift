@@ -76,6 +76,9 @@ public struct HeraldConfiguration: Sendable {
 
     public init() {}
 
+    /// The store: nil is the embedded one, `databasePath` (`--store`).
+    public var store: StoreLocation?
+
     /// The embedded store's file.
     public var databasePath: String { Self.databasePath(in: dataDirectory) }
 
@@ -265,21 +268,8 @@ public final class HeraldServer: Service, Sendable {
         }
         try Self.checkBeforeStarting(configuration)
         let clock = configuration.clock
-        try POSIXFile.createDirectories(configuration.dataDirectory)
-        // One writer per store: locked before the store opens and anything
-        // binds; released after the store closed (StoreService) or here.
-        let lock = try DataDirectoryLock(directory: configuration.dataDirectory)
-        logger.info("data directory", metadata: ["path": "\(configuration.dataDirectory)"])
-        var storeOptions = SQLiteStore.Options()
-        storeOptions.durability = configuration.durability
-        storeOptions.commitObserver = { [metrics] in metrics.storeCommitted($0) }
-        let store: SQLiteStore
-        do {
-            store = try SQLiteStore(path: configuration.databasePath, options: storeOptions)
-        } catch {
-            lock.release()
-            throw error
-        }
+        let opened = try await OpenedStore.open(configuration, metrics: metrics, logger: logger)
+        let (store, lock) = (opened.store, opened.lock)
         let gateway: APNsGateway
         let scheduler: Scheduler
         let pending: Int
@@ -324,7 +314,7 @@ public final class HeraldServer: Service, Sendable {
         } catch {
             // Not yet a service: nothing else would close it.
             await store.close()
-            lock.release()
+            lock?.release()
             throw error
         }
         gatewayCell.withLock { $0 = gateway }
@@ -339,7 +329,7 @@ public final class HeraldServer: Service, Sendable {
         var services: [any Service] = [StoreService(store: store, lock: lock)]
         // After the store: stopped (reverse order) before it closes.
         services.append(RetentionService(store: store, policy: configuration.retention, clock: clock, logger: logger))
-        services += try observabilityServices(store: store)
+        services += try observabilityServices(store: store, probeDirectory: opened.probeDirectory)
         if let path = configuration.simulatorRecordPath, let simulator = gateway.simulator {
             // Subscribed now, before any push, so no delivery is missed.
             services.append(SimulatorRecorderService(deliveries: simulator.deliveryStream(), path: path, logger: logger))
@@ -360,7 +350,7 @@ public final class HeraldServer: Service, Sendable {
         return services
     }
 
-    private func registerDeliveryHandlers(store: SQLiteStore, scheduler: Scheduler, revokes: RevokeQueue, gateway: APNsGateway) {
+    private func registerDeliveryHandlers(store: any ServableStore, scheduler: Scheduler, revokes: RevokeQueue, gateway: APNsGateway) {
         let policy = configuration.accessPolicy
         let routes = DeliveryRoutes(
             policy: policy, clock: configuration.clock,

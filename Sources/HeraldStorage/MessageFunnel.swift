@@ -4,8 +4,10 @@ import HeraldCore
 /// column, kept by triggers; see `SchemaV4`): bits 0–3 say whether it was
 /// handed off, sent, displayed, opened; bits 4–6 how it ended (0 for every
 /// state that is not one of the ends counted, or superseded).
-struct MessageFunnel: Hashable {
-    var rawValue: Int
+public struct MessageFunnel: Hashable, Sendable {
+    public var rawValue: Int
+
+    public init(rawValue: Int) { self.rawValue = rawValue }
 
     static let handedOff = 1, sent = 2, displayed = 4, opened = 8
     static let cancelled = 1, failed = 2, expired = 3, noDevices = 4, superseded = 5
@@ -25,7 +27,7 @@ struct MessageFunnel: Hashable {
 
     /// Adds `count` messages with this funnel to `counts` (superseded ones
     /// are not counted: their replacement is).
-    func add(_ count: Int, to counts: inout CohortCounts) {
+    public func add(_ count: Int, to counts: inout CohortCounts) {
         guard end != Self.superseded else { return }
         let handed = has(Self.handedOff), sent = has(Self.sent)
         let delivered = handed || sent

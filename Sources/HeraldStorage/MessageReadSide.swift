@@ -78,12 +78,22 @@ public struct MessageListQuery: Sendable, Hashable {
 public struct MessageSummaryRow: Sendable, Hashable {
     public var message: StoredMessage
     public var milestones: MessageMilestones
+
+    public init(message: StoredMessage, milestones: MessageMilestones) {
+        self.message = message
+        self.milestones = milestones
+    }
 }
 
 public struct MessagePage: Sendable, Hashable {
     public var items: [MessageSummaryRow]
     /// Where the next page starts; nil on the last page.
     public var next: MessageCursor?
+
+    public init(items: [MessageSummaryRow], next: MessageCursor?) {
+        self.items = items
+        self.next = next
+    }
 }
 
 /// A campaign's counts for one (delivery method, assignment) pair.

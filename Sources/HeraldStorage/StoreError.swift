@@ -31,6 +31,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case illegalTransition(from: MessageState, to: MessageState, id: String)
     /// Any other SQLite failure.
     case sqlite(SQLiteError)
+    /// Any other failure of a database server (PostgreSQL): the connection,
+    /// or the server's error (SQLSTATE and message). Never holds a password.
+    case database(String)
 
     public var description: String {
         switch self {
@@ -54,6 +57,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "store: message \(id) cannot go from \(from.rawValue) to \(to.rawValue); nothing was written"
         case .sqlite(let error):
             return "store: \(error)"
+        case .database(let detail):
+            return "store: \(detail)"
         }
     }
 }

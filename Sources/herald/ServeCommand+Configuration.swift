@@ -16,6 +16,12 @@ extension ServeCommand {
         configuration.host = host
         configuration.port = port
         configuration.dataDirectory = Self.absolutePath(dataDirectory)
+        if !store.isEmpty {
+            switch try StoreLocation.parse(store) {
+            case .sqlite(let path): configuration.store = .sqlite(path: Self.absolutePath(path))
+            case let location: configuration.store = location
+            }
+        }
         configuration.grpc.maxConcurrentStreams = maxConcurrentStreams
         configuration.grpc.maxConnections = maxConnections
         configuration.grpc.maxBufferedBytes = maxBufferedRequestMiB << 20

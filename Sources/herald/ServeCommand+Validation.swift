@@ -14,6 +14,11 @@ extension ServeCommand {
         try check("host", host, Self.notEmpty)
         try check("port", port) { (0...65535).contains($0) ? nil : "must be 0...65535, got \($0)" }
         try check("data-dir", dataDirectory, Self.notEmpty)
+        try check("store", store) { value in
+            do { _ = try StoreLocation.parse(value.isEmpty ? "sqlite:-" : value, replicaID: "check"); return nil } catch {
+                return String(describing: error)
+            }
+        }
         try check("durability", durability) { ["full", "process"].contains($0) ? nil : "must be full or process, got \"\($0)\"" }
         try check("tokens-file", tokensFile) { _ in nil }
         try check("grace-seconds", graceSeconds) { (0...3600).contains($0) ? nil : "must be 0...3600, got \($0)" }

@@ -36,6 +36,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("data-dir"), help: "Directory of the embedded store (env HERALD_DATA_DIR; default: systemd's $STATE_DIRECTORY when set, else ./data). Resolved to an absolute path at start and logged.")
     var dataDirectory: String = Settings.string("data-dir") ?? ServeCommand.defaultDataDirectory()
 
+    @Option(help: "The store: sqlite:PATH (default: herald.sqlite in --data-dir) or postgres://USER[:PASSWORD]@HOST:PORT/DATABASE[?sslmode=disable|require|verify-full][&host=/socket/dir] (also postgresql://), shared by any number of replicas (env HERALD_STORE). The password is never logged.")
+    var store: String = Settings.string("store") ?? ""
+
     @Option(help: "full: fsync each group commit before answering (survives power loss); process: the write is in the OS (survives kill -9, may lose the last commits on power loss) (env HERALD_DURABILITY).")
     var durability: String = Settings.string("durability") ?? "full"
 

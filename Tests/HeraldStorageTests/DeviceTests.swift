@@ -10,8 +10,8 @@ struct DeviceTests {
                locale: locale, timezone: "Europe/Berlin", environment: .sandbox, registeredAt: at)
     }
 
-    @Test func upsertKeyedByBundleAndToken() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func upsertKeyedByBundleAndToken(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             #expect(try await store.registerDevice(device("aa")))
             #expect(try await store.registerDevice(device("bb")))
             #expect(try await !(store.registerDevice(device("aa", locale: "de-DE", at: now + 500))))
@@ -24,8 +24,8 @@ struct DeviceTests {
         }
     }
 
-    @Test func tokenMovesToAnotherUser() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func tokenMovesToAnotherUser(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             _ = try await store.registerDevice(device("aa"))
             _ = try await store.registerDevice(device("aa", user: "user-2", at: now + 1))
             #expect(try await store.devices(bundleID: "com.example.app", platform: .ios, userID: "user-1").isEmpty)
@@ -33,8 +33,8 @@ struct DeviceTests {
         }
     }
 
-    @Test func androidDeviceHasNoEnvironment() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func androidDeviceHasNoEnvironment(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let android = Device(bundleID: "com.example.app", platform: .android, userID: "u", deviceToken: "fcm-token",
                                  locale: "en", timezone: "UTC", environment: nil, registeredAt: now)
             _ = try await store.registerDevice(android)
@@ -42,16 +42,16 @@ struct DeviceTests {
         }
     }
 
-    @Test func unregister() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func unregister(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             _ = try await store.registerDevice(device("aa"))
             #expect(try await store.unregisterDevice(bundleID: "com.example.app", deviceToken: "aa"))
             #expect(try await !(store.unregisterDevice(bundleID: "com.example.app", deviceToken: "aa")))
         }
     }
 
-    @Test func unregisteredByAPNsOnlyIfOlderThanItsTimestamp() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func unregisteredByAPNsOnlyIfOlderThanItsTimestamp(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             _ = try await store.registerDevice(device("aa", at: now))
             // Re-registered after APNs saw it unregistered: keep it.
             #expect(try await !(store.removeDevice(bundleID: "com.example.app", deviceToken: "aa", ifRegisteredBefore: now - 1)))

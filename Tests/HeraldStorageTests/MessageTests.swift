@@ -4,10 +4,10 @@ import HeraldPrimitives
 import Testing
 @testable import HeraldStorage
 
-@Suite("Messages: last request wins, cancel, dispatch", .timeLimit(.minutes(1)))
+@Suite("Messages: last request wins, cancel, dispatch (both stores)", .timeLimit(.minutes(1)))
 struct MessageTests {
-    @Test func scheduleStoresEverything() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func scheduleStoresEverything(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             var message = makeMessage(method: .contextAware)
             message.abTest = true
             message.request = (0..<2_000).map { UInt8(truncatingIfNeeded: $0) }
@@ -20,8 +20,8 @@ struct MessageTests {
         }
     }
 
-    @Test func messagesWithoutKeyCoexist() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func messagesWithoutKeyCoexist(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let a = makeMessage(key: nil), b = makeMessage(key: nil)
             _ = try await store.schedule(a)
             _ = try await store.schedule(b)
@@ -29,8 +29,8 @@ struct MessageTests {
         }
     }
 
-    @Test func sameKeyReplacesUnsentMessage() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func sameKeyReplacesUnsentMessage(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let first = makeMessage()
             let second = makeMessage(dueAt: now + 60_000, createdAt: now + 1_000)
             _ = try await store.schedule(first)
@@ -46,8 +46,8 @@ struct MessageTests {
         }
     }
 
-    @Test func keysAreScopedPerBundle() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func keysAreScopedPerBundle(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let a = makeMessage(bundleID: "com.example.a"), b = makeMessage(bundleID: "com.example.b")
             let first = try await store.schedule(a)
             let second = try await store.schedule(b)
@@ -56,9 +56,9 @@ struct MessageTests {
         }
     }
 
-    @Test(arguments: [MessageState.sent, .handedOff])
-    func sameKeyAfterDeliveryIsAlreadyExists(_ delivered: MessageState) async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all, [MessageState.sent, .handedOff])
+    func sameKeyAfterDeliveryIsAlreadyExists(_ kind: StoreKind, _ delivered: MessageState) async throws {
+        try await withStore(kind) { store in
             let first = makeMessage()
             _ = try await store.schedule(first)
             _ = try #require(try await store.claim(id: first.id, from: .scheduled, now: now))
@@ -71,8 +71,8 @@ struct MessageTests {
         }
     }
 
-    @Test func sameKeyWhileBeingSentIsAlreadyExists() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func sameKeyWhileBeingSentIsAlreadyExists(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let first = makeMessage()
             _ = try await store.schedule(first)
             let claimed = try #require(try await store.claim(id: first.id, from: .scheduled, now: now + 5))
@@ -85,8 +85,8 @@ struct MessageTests {
         }
     }
 
-    @Test func sameKeyAfterCancelTakesTheKey() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func sameKeyAfterCancelTakesTheKey(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let first = makeMessage()
             _ = try await store.schedule(first)
             _ = try await store.cancel(bundleID: first.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now)
@@ -99,8 +99,8 @@ struct MessageTests {
 
     // MARK: Cancel
 
-    @Test func cancelScheduledThenTwice() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func cancelScheduledThenTwice(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let message = makeMessage()
             _ = try await store.schedule(message)
             let first = try await store.cancel(bundleID: message.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now + 1)
@@ -122,15 +122,15 @@ struct MessageTests {
         var testDescription: String { name }
     }
 
-    @Test(arguments: [
+    @Test(arguments: StoreKind.all, [
         Mismatch(name: "bundle", bundleID: "com.example.other"),
         Mismatch(name: "platform", platform: .android),
         Mismatch(name: "user", userID: "user-2"),
         Mismatch(name: "campaign", campaignID: "other"),
         Mismatch(name: "key", key: "key-2"),
     ])
-    func cancelRequiresEveryFieldToMatch(_ m: Mismatch) async throws {
-        try await withStore { store, _ in
+    func cancelRequiresEveryFieldToMatch(_ kind: StoreKind, _ m: Mismatch) async throws {
+        try await withStore(kind) { store in
             let message = makeMessage()
             _ = try await store.schedule(message)
             let outcome = try await store.cancel(bundleID: m.bundleID, platform: m.platform, userID: m.userID, campaignID: m.campaignID, idempotencyKey: m.key, now: now)
@@ -139,8 +139,8 @@ struct MessageTests {
         }
     }
 
-    @Test func cancelAfterSentIsRefused() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func cancelAfterSentIsRefused(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let message = makeMessage()
             _ = try await store.schedule(message)
             _ = try await store.claim(id: message.id, from: .scheduled, now: now)
@@ -152,8 +152,8 @@ struct MessageTests {
         }
     }
 
-    @Test func cancelWhileBeingSentReportsSent() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func cancelWhileBeingSentReportsSent(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let message = makeMessage()
             _ = try await store.schedule(message)
             _ = try await store.claim(id: message.id, from: .scheduled, now: now)
@@ -162,8 +162,8 @@ struct MessageTests {
         }
     }
 
-    @Test func cancelHandedOffOwesARevoke() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func cancelHandedOffOwesARevoke(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let message = makeMessage(method: .contextAware)
             _ = try await store.schedule(message)
             _ = try await store.claim(id: message.id, from: .scheduled, now: now)
@@ -188,8 +188,8 @@ struct MessageTests {
 
     // MARK: Dispatch
 
-    @Test func claimIsCompareAndSet() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func claimIsCompareAndSet(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let message = makeMessage()
             _ = try await store.schedule(message)
             #expect(try await store.claim(id: message.id, from: .handedOff, now: now) == nil)
@@ -209,8 +209,8 @@ struct MessageTests {
         }
     }
 
-    @Test func dueIsOrderedAndBounded() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func dueIsOrderedAndBounded(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let late = makeMessage(key: "a", dueAt: now + 3), early = makeMessage(key: "b", dueAt: now + 1)
             let future = makeMessage(key: "c", dueAt: now + 1_000)
             for m in [late, early, future] { _ = try await store.schedule(m) }
@@ -221,8 +221,8 @@ struct MessageTests {
         }
     }
 
-    @Test func outcomesAreRecorded() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func outcomesAreRecorded(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let message = makeMessage()
             _ = try await store.schedule(message)
             let a = DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .sent, apnsID: "id-1", at: now)

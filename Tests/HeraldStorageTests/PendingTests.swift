@@ -5,8 +5,8 @@ import Testing
 
 @Suite("Pending index rebuild", .timeLimit(.minutes(1)))
 struct PendingTests {
-    @Test func iterates100kPendingInDueOrder() async throws {
-        try await withStore { store, _ in
+    @Test(arguments: StoreKind.all) func iterates100kPendingInDueOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let total = 100_000
             var expected = 0
             var batch: [StoredMessage] = []

@@ -104,6 +104,17 @@ class CrashRun:
         _, self.sim_port = _read_listening(self.sim, "fcm-sim")
         self.account, _ = write_service_account(self.workdir, "crash-proj", key=key,
                                                 token_uri=f"https://127.0.0.1:{self.sim_port}/token")
+    #: Extra `herald serve` flags (the PostgreSQL run gives `--store`).
+    store_args: list[str] = []
+
+    def rows(self, sql, *params):
+        """The rows of a query (`?` placeholders) on the store, read beside
+        the running server (a WAL reader here; test_postgres.py overrides it)."""
+        db = sqlite3.connect(self.db)
+        try:
+            return db.execute(sql, params).fetchall()
+        finally:
+            db.close()
 
     def start_herald(self):
         if self.platform == "android":
@@ -115,7 +126,7 @@ class CrashRun:
         log = open(os.path.join(self.workdir, "herald.log"), "a")
         proc = subprocess.Popen(
             [self.binary, "serve", "--port", "0", "--data-dir", self.data, "--grace-seconds", "0",
-             "--durability", "process", "--log-level", "warning", *route],
+             "--durability", "process", "--log-level", "warning", *route, *self.store_args],
             stdout=subprocess.PIPE, stderr=log, text=True)
         address, _ = _read_listening(proc, "herald serve")
         return proc, address
@@ -179,30 +190,22 @@ class CrashRun:
     def note_interrupted(self):
         """After a kill, before the restart: devices of messages caught
         mid-push with neither a hand-over mark nor an outcome for that push."""
-        db = sqlite3.connect(self.db)
-        try:
-            rows = db.execute("""
-                SELECT m.id, m.idempotency_key, m.user_id, m.push_started_at FROM messages m
-                WHERE m.sending_since IS NOT NULL""").fetchall()
-            for message_id, key, user, push in rows:
-                tokens = {r[0] for r in db.execute(
-                    "SELECT device_token FROM devices WHERE bundle_id = ? AND user_id = ?", (BUNDLE, user))}
-                handed = {r[0] for r in db.execute(
-                    "SELECT device_token FROM handovers WHERE message_id = ? AND push = ?", (message_id, push))}
-                answered = {r[0] for r in db.execute(
-                    "SELECT device_token FROM outcomes WHERE message_id = ? AND at >= ?", (message_id, push))}
-                self.never_handed_over |= {(key, t) for t in tokens - handed - answered}
-        finally:
-            db.close()
+        rows = self.rows("""
+            SELECT m.id, m.idempotency_key, m.user_id, m.push_started_at FROM messages m
+            WHERE m.sending_since IS NOT NULL""")
+        for message_id, key, user, push in rows:
+            tokens = {r[0] for r in self.rows(
+                "SELECT device_token FROM devices WHERE bundle_id = ? AND user_id = ?", BUNDLE, user)}
+            handed = {r[0] for r in self.rows(
+                "SELECT device_token FROM handovers WHERE message_id = ? AND push = ?", message_id, push)}
+            answered = {r[0] for r in self.rows(
+                "SELECT device_token FROM outcomes WHERE message_id = ? AND at >= ?", message_id, push)}
+            self.never_handed_over |= {(key, t) for t in tokens - handed - answered}
 
     def waiting(self):
         """Messages still waiting for a push, read from the database (a WAL
         reader beside the running server; Status is refreshed in the background)."""
-        db = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
-        try:
-            return db.execute("SELECT count(*) FROM messages WHERE state IN ('scheduled', 'handed_off')").fetchone()[0]
-        finally:
-            db.close()
+        return int(self.rows("SELECT count(*) FROM messages WHERE state IN ('scheduled', 'handed_off')")[0][0])
 
     def wait_for_growth(self, start, step, timeout):
         """True once the record grew by `step` (kill now); False when nothing
@@ -256,14 +259,10 @@ class CrashRun:
             delivered = Counter((d["message"]["data"].get("ctx_idempotency_key"), d["token"]) for d in self.record_lines())
         else:
             delivered = Counter((d["payload"].get("ctx_idempotency_key"), d["device_token"]) for d in self.record_lines())
-        db = sqlite3.connect(self.db)
-        try:
-            states = dict(db.execute("SELECT idempotency_key, state FROM messages"))
-            outcome_rows = db.execute("""
-                SELECT m.idempotency_key, o.device_token, o.status FROM outcomes o
-                JOIN messages m ON m.id = o.message_id""").fetchall()
-        finally:
-            db.close()
+        states = dict(self.rows("SELECT idempotency_key, state FROM messages"))
+        outcome_rows = self.rows("""
+            SELECT m.idempotency_key, o.device_token, o.status FROM outcomes o
+            JOIN messages m ON m.id = o.message_id""")
         unconfirmed = {(k, t) for k, t, s in outcome_rows if s == "unconfirmed"}
         pairs = {(f"crash-{u}-{i}", token(u, k, self.platform))
                  for u in range(self.users) for i in range(self.per_user) for k in range(self.devices)}

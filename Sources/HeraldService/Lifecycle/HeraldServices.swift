@@ -20,11 +20,11 @@ func untilGracefulShutdown() async {
     try? await gracefulShutdown()
 }
 
-/// The embedded store: opened before the group starts (recovery and the due
-/// index rebuild need it), closed here last, every commit flushed; then the
-/// data directory's lock is released.
+/// The store: opened before the group starts (recovery and the due index
+/// rebuild need it), closed here last, every commit flushed; then the data
+/// directory's lock (SQLite's) is released.
 struct StoreService: Service {
-    let store: SQLiteStore
+    let store: any ServableStore
     var lock: DataDirectoryLock?
 
     func run() async {
@@ -81,7 +81,7 @@ struct SimulatorRecorderService: Service {
 /// Recomputes the operator snapshot Status serves (counts, lag, pools).
 struct StatusSnapshotService: Service {
     let cell: OperatorSnapshotCell
-    let store: SQLiteStore
+    let store: any HeraldStore
     let gateway: APNsGateway
     let clock: any HeraldClock
     let logger: Logger

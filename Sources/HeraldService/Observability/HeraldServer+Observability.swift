@@ -14,7 +14,7 @@ extension HeraldServer {
     /// The store probe and the admin listener; sets the engine's call
     /// observer (RPC metrics, access log). Called once every method is
     /// registered.
-    func observabilityServices(store: SQLiteStore) throws -> [any Service] {
+    func observabilityServices(store: any ServableStore, probeDirectory: String?) throws -> [any Service] {
         let accessLog: AccessLog?
         if let path = configuration.accessLogPath {
             accessLog = try AccessLog(path: path, format: configuration.logFormat)
@@ -25,7 +25,7 @@ extension HeraldServer {
         }
         server.observe(RPCObserver(metrics: metrics.rpcTable(methods: server.methods), accessLog: accessLog))
         var services: [any Service] = [StoreProbeService(
-            directory: configuration.dataDirectory, store: store, state: state,
+            directory: probeDirectory, store: store, state: state,
             interval: configuration.storeProbeInterval, logger: logger)]
         if let admin = configuration.admin {
             let endpoints = AdminEndpoints(metrics: metrics, state: state, alive: { [weak self] in self?.isRunning ?? false })

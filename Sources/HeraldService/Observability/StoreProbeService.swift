@@ -8,15 +8,17 @@ import Glibc
 /// Decides, about once a `interval`, whether the store can be written, and
 /// tells `ServingStateCell` (Health and `/readyz` follow it).
 ///
-/// Two probes, both cheap: a small file created, written and removed in the
+/// Two probes, both cheap: (SQLite) a small file created, written and removed in the
 /// data directory (a read-only directory or file system, a full disk — what
 /// would stop the store growing its WAL or journal, which its open
 /// descriptors alone do not show), and a write through the store's group
 /// commit that changes nothing (the write lock and a commit; a failed commit of
-/// real work shows in `health()` until one succeeds again).
+/// real work shows in `health()` until one succeeds again); PostgreSQL: the
+/// server accepts writes (`ServableStore.probeWrite`).
 struct StoreProbeService: Service {
-    let directory: String
-    let store: SQLiteStore
+    /// The data directory (SQLite); nil: no file probe (PostgreSQL).
+    let directory: String?
+    let store: any ServableStore
     let state: ServingStateCell
     let interval: Duration
     let logger: Logger
@@ -28,7 +30,7 @@ struct StoreProbeService: Service {
         await cancelWhenGracefulShutdown {
             var failing: String?
             while !Task.isCancelled {
-                var problem = Self.probeDirectory(directory)
+                var problem = directory.flatMap(Self.probeDirectory)
                 if problem == nil {
                     do { try await store.probeWrite() } catch { problem = "store write failed: \(error)" }
                 }

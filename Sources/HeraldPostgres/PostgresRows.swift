@@ -1,0 +1,152 @@
+import HeraldCore
+import HeraldStorage
+import NIOCore
+import PostgresNIO
+
+/// Row mapping for `messages` (the column order of SQLite's `MessageRows`).
+enum PostgresRows {
+    /// Columns 0…19, then the request (20).
+    static let columns = """
+        id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
+        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, apns_id, \
+        sending_since, send_started_at, push_started_at, request
+        """
+
+    /// The same without the request (an empty one in its place), then the
+    /// milestones (21…24): the read side.
+    static let summaryColumns = """
+        id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
+        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, apns_id, \
+        sending_since, send_started_at, push_started_at, ''::bytea, handed_off_at, sent_at, displayed_at, opened_at
+        """
+
+    static func message(_ row: PostgresRow) throws -> StoredMessage {
+        let r = row.makeRandomAccess()
+        let id = try r[0].decode(String.self)
+        let platformText = try r[2].decode(String.self), methodText = try r[6].decode(String.self)
+        guard let platform = Platform(rawValue: platformText) else {
+            throw StoreError.invalidRecord("message \(id): unknown platform \(platformText)")
+        }
+        guard let method = DeliveryMethod(rawValue: methodText) else {
+            throw StoreError.invalidRecord("message \(id): unknown delivery method \(methodText)")
+        }
+        var request = try r[20].decode(ByteBuffer.self)
+        return StoredMessage(
+            id: id, bundleID: try r[1].decode(String.self), platform: platform, userID: try r[3].decode(String.self),
+            campaignID: try r[4].decode(String.self), idempotencyKey: try r[5].decode(String?.self),
+            deliveryMethod: method, abTest: try r[7].decode(Bool.self),
+            windowStart: try r[8].decode(Int64.self), windowEnd: try r[9].decode(Int64.self),
+            dueAt: try r[10].decode(Int64.self), state: try state(try r[11].decode(String.self)),
+            request: request.readBytes(length: request.readableBytes) ?? [],
+            createdAt: try r[12].decode(Int64.self), updatedAt: try r[13].decode(Int64.self),
+            attempts: try r[14].decode(Int.self), lastError: try r[15].decode(String?.self),
+            apnsID: try r[16].decode(String?.self), sendingSince: try r[17].decode(Int64?.self),
+            sendStartedAt: try r[18].decode(Int64?.self), pushStartedAt: try r[19].decode(Int64?.self))
+    }
+
+    static func milestones(_ row: PostgresRow) throws -> MessageMilestones {
+        let r = row.makeRandomAccess()
+        return MessageMilestones(
+            handedOffAt: try r[21].decode(Int64?.self), sentAt: try r[22].decode(Int64?.self),
+            displayedAt: try r[23].decode(Int64?.self), openedAt: try r[24].decode(Int64?.self))
+    }
+
+    static func state(_ text: String) throws -> MessageState {
+        guard let state = MessageState(rawValue: text) else {
+            throw StoreError.invalidRecord("unknown message state \(text)")
+        }
+        return state
+    }
+
+    /// Inserts `m` (the caller's transaction).
+    static func insert(_ connection: PostgresConnection, _ m: StoredMessage, logger: Logger) async throws {
+        let request = ByteBuffer(bytes: m.request)
+        try await connection.query("""
+            INSERT INTO messages(\(unescaped: columns))
+            VALUES (\(m.id), \(m.bundleID), \(m.platform.rawValue), \(m.userID), \(m.campaignID), \(m.idempotencyKey),
+                    \(m.deliveryMethod.rawValue), \(m.abTest), \(m.windowStart), \(m.windowEnd), \(m.dueAt),
+                    \(m.state.rawValue), \(m.createdAt), \(m.updatedAt), \(Int32(clamping: m.attempts)), \(m.lastError),
+                    \(m.apnsID), \(m.sendingSince), \(m.sendStartedAt), \(m.pushStartedAt), \(request))
+            """, logger: logger)
+    }
+
+    /// Records one device's result, and stamps the message's milestone for
+    /// the app's DISPLAYED / OPENED reports (the first one wins).
+    static func insert(_ connection: PostgresConnection, _ outcome: DeviceOutcome, logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment)
+            VALUES (\(outcome.messageID), \(outcome.deviceToken), \(outcome.kind.rawValue), \(outcome.apnsID),
+                    \(outcome.reason), \(outcome.at), \(outcome.httpStatus.map { Int32(clamping: $0) }),
+                    \(outcome.attempts.map { Int32(clamping: $0) }), \(outcome.environment?.rawValue))
+            """, logger: logger)
+        switch outcome.kind {
+        case .displayed:
+            try await connection.query(
+                "UPDATE messages SET displayed_at = coalesce(displayed_at, \(outcome.at)) WHERE id = \(outcome.messageID)",
+                logger: logger)
+        case .opened:
+            try await connection.query(
+                "UPDATE messages SET opened_at = coalesce(opened_at, \(outcome.at)) WHERE id = \(outcome.messageID)",
+                logger: logger)
+        default:
+            break
+        }
+    }
+
+    static func outcome(_ row: PostgresRow) throws -> DeviceOutcome {
+        let r = row.makeRandomAccess()
+        return DeviceOutcome(
+            messageID: try r[0].decode(String.self), deviceToken: try r[1].decode(String.self),
+            kind: DeviceOutcomeKind(rawValue: try r[2].decode(String.self)), apnsID: try r[3].decode(String?.self),
+            reason: try r[4].decode(String?.self), at: try r[5].decode(Int64.self),
+            httpStatus: try r[6].decode(Int?.self), attempts: try r[7].decode(Int?.self),
+            environment: try r[8].decode(String?.self).flatMap(APNsEnvironment.init(rawValue:)))
+    }
+}
+
+extension PostgresStore {
+    /// Inserts many messages (with their keys) in one transaction, without
+    /// last-request-wins checks: seeding tests and benchmarks (keys must be
+    /// unique). Rows go 1,000 to a statement (21 parameters each).
+    func importMessages(_ messages: [StoredMessage]) async throws {
+        try await transaction { connection in
+            var start = 0
+            while start < messages.count {
+                let chunk = messages[start..<min(start + 1_000, messages.count)]
+                start += chunk.count
+                var sql = PostgresQuery.StringInterpolation(literalCapacity: 64 * chunk.count, interpolationCount: 21 * chunk.count)
+                sql.appendLiteral("INSERT INTO messages(\(PostgresRows.columns)) VALUES ")
+                for (index, m) in chunk.enumerated() {
+                    sql.appendLiteral(index == 0 ? "(" : ", (")
+                    sql.appendInterpolation(m.id); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.bundleID); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.platform.rawValue); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.userID); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.campaignID); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.idempotencyKey); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.deliveryMethod.rawValue); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.abTest); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.windowStart); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.windowEnd); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.dueAt); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.state.rawValue); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.createdAt); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.updatedAt); sql.appendLiteral(", ")
+                    sql.appendInterpolation(Int32(clamping: m.attempts)); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.lastError); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.apnsID); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.sendingSince); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.sendStartedAt); sql.appendLiteral(", ")
+                    sql.appendInterpolation(m.pushStartedAt); sql.appendLiteral(", ")
+                    sql.appendInterpolation(ByteBuffer(bytes: m.request)); sql.appendLiteral(")")
+                }
+                try await connection.query(PostgresQuery(stringInterpolation: sql), logger: logger)
+                try await connection.query("""
+                    INSERT INTO message_keys(bundle_id, idempotency_key, message_id)
+                    SELECT bundle_id, idempotency_key, id FROM messages
+                    WHERE id = ANY(\(chunk.map(\.id))) AND idempotency_key IS NOT NULL
+                    """, logger: logger)
+            }
+        }
+    }
+}

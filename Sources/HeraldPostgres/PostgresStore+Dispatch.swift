@@ -1,0 +1,143 @@
+public import HeraldCore
+public import HeraldStorage
+import PostgresNIO
+
+extension PostgresStore {
+    /// Whether the message's open push handed anything over or got any
+    /// answer (SQLite's `MessageRows.release` rule, same text).
+    static let pushTouched = """
+        (EXISTS (SELECT 1 FROM handovers h WHERE h.message_id = messages.id AND h.push = messages.push_started_at) \
+        OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at))
+        """
+
+    public func transition(
+        id: String, from: MessageState, to: MessageState, dueAt: Int64?,
+        apnsID: String?, lastError: String?, now: Int64
+    ) async throws -> Bool {
+        try await transition(id: id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: lastError,
+                             now: now, recording: [])
+    }
+
+    public func transition(
+        id: String, from: MessageState, to: MessageState, dueAt: Int64?,
+        apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
+    ) async throws -> Bool {
+        // Before the write: a refused change records nothing, not even the outcomes.
+        try Self.check(id: id, from: from, to: to)
+        let target = to.rawValue
+        return try await transaction { connection in
+            for outcome in outcomes { try await PostgresRows.insert(connection, outcome, logger: logger) }
+            // The push ends: its marks served their purpose.
+            try await connection.query("DELETE FROM handovers WHERE message_id = \(id)", logger: logger)
+            return try await Self.run(connection, """
+                UPDATE messages
+                SET state = \(target), due_at = coalesce(\(dueAt), due_at), apns_id = coalesce(\(apnsID), apns_id),
+                    last_error = coalesce(\(lastError), last_error), sending_since = NULL, push_started_at = NULL,
+                    owner = NULL, lease_until = NULL, updated_at = \(now),
+                    handed_off_at = CASE WHEN \(target) = 'handed_off' THEN coalesce(handed_off_at, \(now)) ELSE handed_off_at END,
+                    sent_at = CASE WHEN \(target) = 'sent' THEN coalesce(sent_at, \(now)) ELSE sent_at END,
+                    displayed_at = CASE WHEN \(target) = 'displayed' THEN coalesce(displayed_at, \(now)) ELSE displayed_at END
+                WHERE id = \(id) AND state = \(from.rawValue)
+                RETURNING 1
+                """, logger: logger) > 0
+        }
+    }
+
+    public func recordOutcome(_ outcome: DeviceOutcome) async throws {
+        try await transaction { connection in try await PostgresRows.insert(connection, outcome, logger: logger) }
+    }
+
+    public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
+        try await connection { connection in
+            try await Self.rows(connection, """
+                SELECT message_id, device_token, status, apns_id, reason, at, NULL::integer, NULL::integer, NULL::text
+                FROM outcomes WHERE message_id = \(messageID) ORDER BY seq
+                """, logger: logger, PostgresRows.outcome)
+        }
+    }
+
+    public func recordHandOvers(_ marks: [HandOverMark]) async throws {
+        guard !marks.isEmpty else { return }
+        try await transaction { connection in
+            // One statement for the whole batch: arrays bound as parameters.
+            _ = try await connection.query("""
+                INSERT INTO handovers(message_id, device_token, push, at)
+                SELECT * FROM unnest(\(marks.map(\.messageID))::text[], \(marks.map(\.deviceToken))::text[],
+                                     \(marks.map(\.push))::bigint[], \(marks.map(\.at))::bigint[])
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
+        }
+    }
+
+    public func handOvers(messageID: String, push: Int64) async throws -> [String] {
+        try await connection { connection in
+            try await Self.rows(connection, """
+                SELECT device_token FROM handovers WHERE message_id = \(messageID) AND push = \(push)
+                ORDER BY device_token
+                """, logger: logger) { try $0.decode(String.self) }
+        }
+    }
+
+    public func releaseClaim(id: String, now: Int64) async throws -> Bool {
+        try await transaction { connection in
+            try await Self.rows(connection, """
+                UPDATE messages SET \(unescaped: Self.releaseSet), updated_at = \(now)
+                WHERE sending_since IS NOT NULL AND id = \(id) RETURNING id
+                """, logger: logger) { try $0.decode(String.self) }.count > 0
+        }
+    }
+
+    /// Devices handed over without an answer get UNCONFIRMED; then every
+    /// claim is released, in one transaction.
+    ///
+    /// One replica: every claim in the database is this process's from
+    /// before its restart. (With several replicas, only claims whose lease
+    /// expired may be taken over: the `messages_leases` index is there for
+    /// that; see docs/SCALING.md.)
+    public func recoverInterrupted(now: Int64) async throws -> InterruptedRecovery {
+        try await transaction { connection in
+            let unconfirmed = try await Self.run(connection, """
+                INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at)
+                SELECT h.message_id, h.device_token, \(DeviceOutcomeKind.unconfirmed.rawValue), NULL,
+                       \(DeviceOutcomeKind.unconfirmedReason), \(now)
+                FROM messages m JOIN handovers h ON h.message_id = m.id AND h.push = m.push_started_at
+                WHERE m.sending_since IS NOT NULL AND NOT EXISTS (
+                    SELECT 1 FROM outcomes o
+                    WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= m.push_started_at)
+                ORDER BY h.message_id, h.at, h.device_token
+                RETURNING 1
+                """, logger: logger)
+            let ids = try await Self.rows(connection, """
+                UPDATE messages SET \(unescaped: Self.releaseSet), updated_at = \(now)
+                WHERE sending_since IS NOT NULL RETURNING id
+                """, logger: logger) { try $0.decode(String.self) }
+            return InterruptedRecovery(resumed: ids, unconfirmedDevices: unconfirmed)
+        }
+    }
+
+    /// SQLite's `MessageRows.release` (constant text, no values): the
+    /// message waits again in its pre-claim state; a first claim with
+    /// nothing handed over or answered unspends the key.
+    static let releaseSet = """
+        send_started_at = CASE WHEN send_started_at = sending_since AND NOT \(pushTouched) \
+        THEN NULL ELSE send_started_at END, \
+        push_started_at = CASE WHEN \(pushTouched) THEN push_started_at ELSE NULL END, \
+        sending_since = NULL, owner = NULL, lease_until = NULL
+        """
+
+    public func pendingRevokes() async throws -> [PendingRevoke] {
+        try await connection { connection in
+            try await Self.rows(connection, "SELECT message_id, due_at FROM revokes ORDER BY due_at, message_id",
+                                logger: logger) { row in
+                let (id, dueAt) = try row.decode((String, Int64).self)
+                return PendingRevoke(messageID: id, dueAt: dueAt)
+            }
+        }
+    }
+
+    public func completeRevoke(messageID: String) async throws {
+        try await transaction { connection in
+            _ = try await connection.query("DELETE FROM revokes WHERE message_id = \(messageID)", logger: logger)
+        }
+    }
+}

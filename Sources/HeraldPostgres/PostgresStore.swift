@@ -1,0 +1,183 @@
+import HeraldCore
+public import HeraldStorage
+public import Logging
+import PostgresNIO
+import Synchronization
+
+/// The shared store: PostgreSQL through postgres-nio's connection pool, for
+/// any number of Herald replicas on one database (SPEC §4's rules hold
+/// across them: see `PostgresSchema` and `HeraldStore`'s design notes).
+///
+/// Every value goes to the server as a bound parameter (`PostgresQuery`'s
+/// interpolation binds; SQL text never holds a value). Every write is one
+/// transaction, committed (and so durable, with the server's default
+/// `synchronous_commit = on`) before its `await` returns.
+public final class PostgresStore: ServableStore {
+    public let configuration: PostgresStoreConfiguration
+    let client: PostgresClient
+    let logger: Logger
+    /// The pool's `run()`, owned by the store: cancelled by `close()`.
+    private let runner: Task<Void, Never>
+    private let closed = Atomic<Bool>(false)
+    /// The last failure of a write, until one succeeds (`health()`).
+    private let lastFailure = Mutex<String?>(nil)
+
+    /// Connects once (a clear error when the server is down or refuses us,
+    /// naming the URL without its password), applies the migrations under
+    /// the advisory lock, then starts the pool.
+    public static func open(
+        _ configuration: PostgresStoreConfiguration, logger: Logger = Logger(label: "herald.postgres")
+    ) async throws -> PostgresStore {
+        let location = configuration.redactedURL
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                configuration: try configuration.connectionConfiguration(), id: 0, logger: logger)
+        } catch {
+            throw StoreError.cannotOpen(path: location, detail: PostgresErrors.describe(error))
+        }
+        do {
+            try await PostgresSchema.migrate(connection, location: location, logger: logger)
+        } catch {
+            try? await connection.close()
+            if let store = error as? StoreError { throw store }
+            throw StoreError.cannotOpen(path: location, detail: "migrating the schema: \(PostgresErrors.describe(error))")
+        }
+        try? await connection.close()
+        return PostgresStore(configuration: configuration, clientConfiguration: try configuration.clientConfiguration(),
+                             logger: logger)
+    }
+
+    private init(configuration: PostgresStoreConfiguration, clientConfiguration: PostgresClient.Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+        self.client = client
+        self.runner = Task { await client.run() }
+    }
+
+    /// Closes the pool (its connections end); later calls throw `StoreError.closed`.
+    public func close() async {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        runner.cancel()
+        await runner.value
+    }
+
+    /// The schema version this build writes.
+    public static var schemaVersion: Int { PostgresSchema.version }
+
+    // MARK: Plumbing
+
+    /// Runs `body` in one transaction (BEGIN … COMMIT; ROLLBACK when it
+    /// throws). A deadlock or serialization failure (the server rolled the
+    /// transaction back) runs it again, at most three times in all.
+    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            let result = try await connection { connection in
+                try await connection.query("BEGIN", logger: self.logger)
+                do {
+                    let result = try await body(connection)
+                    try await connection.query("COMMIT", logger: self.logger)
+                    return result
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: self.logger)
+                    throw error
+                }
+            }
+            lastFailure.withLock { $0 = nil }
+            return result
+        } catch let error as StoreError {
+            if case .database = error { lastFailure.withLock { $0 = error.description } }
+            throw error
+        }
+    }
+
+    /// Runs `body` on a pooled connection, mapping the driver's errors to
+    /// `StoreError`; retries the whole of it after a deadlock or a
+    /// serialization failure.
+    func connection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        var attempt = 1
+        while true {
+            guard !closed.load(ordering: .acquiring) else { throw StoreError.closed }
+            do {
+                return try await client.withConnection { connection in try await body(connection) }
+            } catch let error as StoreError {
+                throw error
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                // The pool refuses a lease for a cancelled task: nothing ran.
+                if Task.isCancelled { throw CancellationError() }
+                if attempt < 3, let state = PostgresErrors.sqlState(error), state == "40P01" || state == "40001" {
+                    attempt += 1
+                    continue
+                }
+                // A pooled connection the server had closed (terminated,
+                // restarted) fails before anything is sent: safe to run again
+                // on a new one.
+                if attempt < 3, (error as? PSQLError)?.code == .clientClosedConnection {
+                    attempt += 1
+                    continue
+                }
+                if closed.load(ordering: .acquiring) { throw StoreError.closed }
+                throw StoreError.database(PostgresErrors.describe(error))
+            }
+        }
+    }
+
+    /// Every row of `query`, decoded by `decode`.
+    static func rows<T>(
+        _ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger,
+        _ decode: (PostgresRow) throws -> T
+    ) async throws -> [T] {
+        var result: [T] = []
+        for try await row in try await connection.query(query, logger: logger) {
+            result.append(try decode(row))
+        }
+        return result
+    }
+
+    /// The first row of `query`, if any.
+    static func first<T>(
+        _ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger,
+        _ decode: (PostgresRow) throws -> T
+    ) async throws -> T? {
+        try await rows(connection, query, logger: logger, decode).first
+    }
+
+    /// Runs `query` (a write ending in `RETURNING 1`) and returns how many
+    /// rows it returned: the rows it changed.
+    static func run(_ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger) async throws -> Int {
+        var count = 0
+        for try await _ in try await connection.query(query, logger: logger) { count += 1 }
+        return count
+    }
+
+    // MARK: Operators
+
+    /// Writable: connected to a primary (not a standby in recovery) whose
+    /// transactions are not read-only. Writes nothing.
+    public func probeWrite() async throws {
+        let writable = try await connection { connection in
+            try await Self.first(connection, """
+                SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'
+                """, logger: logger) { try $0.decode(Bool.self) }
+        }
+        guard writable == true else {
+            throw StoreError.readOnly(path: configuration.redactedURL, detail: "the server is read-only (a standby, or default_transaction_read_only)")
+        }
+    }
+
+    public func health() async -> StoreHealth {
+        let location = configuration.redactedURL
+        do {
+            _ = try await connection { connection in
+                try await Self.first(connection, "SELECT 1", logger: logger) { try $0.decode(Int32.self) }
+            }
+            let failure = lastFailure.withLock { $0 }
+            return StoreHealth(kind: "postgres", location: location, ok: failure == nil, lastError: failure)
+        } catch {
+            return StoreHealth(kind: "postgres", location: location, ok: false, lastError: String(describing: error))
+        }
+    }
+}

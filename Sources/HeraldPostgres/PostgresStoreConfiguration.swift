@@ -1,0 +1,181 @@
+/// Where a `PostgresStore` connects, parsed strictly from a libpq-style URL:
+///
+///     postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&host=/socket/dir]
+///
+/// (`postgresql://` too). `sslmode` is `disable` (the default), `require`
+/// (TLS, certificate not checked) or `verify-full` (TLS, certificate and
+/// host name checked against the system's trust store). A `host=` parameter
+/// starting with `/` names the directory of the server's unix socket
+/// (`DIR/.s.PGSQL.PORT`), as libpq reads it; the URL's host is then ignored.
+/// User, password and database may be percent-encoded.
+///
+/// `description` (and `redactedURL`) never show the password.
+public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConvertible {
+    public enum TLSMode: String, Sendable, Hashable, CaseIterable {
+        case disable
+        case require
+        case verifyFull = "verify-full"
+    }
+
+    public var host: String
+    public var port: Int
+    /// The server's unix socket file, when connecting through one.
+    public var unixSocketPath: String?
+    public var username: String
+    public var password: String?
+    public var database: String
+    public var tls: TLSMode
+    /// The schema the tables live in (`search_path`); nil: the server's
+    /// default (`public`). Tests give each case a fresh one.
+    public var schema: String?
+    /// Most connections the pool opens (each replica).
+    public var maximumConnections = 16
+    /// This replica's name, recorded as the `owner` of its claims.
+    public var replicaID: String
+    /// How long a claim is leased (`lease_until` = claim time + this).
+    public var leaseMilliseconds: Int64 = 30_000
+    /// Up to this many rows in `messages` (the planner's estimate), Status
+    /// counts finished states exactly; past it, it estimates them
+    /// (`PostgresStore.countsByState`).
+    public var exactCountRows = 200_000
+
+    /// Parses `url`; throws a message naming what is wrong (never the password).
+    public init(url: String, replicaID: String) throws(PostgresURLError) {
+        var rest: Substring
+        if url.hasPrefix("postgres://") {
+            rest = url.dropFirst("postgres://".count)
+        } else if url.hasPrefix("postgresql://") {
+            rest = url.dropFirst("postgresql://".count)
+        } else {
+            throw PostgresURLError("must start with postgres:// or postgresql://")
+        }
+        var query: Substring = ""
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        guard let slash = rest.firstIndex(of: "/") else {
+            throw PostgresURLError("names no database (postgres://USER@HOST:PORT/DATABASE)")
+        }
+        let authority = rest[..<slash]
+        let databaseText = rest[rest.index(after: slash)...]
+        guard let at = authority.lastIndex(of: "@") else {
+            throw PostgresURLError("names no user (postgres://USER@HOST:PORT/DATABASE)")
+        }
+        let userInfo = authority[..<at], hostPort = authority[authority.index(after: at)...]
+        if let colon = userInfo.firstIndex(of: ":") {
+            username = try Self.decode(userInfo[..<colon], "user")
+            password = try Self.decode(userInfo[userInfo.index(after: colon)...], "password")
+        } else {
+            username = try Self.decode(userInfo, "user")
+            password = nil
+        }
+        guard !username.isEmpty else { throw PostgresURLError("names no user") }
+        database = try Self.decode(databaseText, "database")
+        guard !database.isEmpty, !database.contains("/") else {
+            throw PostgresURLError("needs one database name after the host (…/DATABASE)")
+        }
+        (host, port) = try Self.hostPort(hostPort)
+        tls = .disable
+        self.replicaID = replicaID
+        var socketDirectory: String?
+        var seen: Set<String> = []
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = String(parts[0]), value = parts.count > 1 ? try Self.decode(parts[1], key) : ""
+            guard seen.insert(key).inserted else { throw PostgresURLError("gives \(key) twice") }
+            switch key {
+            case "sslmode":
+                guard let mode = TLSMode(rawValue: value) else {
+                    throw PostgresURLError("sslmode must be one of disable, require, verify-full (got \(value))")
+                }
+                tls = mode
+            case "host":
+                guard value.hasPrefix("/") else {
+                    throw PostgresURLError("the host= parameter must be a unix socket directory (an absolute path)")
+                }
+                socketDirectory = value
+            default:
+                throw PostgresURLError("unknown parameter \(key) (known: sslmode, host)")
+            }
+        }
+        if let socketDirectory {
+            if tls != .disable { throw PostgresURLError("sslmode must be disable with a unix socket (host=)") }
+            unixSocketPath = (socketDirectory.hasSuffix("/") ? socketDirectory : socketDirectory + "/") + ".s.PGSQL.\(port)"
+        }
+    }
+
+    /// The URL with the password replaced by `***` (for logs and errors).
+    public var redactedURL: String {
+        var url = "postgres://\(username)\(password == nil ? "" : ":***")@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)"
+        var parameters: [String] = []
+        if tls != .disable { parameters.append("sslmode=\(tls.rawValue)") }
+        if let unixSocketPath { parameters.append("host=\(unixSocketPath)") }
+        if !parameters.isEmpty { url += "?" + parameters.joined(separator: "&") }
+        return url
+    }
+
+    public var description: String { redactedURL }
+
+    // MARK: Parsing
+
+    private static func hostPort(_ text: Substring) throws(PostgresURLError) -> (String, Int) {
+        var host = text, portText: Substring?
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw PostgresURLError("has an unclosed [ in its host") }
+            host = text[text.index(after: text.startIndex)..<close]
+            let after = text[text.index(after: close)...]
+            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+                throw PostgresURLError("has text after its host's ]")
+            }
+        } else if let colon = text.lastIndex(of: ":") {
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        let port: Int
+        if let portText {
+            guard let value = Int(portText), (1...65_535).contains(value) else {
+                throw PostgresURLError("port must be 1…65535 (got \(portText))")
+            }
+            port = value
+        } else {
+            port = 5432
+        }
+        // libpq allows an empty host (the default socket); the URL's host is
+        // needed here unless host= names a socket directory.
+        return (host.isEmpty ? "localhost" : String(host), port)
+    }
+
+    /// Percent-decoding (%XX); any other character is taken as it is.
+    private static func decode(_ text: Substring, _ what: String) throws(PostgresURLError) -> String {
+        guard text.contains("%") else { return String(text) }
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                throw PostgresURLError("has a bad percent-escape in its \(what)")
+            }
+            bytes.append(high << 4 | low)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// A PostgreSQL URL that does not parse; the message never holds the password.
+public struct PostgresURLError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var reason: String
+
+    init(_ reason: String) { self.reason = reason }
+
+    public var description: String { "PostgreSQL URL \(reason)" }
+}

@@ -55,8 +55,8 @@ struct PKCS12Tests {
         let certificate = directory.appendingPathComponent("cert.pem")
         let key = directory.appendingPathComponent("key.pem")
         let bundle = directory.appendingPathComponent("identity.p12")
-        try identity.certificatePEM.write(to: certificate, atomically: true, encoding: .utf8)
-        try identity.keyPEM.write(to: key, atomically: true, encoding: .utf8)
+        try identity.certificatePEM.write(to: certificate, atomically: false, encoding: .utf8)
+        try identity.keyPEM.write(to: key, atomically: false, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = ["pkcs12", "-export", "-in", certificate.path, "-inkey", key.path,

@@ -41,7 +41,7 @@ extension FCMTestSuites {
             // PKCS#1 from the openssl command line.
             let directory = try makeTemporaryDirectory(prefix: "fcm-rs256")
             defer { removeTemporaryDirectory(directory) }
-            try pkcs8.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
+            try pkcs8.write(toFile: directory + "/key.pem", atomically: false, encoding: .utf8)
             let pkcs1 = try runOpenSSL(["pkey", "-in", directory + "/key.pem", "-traditional"])
             #expect(pkcs1.hasPrefix("-----BEGIN RSA PRIVATE KEY-----"))
             #expect(try RSAPrivateKey(pem: pkcs1).signRS256(data) == sharedRSAKey.signRS256(data))
@@ -52,7 +52,7 @@ extension FCMTestSuites {
             defer { removeTemporaryDirectory(directory) }
             let data = Array(#"{"alg":"RS256"}.{"iss":"a@b"}"#.utf8)
             let signature = try sharedRSAKey.signRS256(data)
-            try sharedRSAKey.publicKeyPEM.write(toFile: directory + "/pub.pem", atomically: true, encoding: .utf8)
+            try sharedRSAKey.publicKeyPEM.write(toFile: directory + "/pub.pem", atomically: false, encoding: .utf8)
             try Data(data).write(to: URL(fileURLWithPath: directory + "/data"))
             try Data(signature).write(to: URL(fileURLWithPath: directory + "/sig"))
             let output = try runOpenSSL(["dgst", "-sha256", "-verify", directory + "/pub.pem", "-signature", directory + "/sig", directory + "/data"])
@@ -101,7 +101,7 @@ extension FCMTestSuites {
             defer { removeTemporaryDirectory(directory) }
             let small = try runOpenSSL(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024"])
             #expect(throws: TLSError.self) { try RSAPrivateKey(pem: small) }
-            try sharedRSAKey.pkcs8PEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
+            try sharedRSAKey.pkcs8PEM.write(toFile: directory + "/key.pem", atomically: false, encoding: .utf8)
             let encrypted = try runOpenSSL(["pkey", "-in", directory + "/key.pem", "-aes256", "-passout", "pass:secret"])
             #expect(encrypted.contains("ENCRYPTED"))
             #expect(throws: TLSError.self) { try RSAPrivateKey(pem: encrypted) }

@@ -31,7 +31,7 @@ struct GoldenOutputTests {
     func golden() throws {
         let actual = GoldenTranscript.transcript()
         if let path = ProcessInfo.processInfo.environment["HERALD_GOLDEN_DUMP"] {
-            try actual.write(toFile: path, atomically: true, encoding: .utf8)
+            try actual.write(toFile: path, atomically: false, encoding: .utf8)
         }
         let expected = try String(contentsOfFile: Self.goldenPath, encoding: .utf8)
         if let difference = Self.firstDifference(expected: expected, actual: actual) {

@@ -61,14 +61,14 @@ struct ReloadTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let keyFile = directory.appendingPathComponent("AuthKey.p8")
-        try PrivateKey.generateP256().privateKeyPEM().write(to: keyFile, atomically: true, encoding: .utf8)
+        try PrivateKey.generateP256().privateKeyPEM().write(to: keyFile, atomically: false, encoding: .utf8)
         let first = try routes("team=T key-id=K endpoint=127.0.0.1:2197", keyFile: keyFile)
         let same = try routes("team=T key-id=K endpoint=127.0.0.1:2197", keyFile: keyFile, reusing: first)
         #expect(same[0].client === first[0].client)
         let moved = try routes("team=T key-id=K endpoint=127.0.0.1:2198", keyFile: keyFile, reusing: first)
         #expect(moved[0].client !== first[0].client)
         // The same path with a new key in it: a new client.
-        try PrivateKey.generateP256().privateKeyPEM().write(to: keyFile, atomically: true, encoding: .utf8)
+        try PrivateKey.generateP256().privateKeyPEM().write(to: keyFile, atomically: false, encoding: .utf8)
         let rotated = try routes("team=T key-id=K endpoint=127.0.0.1:2197", keyFile: keyFile, reusing: first)
         #expect(rotated[0].client !== first[0].client)
     }
@@ -78,7 +78,7 @@ struct ReloadTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let keyFile = directory.appendingPathComponent("AuthKey.p8")
-        try PrivateKey.generateP256().privateKeyPEM().write(to: keyFile, atomically: true, encoding: .utf8)
+        try PrivateKey.generateP256().privateKeyPEM().write(to: keyFile, atomically: false, encoding: .utf8)
         let old = try routes("team=T key-id=K endpoint=127.0.0.1:2197", keyFile: keyFile)
         let gateway = APNsGateway(routes: old)
         let oldClient = old[0].client

@@ -3,12 +3,6 @@ import HeraldPrimitives
 import HeraldService
 import HeraldStorage
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The load client behind `herald apns-sim --bench-connect HOST:PORT`: sends
 /// notifications through ``APNsClient`` with a fixed number in flight and
 /// prints the rate, CPU time and peak RSS of this process.
@@ -40,34 +34,11 @@ struct APNsBench {
         _ = try await client.send(request(tokens[0], payload))
 
         let workers = max(1, min(concurrency, count))
-        let started = ContinuousClock.now
-        let failures = try await withThrowingTaskGroup(of: Int.self) { group in
-            for worker in 0..<workers {
-                let share = count / workers + (worker < count % workers ? 1 : 0)
-                group.addTask {
-                    var failed = 0
-                    for index in 0..<share {
-                        let response = try await client.send(request(tokens[(worker + index) % tokens.count], payload))
-                        if response.status != 200 { failed += 1 }
-                    }
-                    return failed
-                }
-            }
-            var total = 0
-            for try await failed in group { total += failed }
-            return total
+        let (failures, elapsed) = try await BenchReport.drive(count: count, concurrency: workers) { index in
+            try await client.send(request(tokens[index % tokens.count], payload)).status == 200
         }
-        let elapsed = (ContinuousClock.now - started)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         await client.shutdown()
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-        let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-        print(cFormat(
-            "connections=%ld concurrency=%ld sent=%ld failed=%ld seconds=%.3f rate=%.0f/s client_cpu_user=%.2fs client_cpu_sys=%.2fs client_peak_rss=%.1fMiB",
-            connections, workers, count, failures, seconds, Double(count) / seconds, user, system,
-            Double(usage.ru_maxrss) / 1024))
+        BenchReport.print(connections: connections, concurrency: workers, sent: count, failed: failures, elapsed: elapsed)
     }
 
     private func request(_ token: String, _ payload: [UInt8]) -> APNsRequest {

@@ -22,6 +22,10 @@ struct FCMSimCommand: AsyncParsableCommand {
             fault, in the order given: quota[=SECONDS] (429), internal (500), unavailable[=SECONDS] \
             (503), bad-gateway (502 HTML), slow=MILLISECONDS, goaway, drop; invalid-grant applies \
             to token requests instead.
+
+            With --bench-connect it instead runs a load client against a simulator (as \
+            `apns-sim --bench-connect`): --bench-service-account is a service-account JSON key \
+            whose account the simulator knows, --bench-token-url the simulator's `token-url`.
             """
     )
 
@@ -36,8 +40,28 @@ struct FCMSimCommand: AsyncParsableCommand {
     @Option(name: .customLong("other-sender"), help: "Answer 403 SENDER_ID_MISMATCH for this token (repeatable).") var otherSender: [String] = []
     @Option(name: .customLong("ca-out"), help: "Write the certificate clients must trust to this file.") var caOut: String?
     @Flag(help: "Do not log accepted messages (one stderr line each by default).") var quiet = false
+    @Option(name: .customLong("max-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS (FCM advertises 100).") var maxStreams = 100
+
+    @Option(name: .customLong("bench-connect"), help: "Bench client: simulator HOST:PORT to load.") var benchConnect: String?
+    @Option(name: .customLong("bench-ca"), help: "Bench client: CA file to trust.") var benchCA: String?
+    @Option(name: .customLong("bench-service-account"), help: "Bench client: service-account JSON key file.") var benchServiceAccount: String?
+    @Option(name: .customLong("bench-token-url"), help: "Bench client: OAuth token URL (default: the key's token_uri).") var benchTokenURL: String?
+    @Option(name: .customLong("bench-count"), help: "Bench client: messages to send.") var benchCount = 100_000
+    @Option(name: .customLong("bench-connections"), help: "Bench client: pool connections.") var benchConnections = 1
+    @Option(name: .customLong("bench-concurrency"), help: "Bench client: requests in flight.") var benchConcurrency = 1000
 
     func run() async throws {
+        if let target = benchConnect {
+            guard benchCount > 0, benchConnections > 0, benchConcurrency > 0 else {
+                throw ValidationError("--bench-count, --bench-connections and --bench-concurrency must be positive")
+            }
+            try await FCMBench(
+                target: target, caFile: benchCA, serviceAccountFile: benchServiceAccount, tokenURL: benchTokenURL,
+                count: benchCount, connections: benchConnections, concurrency: benchConcurrency
+            ).run()
+            return
+        }
+        guard maxStreams > 0 else { throw ValidationError("--max-streams must be positive") }
         guard !account.isEmpty else { throw ValidationError("at least one --account is required") }
         guard tokenLifetimeSeconds > 0 else { throw ValidationError("--token-lifetime-seconds must be positive") }
         if let quotaPerMinute, quotaPerMinute <= 0 { throw ValidationError("--quota-per-minute must be positive") }
@@ -48,6 +72,7 @@ struct FCMSimCommand: AsyncParsableCommand {
         configuration.accessTokenLifetime = .seconds(tokenLifetimeSeconds)
         configuration.quotaPerMinute = quotaPerMinute
         configuration.recordTo = record
+        configuration.maxConcurrentStreams = maxStreams
         configuration.keepAccepted = false  // nobody can read them from outside the process
 
         let simulator = try FCMSimulator(configuration: configuration, logger: Logger(label: "herald.fcm-sim"))

@@ -111,7 +111,7 @@ for scenario in "1 1000" "4 1000" "4 4000"; do
     apns_cpu="$(echo "$(field client_cpu_user "$apns") + $(field client_cpu_sys "$apns")" | bc -l)"
     ratio="$(echo "$fcm_rate / $apns_rate" | bc -l)"
     rss="$(field client_peak_rss "$fcm")"
-    printf 'c%s-f%s: FCM/APNs rate %.2f (budget >= 0.80: %s); client CPU per message APNs %.1f us, FCM %.1f us; FCM client peak RSS %s MiB (budget <= 64: %s); load %s\n' \
+    printf 'c%s-f%s: FCM/APNs rate %.3f (budget >= 0.80: %s); client CPU per message APNs %.1f us, FCM %.1f us; FCM client peak RSS %s MiB (budget <= 64: %s); load %s\n' \
         "$connections" "$concurrency" "$ratio" "$( (( $(echo "$ratio >= 0.8" | bc -l) )) && echo met || echo MISSED)" \
         "$(echo "$apns_cpu * 1000000 / $COUNT" | bc -l)" "$(echo "$fcm_cpu * 1000000 / $COUNT" | bc -l)" \
         "$rss" "$( (( $(echo "$rss <= 64" | bc -l) )) && echo met || echo MISSED)" "$(cut -d' ' -f1-3 /proc/loadavg)"

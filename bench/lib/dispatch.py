@@ -1,7 +1,13 @@
 """Dispatch rate: K users with one device each, N messages all due at the same
 instant T0 (grace 0, traditional), then the rate at which they reach the
 bundled APNs simulator, from Status SENT counts over time (default) or from
-the simulator's record file (--record: a file write per delivery)."""
+the simulator's record file (--record: a file write per delivery).
+
+--mixed (issue 12): in one run, a server with iOS users only, then a fresh
+server with half the users Android (their own bundle, the bundled FCM
+simulator; --fcm-rate-per-minute raised so FCM's quota bucket does not set
+the pace), the same N; prints mixed/iOS-only of the first-progress→all rate
+against the 0.9 budget."""
 from __future__ import annotations
 
 import argparse
@@ -20,25 +26,52 @@ def main():
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--log-level", default="warning", help="server log level (info logs a line per delivery)")
     ap.add_argument("--perf", default="", help="perf record the server during dispatch into this file")
+    ap.add_argument("--mixed", action="store_true", help="iOS-only, then half iOS / half Android; print the ratio")
     a = ap.parse_args()
+    if not a.mixed:
+        measure(a, android=0)
+        return
+    if a.users < 2:
+        ap.error("--mixed needs --users of at least 2")
+    print(f"== iOS only: {a.users} iOS users (loadavg {loadavg()})")
+    ios = measure(a, android=0)
+    print(f"== mixed: {a.users - a.users // 2} iOS + {a.users // 2} Android users (loadavg {loadavg()})")
+    mixed = measure(a, android=a.users // 2)
+    ratio = mixed / ios if ios else float("nan")
+    print(f"mixed/iOS-only dispatch rate (first progress→all): {mixed:,.0f} / {ios:,.0f} msg/s = {ratio:.3f} "
+          f"(budget >= 0.90: {'met' if ratio >= 0.9 else 'MISSED'}); loadavg {loadavg()}")
 
+
+ANDROID_BUNDLE = "com.example.droid"
+
+
+def measure(a, android: int) -> float:
+    """One server, `a.users` users of which the last `android` are Android;
+    returns the first-progress→all dispatch rate."""
     tmp = bench_tmp("herald-bench-dispatch-")
     rec = os.path.join(tmp, "sim.jsonl")
     args = ["--grace-seconds", "0", "--log-level", a.log_level]
+    if android:
+        args += ["--fcm-rate-per-minute", "100000000"]
     if a.record:
         args += ["--sim-record", rec]
     h = Herald(os.path.join(tmp, "data"), *args)
     try:
         users = [f"dispatch-user-{i:04d}" for i in range(a.users)]
-        register_users(h, users)
+        ios_users, android_users = users[:len(users) - android], users[len(users) - android:]
+        register_users(h, ios_users)
+        if android_users:
+            register_users(h, android_users, platform="PLATFORM_ANDROID", bundle=ANDROID_BUNDLE)
         per = a.n // a.users
         n = per * a.users
         # Estimate the scheduling time, then put T0 a margin after it.
         t0 = time.time() + n / 4_000 + 5
         t_sched = time.monotonic()
         ok = 0
-        for u in users:
+        for u in ios_users:
             ok += schedule_bulk(h, tmp, u, per, after=t0)["succeeded"]
+        for u in android_users:
+            ok += schedule_bulk(h, tmp, u, per, after=t0, platform="PLATFORM_ANDROID", bundle=ANDROID_BUNDLE)["succeeded"]
         sched_s = time.monotonic() - t_sched
         if time.time() >= t0:
             print(f"WARNING: scheduling took {sched_s:.1f} s and ran past T0; rerun with a smaller -n")
@@ -92,6 +125,7 @@ def main():
               f"VmHWM {st.get('VmHWM')} VmRSS {st.get('VmRSS')}; counts {counts}; loadavg before {la0} after {la1}")
         trace = " ".join(f"{t - t0:+.1f}s:{v}" for t, v in samples[:: max(1, len(samples) // 25)])
         print(f"trace (time after T0: SENT): {trace}")
+        return final / max(1e-9, t_last - t_first)
     finally:
         code = h.stop()
         print(f"server exit {code}")

@@ -74,14 +74,14 @@ def rfc3339(ts: float) -> str:
 
 
 def schedule_request(user="user-0001", key="", after: float | None = None, within_hours=4,
-                     method="DELIVERY_METHOD_TRADITIONAL"):
+                     method="DELIVERY_METHOD_TRADITIONAL", platform="PLATFORM_IOS", bundle=BUNDLE):
     """A realistic iOS ScheduleRequest: two locales, sound, badge, user_info,
     thread id, category, HIGH priority, 1 h TTL. `after` is an absolute epoch
     time for deliver_after (None: now)."""
     s = stubs()
     t, p = s.t, s.p
     req = p.ScheduleRequest(
-        bundle_id=BUNDLE, platform=t.PLATFORM_IOS, user_id=user, campaign_id="daily-digest",
+        bundle_id=bundle, platform=getattr(t, platform), user_id=user, campaign_id="daily-digest",
         idempotency_key=key, delivery_method=getattr(t, method),
         deliver_within_hours=within_hours,
         content=t.Content(
@@ -248,13 +248,22 @@ def token_for(i: int) -> str:
     return f"{i:08x}" * 8
 
 
-def register_users(h: Herald, users: list[str], environment="APNS_ENVIRONMENT_SANDBOX"):
-    """One device per user (token_for(index)); futures, bounded by the list."""
+def fcm_token_for(i: int) -> str:
+    """A distinct FCM registration token per index (the shape of a real one, ~160 characters)."""
+    return f"bench{i:08x}:APA91b" + "K3a_9-Zq" * 18
+
+
+def register_users(h: Herald, users: list[str], environment="APNS_ENVIRONMENT_SANDBOX", platform="PLATFORM_IOS",
+                   bundle=BUNDLE):
+    """One device per user (token_for(index), fcm_token_for on Android); futures, bounded by the list."""
     s = stubs()
     stub = h.devices()
+    android = platform == "PLATFORM_ANDROID"
     futures = [stub.RegisterDevice.future(s.d.RegisterDeviceRequest(
-        bundle_id=BUNDLE, platform=s.t.PLATFORM_IOS, user_id=u, device_token=token_for(i), locale="en-US",
-        timezone="Europe/Zurich", environment=getattr(s.t, environment)), timeout=30) for i, u in enumerate(users)]
+        bundle_id=bundle, platform=getattr(s.t, platform), user_id=u,
+        device_token=fcm_token_for(i) if android else token_for(i), locale="en-US",
+        timezone="Europe/Zurich", **({} if android else {"environment": getattr(s.t, environment)})), timeout=30)
+        for i, u in enumerate(users)]
     for f in futures:
         f.result()
 

@@ -53,6 +53,11 @@ actor FCMAccessTokens {
         if current?.value == value { current = nil }
     }
 
+    /// Returns once the fetch in flight, if any, has finished.
+    func settled() async {
+        _ = await inFlight?.value
+    }
+
     func shutdown() {
         isShutdown = true
         refreshTimer?.cancel()

@@ -87,6 +87,13 @@ public final class FCMClient: Sendable {
             accessTokensMinted: tokens.minted.load(ordering: .relaxed))
     }
 
+    /// Returns once an access-token fetch in flight (a background refresh
+    /// included) has finished; at once when none is. For tests that move a
+    /// manual clock only after the refresh it started has landed.
+    package func accessTokenFetchSettled() async {
+        await tokens.settled()
+    }
+
     /// Closes every connection; queued and later sends fail with ``FCMError/shutdown``.
     public func shutdown() async {
         isShutdown.store(true, ordering: .relaxed)

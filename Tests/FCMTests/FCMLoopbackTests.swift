@@ -154,10 +154,7 @@ extension FCMTestSuites {
             await loopback.stop()
         }
 
-        // Hangs in about half the runs (the refresh fetch in flight when the
-        // clock passes its deadline; see the session note): held back until fixed.
-        @Test(.disabled("intermittent hang: background token refresh overtaken by the manual clock"))
-        func tokenRefreshIsDrivenByTheClock() async throws {
+        @Test func tokenRefreshIsDrivenByTheClock() async throws {
             let clock = ManualFCMClock(start: .now)
             let loopback = try await Loopback.start(clock: clock, tokenLifetime: .seconds(120))
             #expect(try await loopback.client.send(loopback.request()).isSuccess)
@@ -165,9 +162,13 @@ extension FCMTestSuites {
             // Half-life (60 s) passes: a refresh starts in the background; the current token is still used.
             clock.advance(by: .seconds(61))
             #expect(try await loopback.client.send(loopback.request()).isSuccess)
-            // Past the first token's lifetime (less the client's safety margin): the client uses the new
-            // one (waiting for the refresh if it is still in flight), never the expired one, which the
-            // simulator (its clock 15 s ahead) now refuses.
+            // The clock moves on only once that refresh has landed: a jump past the fetch's own
+            // deadline while it is in flight would fail that fetch (a retryable failure) and the next
+            // send would then wait out a backoff on a clock nobody moves.
+            await loopback.client.accessTokenFetchSettled()
+            #expect(await loopback.client.status().accessTokensMinted == 2)
+            // Past the first token's lifetime (less the client's safety margin): the client uses the
+            // new one, never the expired one, which the simulator (its clock 15 s ahead) now refuses.
             clock.advance(by: .seconds(50))
             loopback.simulatorAhead.seconds.withLock { $0 = 15 }
             let response = try await loopback.client.send(loopback.request())

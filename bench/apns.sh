@@ -28,10 +28,7 @@ source bench/lib/ab.sh
 ab_run apns_figures bench/apns.sh "$@"
 
 COUNT="${1:-200000}"
-if [[ -z "${HERALD_BIN:-}" ]]; then
-    swift build -c release --product herald >/dev/null
-    HERALD_BIN=.build/release/herald
-fi
+source bench/lib/release.sh
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 openssl ecparam -genkey -name prime256v1 -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$TMP/key.p8"

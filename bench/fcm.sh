@@ -34,10 +34,7 @@ ab_run fcm_figures bench/fcm.sh "$@"
 
 COUNT="${1:-100000}"
 SIM_MAX_STREAMS="${SIM_MAX_STREAMS:-1000}"
-if [[ -z "${HERALD_BIN:-}" ]]; then
-    swift build -c release --product herald >/dev/null
-    HERALD_BIN=.build/release/herald
-fi
+source bench/lib/release.sh
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 TICKS="$(getconf CLK_TCK)"

@@ -33,10 +33,7 @@ ab_run render_figures bench/render.sh "$@"
 BIG="${1:-200000}"
 SMALL="${2:-20000}"
 PYTHON="${PYTHON:-.venv/bin/python}"
-if [[ -z "${HERALD_BIN:-}" ]]; then
-    swift build -c release --product herald >/dev/null
-    HERALD_BIN=.build/release/herald
-fi
+source bench/lib/release.sh
 TMP="$(mktemp -d)"
 SERVER_PID=""
 cleanup() {

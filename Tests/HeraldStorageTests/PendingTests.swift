@@ -7,7 +7,10 @@ import Testing
 struct PendingTests {
     @Test(arguments: StoreKind.all) func iterates100kPendingInDueOrder(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
-            let total = 100_000
+            // PostgreSQL: 20,000 (still three pages of 8,192): importing 100,000 rows through a debug
+            // build of postgres-nio took 45 s, holding the one-case-at-a-time gate while every other
+            // PostgreSQL case ran out its time limit waiting behind it.
+            let total = kind == .postgres ? 20_000 : 100_000
             var expected = 0
             var batch: [StoredMessage] = []
             for i in 0..<total {
@@ -40,6 +43,7 @@ struct PendingTests {
             #expect(ids.count == expected)
             let counts = try await store.countsByState()
             #expect(counts[.sent] == total / 10)
+            #expect(seen > 2 * 8_192)
             #expect((counts[.scheduled] ?? 0) + (counts[.handedOff] ?? 0) == expected)
         }
     }

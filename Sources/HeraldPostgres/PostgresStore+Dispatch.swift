@@ -12,14 +12,6 @@ extension PostgresStore {
 
     public func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
-        apnsID: String?, lastError: String?, now: Int64
-    ) async throws -> Bool {
-        try await transition(id: id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: lastError,
-                             now: now, recording: [])
-    }
-
-    public func transition(
-        id: String, from: MessageState, to: MessageState, dueAt: Int64?,
         apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
     ) async throws -> Bool {
         // Before the write: a refused change records nothing, not even the outcomes.

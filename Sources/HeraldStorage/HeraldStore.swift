@@ -97,14 +97,9 @@ public protocol HeraldStore: Sendable {
     /// Throws `StoreError.illegalTransition` (writing nothing, outcomes
     /// included) when `MessageState.allowedTransitions` has no `from → to`,
     /// `from == to` too: every state write of the store is checked.
-    func transition(
-        id: String, from: MessageState, to: MessageState, dueAt: Int64?,
-        apnsID: String?, lastError: String?, now: Int64
-    ) async throws -> Bool
-
-    /// The same, recording the devices' results in the same transaction (one
-    /// write for a whole send); the outcomes are recorded even when the state
-    /// changed meanwhile.
+    /// `outcomes` (the devices' results) are recorded in the same
+    /// transaction (one write for a whole send), even when the state changed
+    /// meanwhile.
     func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
         apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
@@ -190,6 +185,15 @@ extension HeraldStore {
 }
 
 extension HeraldStore {
+    /// `transition(…recording:)` recording no outcomes.
+    public func transition(
+        id: String, from: MessageState, to: MessageState, dueAt: Int64?,
+        apnsID: String?, lastError: String?, now: Int64
+    ) async throws -> Bool {
+        try await transition(id: id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: lastError,
+                             now: now, recording: [])
+    }
+
     /// `schedule(_:deadline:)` with no deadline.
     public func schedule(_ message: StoredMessage) async throws -> ScheduleOutcome {
         try await schedule(message, deadline: nil)

@@ -1,4 +1,5 @@
 public import NIOCore
+import HeraldPrimitives
 
 /// Exponential backoff: `initial`, doubling, capped at `maximum`, each delay
 /// multiplied by a random factor in `jitter...1` (0: full jitter, 1: none).
@@ -23,12 +24,6 @@ public struct FCMBackoff: Sendable, Equatable {
 }
 
 extension Duration {
-    /// Seconds as a `Double`.
-    var timeInterval: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-
     static func seconds(interval: Double) -> Duration { .nanoseconds(Int64(max(interval, 0) * 1e9)) }
 }
 

@@ -3,16 +3,12 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import HeraldPrimitives
 
 /// The one result line of the bench clients (`apns-sim --bench-connect`,
 /// `fcm-sim --bench-connect`): the same fields in the same order, so
 /// bench/apns.sh and bench/fcm.sh parse both.
 enum BenchReport {
-    /// Seconds as a `Double`.
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
     /// Sends `count` messages from `concurrency` workers (each awaits its
     /// answer before the next send); `send(n)` sends message n (any order)
     /// and says whether it was accepted. Returns the failures and the time taken.
@@ -41,7 +37,7 @@ enum BenchReport {
     /// client_cpu_user=… client_cpu_sys=… client_peak_rss=…MiB` with this
     /// process's CPU time and peak RSS (getrusage).
     static func print(connections: Int, concurrency: Int, sent: Int, failed: Int, elapsed: Duration) {
-        let seconds = seconds(elapsed)
+        let seconds = elapsed.timeInterval
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6

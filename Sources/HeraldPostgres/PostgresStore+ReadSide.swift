@@ -81,15 +81,7 @@ extension PostgresStore {
     /// of it sees one snapshot (a message with its outcomes and marks).
     func snapshot<T: Sendable>(_ body: @escaping (PostgresConnection) async throws -> T) async throws -> T {
         try await connection { connection in
-            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: self.logger)
-            do {
-                let result = try await body(connection)
-                try await connection.query("COMMIT", logger: self.logger)
-                return result
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: self.logger)
-                throw error
-            }
+            try await Self.inTransaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: self.logger, body)
         }
     }
 

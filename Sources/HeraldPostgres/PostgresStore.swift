@@ -74,20 +74,29 @@ public final class PostgresStore: ServableStore {
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         do {
             let result = try await connection { connection in
-                try await connection.query("BEGIN", logger: self.logger)
-                do {
-                    let result = try await body(connection)
-                    try await connection.query("COMMIT", logger: self.logger)
-                    return result
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: self.logger)
-                    throw error
-                }
+                try await Self.inTransaction(connection, "BEGIN", logger: self.logger, body)
             }
             lastFailure.withLock { $0 = nil }
             return result
         } catch let error as StoreError {
             if case .database = error { lastFailure.withLock { $0 = error.description } }
+            throw error
+        }
+    }
+
+    /// Runs `begin`, then `body`, then COMMIT on `connection`; ROLLBACK when
+    /// `body` or the commit throws.
+    static func inTransaction<T>(
+        _ connection: PostgresConnection, _ begin: PostgresQuery, logger: Logger,
+        _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await connection.query(begin, logger: logger)
+        do {
+            let result = try await body(connection)
+            try await connection.query("COMMIT", logger: logger)
+            return result
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: logger)
             throw error
         }
     }

@@ -35,16 +35,44 @@ actor FCMAccessTokens {
         self.fetch = fetch
     }
 
-    /// A token good for now; waits for a fetch when there is none.
-    func token() async throws(FCMTokenFailure) -> String {
+    /// A token good for now; waits for a fetch when there is none, but not
+    /// past `deadline` (the caller's request's): nil when it came first.
+    /// The fetch itself goes on (bounded by its own timeout) for later callers.
+    func token(waitingUntil deadline: Timestamp? = nil) async throws(FCMTokenFailure) -> String? {
         let now = clock.now()
         if let current, now < current.expiresAt {
             if now >= current.refreshAt, quietUntil.map({ now >= $0 }) ?? true { _ = startFetch() }
             return current.value
         }
-        switch await startFetch().value {
+        let fetch = startFetch()
+        let result: Result<Token, FCMTokenFailure>?
+        if let deadline {
+            if now >= deadline { return nil }
+            result = await Self.wait(for: fetch, until: deadline, clock: clock, timerLoop: timerLoop)
+        } else {
+            result = await fetch.value
+        }
+        switch result {
         case .success(let token): return token.value
         case .failure(let failure): throw failure
+        case nil: return nil
+        }
+    }
+
+    /// The fetch's result, or nil once `clock` reads `deadline` (whichever comes first).
+    private static func wait(
+        for fetch: Task<Result<Token, FCMTokenFailure>, Never>, until deadline: Timestamp, clock: any FCMClock,
+        timerLoop: any EventLoop
+    ) async -> Result<Token, FCMTokenFailure>? {
+        let waiter = OneShot<Result<Token, FCMTokenFailure>?>()
+        return await withCheckedContinuation { continuation in
+            waiter.arm(continuation)
+            let timer = clock.scheduleTimer(at: deadline, on: timerLoop) { waiter.resume(returning: nil) }
+            Task {
+                let result = await fetch.value
+                timer.cancel()
+                waiter.resume(returning: result)
+            }
         }
     }
 
@@ -113,5 +141,18 @@ actor FCMAccessTokens {
         guard !isShutdown, let current else { return }
         let now = clock.now()
         if now >= current.refreshAt, quietUntil.map({ now >= $0 }) ?? true { _ = startFetch() }
+    }
+}
+
+/// A continuation resumed by whichever of several racers comes first; later ones are ignored.
+private final class OneShot<Value: Sendable>: Sendable {
+    private let continuation = Mutex<CheckedContinuation<Value, Never>?>(nil)
+
+    func arm(_ continuation: CheckedContinuation<Value, Never>) {
+        self.continuation.withLock { $0 = continuation }
+    }
+
+    func resume(returning value: Value) {
+        continuation.withLock { $0.take() }?.resume(returning: value)
     }
 }

@@ -25,9 +25,9 @@ extension FCMClient {
             if isShutdown.load(ordering: .relaxed) { throw FCMError.shutdown }
             if let deadline = request.deadline, clock.now() >= deadline { throw FCMError.deadlineExceeded }
             try await limiter.acquire(project: request.projectID, clock: clock, deadline: request.deadline)
-            let token: String
+            let fetched: String?
             do {
-                token = try await tokens.token()
+                fetched = try await tokens.token(waitingUntil: request.deadline)
             } catch {
                 if isShutdown.load(ordering: .relaxed) { throw FCMError.shutdown }
                 failures += 1
@@ -39,11 +39,12 @@ extension FCMClient {
                 }
                 throw FCMError.tokenEndpoint(error.description)
             }
+            guard let token = fetched else { throw FCMError.deadlineExceeded }  // no token before the deadline
             attempts += 1
             let http = FCMHTTPRequest(
                 path: path,
                 headers: [("authorization", "Bearer " + token), ("content-type", "application/json; charset=utf-8")],
-                body: request.body, deadline: request.deadline)
+                body: request.body, deadline: request.deadline, willHandOver: request.willHandOver)
             let answer: FCMHTTPAnswer
             do {
                 answer = try await pool.send(http)
@@ -76,6 +77,8 @@ extension FCMClient {
                     throw FCMError.shutdown
                 case .cancelled:
                     throw CancellationError()
+                case .handOverNotRecorded(let why):
+                    throw FCMError.handOverNotRecorded(why)
                 }
             }
             let retryAfter = answer.retryAfter.flatMap { FCMRetryAfter.parse($0, now: clock.now()) }

@@ -20,6 +20,9 @@ final class FCMConnectionSlot: FCMConnectionDelegate, @unchecked Sendable {
     private var waitingToReconnect = false
     private var reconnectTimer: FCMTimer?
     private var consecutiveFailures = 0
+    /// Requests whose hand-over is being recorded: they hold a stream of the
+    /// connection's capacity, so no more are marked than can be written.
+    private var recordingHandOver = 0
     private var isShutdown = false
     /// Requests queued plus in flight, read by the pool to pick the least-loaded slot.
     let load = Atomic<Int>(0)
@@ -68,12 +71,36 @@ final class FCMConnectionSlot: FCMConnectionDelegate, @unchecked Sendable {
     }
 
     /// Starts queued requests while the connection has room; opens one if needed.
+    ///
+    /// A request with ``FCMHTTPRequest/willHandOver`` is written only after
+    /// that returns (the caller records the hand-over durably first), so a
+    /// crash never leaves a message on the wire that the caller does not
+    /// know about, and nothing is marked that is not about to go out.
     private func pump() {
         if let connection {
-            while !pending.isEmpty && connection.freeStreams > 0 {
+            while !pending.isEmpty && connection.freeStreams - recordingHandOver > 0 {
                 let next = pending.removeFirst()
                 if next.completed { continue }
-                connection.start(next)
+                if let hook = next.request.willHandOver, !next.handOverRecorded {
+                    recordingHandOver += 1
+                    let loop = eventLoop
+                    hook { [self] error in
+                        loop.execute { [self] in
+                            recordingHandOver -= 1
+                            if isShutdown {
+                                next.fail(.shutdown)
+                            } else if let error {
+                                next.fail(.handOverNotRecorded("\(error)"))
+                            } else if !next.completed {
+                                next.handOverRecorded = true
+                                pending.prepend(next)  // first in line: it is marked, write it now
+                            }
+                            pump()
+                        }
+                    }
+                } else {
+                    connection.start(next)
+                }
             }
             return
         }

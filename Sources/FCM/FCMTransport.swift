@@ -9,6 +9,8 @@ struct FCMHTTPRequest: Sendable {
     var headers: [(name: String, value: String)]
     var body: [UInt8]
     var deadline: Timestamp?
+    /// ``FCMRequest/willHandOver``: the pool calls it once the request has a stream to go on.
+    var willHandOver: FCMHandOverHook?
 }
 
 /// What came back for one request. Bodies beyond ``maximumBody`` are cut (and marked).
@@ -36,6 +38,8 @@ enum FCMTransportError: Error, Sendable, Equatable, CustomStringConvertible {
     case shutdown
     /// The caller's task was cancelled (the stream, if any, was reset).
     case cancelled
+    /// ``FCMHTTPRequest/willHandOver`` reported an error: not sent.
+    case handOverNotRecorded(String)
 
     var description: String {
         switch self {
@@ -47,6 +51,7 @@ enum FCMTransportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .responseTimeout: "no response within the request timeout"
         case .shutdown: "shut down"
         case .cancelled: "cancelled"
+        case .handOverNotRecorded(let why): "hand-over not recorded, not sent: \(why)"
         }
     }
 }
@@ -57,6 +62,8 @@ final class FCMPendingRequest: @unchecked Sendable {
     let promise: EventLoopPromise<FCMHTTPAnswer>
     var deadlineTimer: FCMTimer?
     var completed = false
+    /// The caller's ``FCMHTTPRequest/willHandOver`` finished for this attempt: the request may be written.
+    var handOverRecorded = false
     weak var connection: FCMConnection?
     var streamID: Int32 = 0
 

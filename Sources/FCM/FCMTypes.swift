@@ -12,15 +12,29 @@ public struct FCMRequest: Sendable {
     public var deadline: Timestamp?
     /// No client-side retries (revokes); a 401 token refresh and a refused stream still go again.
     public var singleAttempt: Bool
+    /// Called just before the request's HEADERS are written to a connection
+    /// (every attempt, once the access token, the project's rate bucket and
+    /// a connection with room are ready): the caller makes the hand-over
+    /// durable, then calls `done` (from any thread); the bytes wait for it.
+    /// An error fails the request with ``FCMError/handOverNotRecorded(_:)``,
+    /// unsent. As APNs' `APNsRequest.willHandOver`.
+    public var willHandOver: FCMHandOverHook?
 
-    public init(projectID: String, deviceToken: String, body: [UInt8], deadline: Timestamp? = nil, singleAttempt: Bool = false) {
+    public init(
+        projectID: String, deviceToken: String, body: [UInt8], deadline: Timestamp? = nil, singleAttempt: Bool = false,
+        willHandOver: FCMHandOverHook? = nil
+    ) {
         self.projectID = projectID
         self.deviceToken = deviceToken
         self.body = body
         self.deadline = deadline
         self.singleAttempt = singleAttempt
+        self.willHandOver = willHandOver
     }
 }
+
+/// See ``FCMRequest/willHandOver``: record, then call `done` (nil: recorded).
+public typealias FCMHandOverHook = @Sendable (_ done: @escaping @Sendable ((any Error)?) -> Void) -> Void
 
 /// FCM's `errorCode` (the `FcmError` detail), plus `UNAUTHENTICATED` for a
 /// 401 still refused after the one token refresh.
@@ -76,6 +90,8 @@ public enum FCMError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidServiceAccount(String)
     /// No access token: says why (invalid_grant, unreachable, bad answer).
     case tokenEndpoint(String)
+    /// The caller could not record the hand-over; the request was not sent.
+    case handOverNotRecorded(String)
     /// The client was shut down.
     case shutdown
 
@@ -85,6 +101,7 @@ public enum FCMError: Error, Sendable, Equatable, CustomStringConvertible {
         case .connectionFailed(let why): "FCM connection failed: \(why)"
         case .invalidServiceAccount(let why): "invalid service account: \(why)"
         case .tokenEndpoint(let why): "OAuth token endpoint: \(why)"
+        case .handOverNotRecorded(let why): "hand-over not recorded, not sent: \(why)"
         case .shutdown: "FCM client shut down"
         }
     }

@@ -141,6 +141,37 @@ extension FCMTestSuites {
             await tokens.shutdown()
         }
 
+        @Test func aWaitEndsAtTheCallersDeadlineWhileTheFetchGoesOn() async throws {
+            let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
+            let (tokens, source) = make(lifetime: 3600, clock: clock)
+            source.closeGate()
+            let waiting = Task { try await tokens.token(waitingUntil: Timestamp(seconds: 1_005)) }
+            await clock.waitForTimers(1)  // the caller's deadline
+            clock.advance(by: .seconds(5))
+            #expect(try await waiting.value == nil)
+            #expect(source.calls == 0)  // the fetch is still held
+            // A later caller without a deadline gets that same fetch's token.
+            let later = Task { try await tokens.token() }
+            source.openGate()
+            #expect(try await later.value == "t1")
+            #expect(source.calls == 1)
+            await tokens.shutdown()
+        }
+
+        @Test func aFetchBeforeTheDeadlineCancelsItsTimer() async throws {
+            let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
+            let (tokens, source) = make(lifetime: 3600, clock: clock)
+            source.closeGate()
+            let waiting = Task { try await tokens.token(waitingUntil: Timestamp(seconds: 1_005)) }
+            await clock.waitForTimers(1)
+            source.openGate()
+            #expect(try await waiting.value == "t1")
+            await clock.waitForTimers(1)  // the refresh timer, armed once t1 is stored
+            #expect(clock.pendingTimers == 1)  // the deadline's timer is gone
+            #expect(try await tokens.token(waitingUntil: Timestamp(seconds: 999)) == "t1")  // cached: no wait at all
+            await tokens.shutdown()
+        }
+
         @Test func invalidateDropsOnlyTheRefusedToken() async throws {
             let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
             let (tokens, source) = make(lifetime: 3600, clock: clock)

@@ -2,8 +2,9 @@ public import FCM
 public import HeraldService
 import Synchronization
 
-/// An FCM client in memory for the dispatcher's tests: records every
-/// request and answers as told (200 with a message name by default), or
+/// An FCM client in memory for the dispatcher's tests: records the hand-over
+/// first (``FCMRequest/willHandOver``), as the real client does just before
+/// writing, then records every request and answers as told (200 with a message name by default), or
 /// throws the error set for a token.
 public final class FakeFCMSender: FCMSending {
     /// One request the fake accepted for sending.
@@ -56,6 +57,12 @@ public final class FakeFCMSender: FCMSending {
     }
 
     public func send(_ request: FCMRequest) async throws -> FCMResponse {
+        if let hook = request.willHandOver {
+            let failure: (any Error)? = await withCheckedContinuation { continuation in
+                hook { continuation.resume(returning: $0) }
+            }
+            if let failure { throw FCMError.handOverNotRecorded("\(failure)") }
+        }
         let sent = Sent(projectID: request.projectID, deviceToken: request.deviceToken, body: request.body,
                         singleAttempt: request.singleAttempt)
         let (answer, error) = state.withLock { state in

@@ -62,22 +62,18 @@ extension Dispatcher {
             willHandOver: handOvers.hook(messageID: stored.id, deviceToken: device.deviceToken, push: pushStart))
     }
 
-    /// Sends one FCM message body. With `willHandOver`, the device's
-    /// hand-over mark is recorded first (SPEC §4: a crash after it leaves
-    /// the device UNCONFIRMED, never resent); when it cannot be, nothing is
-    /// sent.
+    /// Sends one FCM message body. With `willHandOver`, the client calls it
+    /// when the request is about to leave on a stream (token, rate bucket
+    /// and connection ready), and the device's hand-over mark is recorded
+    /// then (SPEC §4: a crash after it leaves the device UNCONFIRMED, never
+    /// resent); when it cannot be, nothing is sent.
     func sendFCM(
         _ body: [UInt8], to device: Device, with sender: any FCMSending, projectID: String, deadline: Timestamp,
-        singleAttempt: Bool = false, willHandOver: APNsHandOverHook? = nil
+        singleAttempt: Bool = false, willHandOver: FCMHandOverHook? = nil
     ) async -> DeviceResult {
-        if let willHandOver {
-            let failure: (any Error)? = await withCheckedContinuation { continuation in
-                willHandOver { continuation.resume(returning: $0) }
-            }
-            if let failure { return .failed("hand-over not recorded, not sent: \(failure)") }
-        }
         let request = FCMRequest(
-            projectID: projectID, deviceToken: device.deviceToken, body: body, deadline: deadline, singleAttempt: singleAttempt)
+            projectID: projectID, deviceToken: device.deviceToken, body: body, deadline: deadline, singleAttempt: singleAttempt,
+            willHandOver: willHandOver)
         let sentAt = clock.now()
         do {
             let response = try await gateway.send(request, with: sender)

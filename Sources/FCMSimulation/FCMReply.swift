@@ -13,10 +13,21 @@ struct FCMReply: Equatable, Error {
             && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
     }
 
+    static let jsonContentType: [(name: String, value: String)] = [("content-type", "application/json; charset=UTF-8")]
+
     static func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> FCMReply {
         var writer = JSONWriter()
         writer.writeLenient(value)
-        return FCMReply(status: status, headers: [("content-type", "application/json; charset=UTF-8")] + headers, body: writer.bytes)
+        return FCMReply(status: status, headers: jsonContentType + headers, body: writer.finish())
+    }
+
+    /// `200 {"name":"…"}`, written straight into bytes (the hot path: no JSON tree, shared headers).
+    static func accepted(name: String) -> FCMReply {
+        var writer = JSONWriter(capacity: name.utf8.count + 16)
+        writer.writeRaw(#"{"name":"#)
+        writer.writeString(name)
+        writer.writeByte(UInt8(ascii: "}"))
+        return FCMReply(status: 200, headers: jsonContentType, body: writer.finish())
     }
 
     /// Google's error shape (`google.rpc.Status`), with an `FcmError` detail
@@ -66,6 +77,9 @@ struct FCMReply: Equatable, Error {
     static func unavailable(retryAfter: Int?) -> FCMReply {
         googleError(503, status: "UNAVAILABLE", message: "The service is currently unavailable.", errorCode: "UNAVAILABLE", retryAfter: retryAfter)
     }
+
+    static let thirdPartyAuthError = googleError(
+        401, status: "UNAUTHENTICATED", message: "Auth error from APNS or Web Push Service", errorCode: "THIRD_PARTY_AUTH_ERROR")
 
     static let badGatewayHTML = FCMReply(
         status: 502, headers: [("content-type", "text/html; charset=UTF-8")],

@@ -36,6 +36,7 @@ final class FCMSimulatorState: Sendable {
     private let buckets = Mutex<[String: QuotaBucket]>([:])
     private let records = Mutex(Records())
     private let connectionIDs = Atomic<Int>(0)
+    private let messageSerial = Atomic<Int>(0)
     private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
 
     init(configuration: FCMSimulatorConfiguration, verifiers: [AccountVerifier], recordFile: RecordFile?) {
@@ -54,6 +55,13 @@ final class FCMSimulatorState: Sendable {
     }
 
     func nextConnectionID() -> Int { connectionIDs.add(1, ordering: .relaxed).newValue }
+
+    /// The unique tail of an accepted message's name (16 hex digits, as FCM's look), no random bytes needed.
+    func nextMessageSuffix() -> String {
+        let serial = UInt64(bitPattern: Int64(messageSerial.add(1, ordering: .relaxed).newValue)) &* 0x9E37_79B9_7F4A_7C15
+        let hex = String(serial, radix: 16)
+        return String(repeating: "0", count: 16 - hex.utf8.count) + hex
+    }
     func connectionsAccepted() -> Int { connectionIDs.load(ordering: .relaxed) }
 
     func track(_ channel: any Channel) {

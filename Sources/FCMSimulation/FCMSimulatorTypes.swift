@@ -79,6 +79,9 @@ public enum FCMFault: Sendable, Equatable {
     case unavailable(retryAfterSeconds: Int?)
     /// 502 with an HTML page (a Google front end's answer, not JSON).
     case badGatewayHTML
+    /// 401 UNAUTHENTICATED / THIRD_PARTY_AUTH_ERROR: the project's APNs
+    /// certificate or web-push credentials (in Firebase) were refused. Final.
+    case thirdPartyAuthError
     /// The request is answered normally, this much later.
     case slow(Duration)
     /// The request is refused unprocessed (RST_STREAM REFUSED_STREAM) and a

@@ -36,6 +36,11 @@ enum MessageValidator {
         "data", "notification", "fcm_options", "fcmOptions", "direct_boot_ok", "directBootOk",
     ]
     static let reservedDataKeys: Set<String> = ["from", "message_type", "collapse_key"]
+    static let targetFields = ["token", "topic", "condition"]
+    static let androidStringFields = ["collapse_key", "collapseKey", "restricted_package_name", "restrictedPackageName"]
+    static let androidObjectFields = ["notification", "fcm_options", "fcmOptions"]
+    static let androidBoolFields = ["direct_boot_ok", "directBootOk"]
+    static let messageObjectFields = ["apns", "webpush", "fcm_options", "fcmOptions"]
 
     typealias Failure = FCMReply
 
@@ -66,13 +71,10 @@ enum MessageValidator {
         case .failure(let failure): return .failure(failure)
         case .success(let found): target = found
         }
-        var rest = message
-        for key in ["token", "topic", "condition"] { rest.removeValue(forKey: key) }
-        var writer = JSONWriter()
-        writer.writeLenient(.object(rest))
-        if writer.count > maxPayload {
+        let size = compactSize(message, excluding: targetFields)
+        if size > maxPayload {
             return .failure(.invalidArgument(
-                "Invalid value at 'message': Message is too big (\(writer.count) bytes; at most \(maxPayload))."))
+                "Invalid value at 'message': Message is too big (\(size) bytes; at most \(maxPayload))."))
         }
         // As received; a key spelled with escapes (`"messag\u0065"`) is not found raw: then compact.
         let received = JSONSpan.member("message", in: body).map { Array(body[$0]) } ?? {
@@ -83,13 +85,29 @@ enum MessageValidator {
         return .success(Valid(target: target, message: messageValue, messageBytes: received, validateOnly: validateOnly))
     }
 
+    /// Compact JSON bytes of `object` without the members `excluded` (the
+    /// payload size FCM limits): written, not measured by hand, so the count
+    /// is exactly what a compact writer produces; member order does not change it.
+    static func compactSize(_ object: [String: JSONValue], excluding excluded: [String]) -> Int {
+        var writer = JSONWriter()
+        writer.writeByte(UInt8(ascii: "{"))
+        var first = true
+        for (key, value) in object where !excluded.contains(key) {
+            writer.writeKey(key, first: first)
+            first = false
+            writer.writeLenient(value)
+        }
+        writer.writeByte(UInt8(ascii: "}"))
+        return writer.count
+    }
+
     /// Fields, target, data, notification and android of one `message`.
     static func checkMessage(_ message: [String: JSONValue]) -> Result<Target, FCMReply> {
         for key in message.keys where !messageFields.contains(key) {
             return .failure(unknown(key, at: "message"))
         }
         var targets: [Target] = []
-        for field in ["token", "topic", "condition"] {
+        for field in targetFields {
             guard let value = message[field] else { continue }
             guard let text = value.stringValue else {
                 return .failure(invalidValue("message.\(field)", "TYPE_STRING", value))
@@ -120,7 +138,7 @@ enum MessageValidator {
         if let data = message["data"], let failure = checkData(data, path: "message.data") { return .failure(failure) }
         if let notification = message["notification"], let failure = checkNotification(notification) { return .failure(failure) }
         if let android = message["android"], let failure = checkAndroid(android) { return .failure(failure) }
-        for field in ["apns", "webpush", "fcm_options", "fcmOptions"] {
+        for field in messageObjectFields {
             if let value = message[field], value.objectValue == nil {
                 return .failure(invalidValue("message.\(field)", "TYPE_MESSAGE", value))
             }
@@ -132,6 +150,8 @@ enum MessageValidator {
     /// A map of strings with no reserved keys.
     static func checkData(_ value: JSONValue, path: String) -> FCMReply? {
         guard let data = value.objectValue else { return invalidValue(path, "TYPE_MESSAGE", value) }
+        // All good (the usual case): no sorting. Otherwise the first offender in key order.
+        if data.allSatisfy({ $0.value.stringValue != nil && !isReservedDataKey($0.key) }) { return nil }
         for (key, entry) in data.sorted(by: { $0.key < $1.key }) {
             guard entry.stringValue != nil else { return invalidValue("\(path)[\(key)].value", "TYPE_STRING", entry) }
             if isReservedDataKey(key) {
@@ -147,6 +167,7 @@ enum MessageValidator {
 
     static func checkNotification(_ value: JSONValue) -> FCMReply? {
         guard let notification = value.objectValue else { return invalidValue("message.notification", "TYPE_MESSAGE", value) }
+        if notification.allSatisfy({ notificationFields.contains($0.key) && $0.value.stringValue != nil }) { return nil }
         for (key, entry) in notification.sorted(by: { $0.key < $1.key }) {
             guard notificationFields.contains(key) else { return unknown(key, at: "message.notification") }
             guard entry.stringValue != nil else { return invalidValue("message.notification.\(key)", "TYPE_STRING", entry) }
@@ -156,10 +177,12 @@ enum MessageValidator {
 
     static func checkAndroid(_ value: JSONValue) -> FCMReply? {
         guard let android = value.objectValue else { return invalidValue("message.android", "TYPE_MESSAGE", value) }
-        for key in android.keys.sorted() where !androidFields.contains(key) {
-            return unknown(key, at: "message.android")
+        if !android.keys.allSatisfy(androidFields.contains) {
+            for key in android.keys.sorted() where !androidFields.contains(key) {
+                return unknown(key, at: "message.android")
+            }
         }
-        for key in ["collapse_key", "collapseKey", "restricted_package_name", "restrictedPackageName"] {
+        for key in androidStringFields {
             if let entry = android[key], entry.stringValue == nil {
                 return invalidValue("message.android.\(key)", "TYPE_STRING", entry)
             }
@@ -178,12 +201,12 @@ enum MessageValidator {
             }
         }
         if let data = android["data"], let failure = checkData(data, path: "message.android.data") { return failure }
-        for key in ["notification", "fcm_options", "fcmOptions"] {
+        for key in androidObjectFields {
             if let entry = android[key], entry.objectValue == nil {
                 return invalidValue("message.android.\(key)", "TYPE_MESSAGE", entry)
             }
         }
-        for key in ["direct_boot_ok", "directBootOk"] {
+        for key in androidBoolFields {
             if let entry = android[key], entry.boolValue == nil { return invalidValue("message.android.\(key)", "TYPE_BOOL", entry) }
         }
         return nil

@@ -31,7 +31,7 @@ enum RequestRouter {
         if request.headersTooLarge {
             return .reply(FCMReply(status: 431, headers: [("content-type", "text/plain")], body: Array("header list too large\n".utf8)), delay: .zero)
         }
-        let path = request.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let path = request.path.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(request.path[..<$0]) } ?? request.path
         if path == FCMSimulator.tokenPath {
             guard request.method == "POST" else { return .reply(.methodNotAllowed(), delay: .zero) }
             return .reply(TokenEndpoint.answer(body: request.body, bodyTooLarge: request.bodyTooLarge, state: state), delay: .zero)
@@ -46,6 +46,7 @@ enum RequestRouter {
             case .internalError: return .reply(.internalError, delay: .zero)
             case .unavailable(let seconds): return .reply(.unavailable(retryAfter: seconds), delay: .zero)
             case .badGatewayHTML: return .reply(.badGatewayHTML, delay: .zero)
+            case .thirdPartyAuthError: return .reply(.thirdPartyAuthError, delay: .zero)
             case .goaway: return .refuseWithGoaway
             case .dropConnection: return .drop
             case .slow(let duration): delay = duration
@@ -67,7 +68,7 @@ enum RequestRouter {
         guard let authorization = request.authorization else {
             return .unauthenticated("Request is missing required authentication credential. Expected OAuth 2 access token.")
         }
-        guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+        guard authorization.utf8.count > 7, isBearer(authorization) else {
             return .unauthenticated("Request had invalid authentication credentials. Expected OAuth 2 access token.")
         }
         guard let grant = state.grant(for: String(authorization.dropFirst(7))) else {
@@ -100,13 +101,23 @@ enum RequestRouter {
         case .condition(let expression): condition = expression
         }
         if valid.validateOnly {
-            return .json(200, .object(["name": .string("projects/\(project)/messages/fake_message_id")]))
+            return .accepted(name: "projects/\(project)/messages/fake_message_id")
         }
-        let name = "projects/\(project)/messages/0:\(Timestamp.nowMilliseconds())%\(UUIDv4.make().prefix(8))"
+        let name = "projects/\(project)/messages/0:\(Timestamp.nowMilliseconds())%\(state.nextMessageSuffix())"
         let accepted = FCMAcceptedMessage(
             projectID: project, token: token, message: valid.messageBytes, name: name, topic: topic, condition: condition)
         state.record(accepted, message: valid.message)
-        return .json(200, .object(["name": .string(name)]))
+        return .accepted(name: name)
+    }
+
+    /// `Bearer ` in any case, without allocating.
+    static func isBearer(_ authorization: String) -> Bool {
+        var matched = 0
+        for (byte, wanted) in zip(authorization.utf8, "bearer ".utf8) {
+            guard (wanted == 0x20 ? byte : byte | 0x20) == wanted else { return false }
+            matched += 1
+        }
+        return matched == 7
     }
 }
 

@@ -20,8 +20,9 @@ struct FCMSimCommand: AsyncParsableCommand {
 
             --fault KIND[:COUNT] answers the next COUNT (default 1) messages:send requests with a \
             fault, in the order given: quota[=SECONDS] (429), internal (500), unavailable[=SECONDS] \
-            (503), bad-gateway (502 HTML), slow=MILLISECONDS, goaway, drop; invalid-grant applies \
-            to token requests instead.
+            (503), bad-gateway (502 HTML), third-party-auth (401 THIRD_PARTY_AUTH_ERROR), \
+            slow=MILLISECONDS, goaway, drop; invalid-grant applies to token requests instead. \
+            Faults are set at start only (as for apns-sim).
 
             With --bench-connect it instead runs a load client against a simulator (as \
             `apns-sim --bench-connect`): --bench-service-account is a service-account JSON key \
@@ -150,6 +151,7 @@ struct FCMSimCommand: AsyncParsableCommand {
         case "internal": fault = .internalError
         case "unavailable": fault = .unavailable(retryAfterSeconds: argument)
         case "bad-gateway": fault = .badGatewayHTML
+        case "third-party-auth": fault = .thirdPartyAuthError
         case "slow":
             guard let argument else { throw ValidationError("--fault slow=MILLISECONDS needs the delay") }
             fault = .slow(.milliseconds(argument))

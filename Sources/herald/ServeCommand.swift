@@ -77,7 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("fcm-sim-other-sender"), help: "Bundled FCM simulator: answer 403 SENDER_ID_MISMATCH for TOKEN (repeatable).")
     var fcmSimulatorOtherSender: [String] = Settings.list("fcm-sim-other-sender")
 
-    @Option(name: .customLong("fcm-sim-fault"), help: "Bundled FCM simulator: answer the next requests with a fault, KIND[=SECONDS|MS][:COUNT] as for `herald fcm-sim --fault` (quota, internal, unavailable, bad-gateway, slow, goaway, drop, invalid-grant; repeatable, in order).")
+    @Option(name: .customLong("fcm-sim-fault"), help: "Bundled FCM simulator: answer the next requests with a fault, KIND[=SECONDS|MS][:COUNT] as for `herald fcm-sim --fault` (quota, internal, unavailable, bad-gateway, third-party-auth, slow, goaway, drop, invalid-grant; repeatable, in order).")
     var fcmSimulatorFaults: [String] = Settings.list("fcm-sim-fault")
 
     @Option(name: .customLong("sim-unregistered"), help: "Bundled simulator: answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable).")

@@ -5,7 +5,7 @@ import Testing
 
 @Suite("FCM simulator: faults on command", .timeLimit(.minutes(1)))
 struct FaultTests {
-    @Test("Injected 429, 500, 503 and 502 answer the next sends in order, then sends succeed")
+    @Test("Injected 429, 500, 503, 502 and 401 THIRD_PARTY_AUTH_ERROR answer the next sends in order, then sends succeed")
     func statusFaults() async throws {
         let harness = try await Harness.start()
         let token = try await harness.accessToken()
@@ -14,7 +14,8 @@ struct FaultTests {
         harness.simulator.inject(.unavailable(retryAfterSeconds: 3))
         harness.simulator.inject(.unavailable(retryAfterSeconds: nil))
         harness.simulator.inject(.badGatewayHTML)
-        #expect(harness.simulator.pendingFaults == 6)
+        harness.simulator.inject(.thirdPartyAuthError)
+        #expect(harness.simulator.pendingFaults == 7)
 
         let quota = try await harness.send(message(), token: token)
         #expect(quota.status == 429)
@@ -39,6 +40,10 @@ struct FaultTests {
         #expect(html.header("content-type")?.hasPrefix("text/html") == true)
         #expect(html.text.contains("<html"))
         #expect(json(html) == nil)
+        let thirdParty = try await harness.send(message(), token: token)
+        #expect(thirdParty.status == 401)
+        #expect(googleError(thirdParty).status == "UNAUTHENTICATED")
+        #expect(googleError(thirdParty).errorCode == "THIRD_PARTY_AUTH_ERROR")
 
         #expect(harness.simulator.acceptedCount == 0)
         #expect(try await harness.send(message(), token: token).status == 200)

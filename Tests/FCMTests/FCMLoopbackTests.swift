@@ -245,6 +245,21 @@ extension FCMTestSuites {
             await loopback.stop()
         }
 
+        @Test func thirdPartyAuthErrorIsFinal() async throws {
+            let loopback = try await Loopback.start()
+            loopback.simulator.inject(.thirdPartyAuthError)
+            let response = try await loopback.client.send(loopback.request())
+            #expect(response.status == 401)
+            #expect(response.errorCode == .thirdPartyAuthError)
+            #expect(response.errorMessage?.contains("APNS or Web Push") == true, "\(response.errorMessage ?? "")")
+            #expect(response.attempts == 1)
+            // Not the access token's fault: no refresh.
+            #expect(await loopback.client.status().accessTokensMinted == 1)
+            #expect(loopback.simulator.acceptedCount == 0)
+            #expect(try await loopback.client.send(loopback.request()).isSuccess)
+            await loopback.stop()
+        }
+
         @Test func singleAttemptDoesNotRetry() async throws {
             let clock = ManualFCMClock(start: .now, autoAdvance: true)
             let loopback = try await Loopback.start(clock: clock)

@@ -365,6 +365,28 @@ def test_refused_credentials_are_operator_visible(run):
     assert record.lines() == []
 
 
+def test_third_party_auth_error_fails_and_is_operator_visible(run):
+    """FCM refuses the project's APNs/web-push credentials (401
+    THIRD_PARTY_AUTH_ERROR): final, no retry, the message FAILED with the
+    code, and Status counts it as an auth failure of the pool."""
+    client, record, _ = run("--fcm-sim-fault", "third-party-auth:1")
+    u = user()
+    client.register(u, EN)
+    client.schedule(u, "k-3p")
+    message = client.wait_state("k-3p", "MESSAGE_STATE_FAILED")
+    (outcome,) = message.devices
+    assert outcome.http_status == 401 and "THIRD_PARTY_AUTH_ERROR" in outcome.reason, outcome
+    assert outcome.attempts == 1, outcome
+    assert "THIRD_PARTY_AUTH_ERROR" in message.message.last_error, message.message
+    deadline = time.monotonic() + 10
+    while not (pools := list(client.push.Status(client.p.StatusRequest(), timeout=10).fcm_pools))[0].auth_failures:
+        assert time.monotonic() < deadline, pools
+        time.sleep(0.05)
+    assert [r.reason for r in pools[0].auth_failure_reasons] == ["THIRD_PARTY_AUTH_ERROR"]
+    assert "THIRD_PARTY_AUTH_ERROR" in pools[0].last_error
+    assert record.lines() == []
+
+
 @pytest.mark.parametrize("source, expected", [
     ("file", "herald.conf:2: fcm-route"),
     ("env-rate", "HERALD_FCM_RATE_PER_MINUTE: must be an integer"),

@@ -356,7 +356,8 @@ def test_garbage_does_not_crash(sim, access_token):
 
 def test_faults_given_at_start_apply_in_order(key, tmp_path):
     sim = Simulator(tmp_path, key, "--fault", "invalid-grant", "--fault", "quota=9", "--fault", "internal:2",
-                    "--fault", "unavailable=4", "--fault", "bad-gateway", "--fault", "slow=200",
+                    "--fault", "unavailable=4", "--fault", "bad-gateway", "--fault", "third-party-auth",
+                    "--fault", "slow=200",
                     "--fault", "goaway", "--fault", "drop")
     try:
         client = H2Client(sim)
@@ -380,6 +381,9 @@ def test_faults_given_at_start_apply_in_order(key, tmp_path):
         assert status == 502
         assert headers["content-type"].startswith("text/html")
         assert b"<html" in answer
+        status, _, answer = client.send(token, message())
+        assert status == 401
+        assert google_error(answer)[1:4:2] == ("UNAUTHENTICATED", "THIRD_PARTY_AUTH_ERROR")
         started = time.monotonic()
         assert client.send(token, message())[0] == 200
         assert time.monotonic() - started >= 0.2

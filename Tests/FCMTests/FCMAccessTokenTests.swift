@@ -141,12 +141,18 @@ extension FCMTestSuites {
             await tokens.shutdown()
         }
 
-        @Test func aWaitEndsAtTheCallersDeadlineWhileTheFetchGoesOn() async throws {
+        /// A caller waiting until 1,005 s (clock at 1,000 s) for a fetch held at the gate, its deadline timer armed.
+        func waitForHeldFetch() async -> (ManualFCMClock, FCMAccessTokens, FakeTokenSource, Task<String?, any Error>) {
             let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
             let (tokens, source) = make(lifetime: 3600, clock: clock)
             source.closeGate()
             let waiting = Task { try await tokens.token(waitingUntil: Timestamp(seconds: 1_005)) }
-            await clock.waitForTimers(1)  // the caller's deadline
+            await clock.waitForTimers(1)
+            return (clock, tokens, source, waiting)
+        }
+
+        @Test func aWaitEndsAtTheCallersDeadlineWhileTheFetchGoesOn() async throws {
+            let (clock, tokens, source, waiting) = await waitForHeldFetch()
             clock.advance(by: .seconds(5))
             #expect(try await waiting.value == nil)
             #expect(source.calls == 0)  // the fetch is still held
@@ -159,11 +165,7 @@ extension FCMTestSuites {
         }
 
         @Test func aFetchBeforeTheDeadlineCancelsItsTimer() async throws {
-            let clock = ManualFCMClock(start: Timestamp(seconds: 1_000))
-            let (tokens, source) = make(lifetime: 3600, clock: clock)
-            source.closeGate()
-            let waiting = Task { try await tokens.token(waitingUntil: Timestamp(seconds: 1_005)) }
-            await clock.waitForTimers(1)
+            let (clock, tokens, source, waiting) = await waitForHeldFetch()
             source.openGate()
             #expect(try await waiting.value == "t1")
             await clock.waitForTimers(1)  // the refresh timer, armed once t1 is stored

@@ -37,8 +37,8 @@ struct PostgresStoreTests {
                 return nil
             }
             #expect(superseded.count == 39 && Set(superseded).count == 39 && !superseded.contains(live.id))
-            await a.close()
-            await b.close()
+            await closeInTime(a)
+            await closeInTime(b)
         }
     }
 
@@ -61,8 +61,8 @@ struct PostgresStoreTests {
             #expect(winners.first?.attempts == 1)
             let owner = try await Self.scalar(configuration, "SELECT owner || ' ' || (lease_until - sending_since)::text FROM messages")
             #expect(owner == "replica-a 30000" || owner == "replica-b 30000")
-            await a.close()
-            await b.close()
+            await closeInTime(a)
+            await closeInTime(b)
         }
     }
 
@@ -87,8 +87,8 @@ struct PostgresStoreTests {
             }
             #expect(claimed.count == 300 && Set(claimed) == Set(messages.map(\.id)))
             #expect(try await a.due(before: .max, limit: 10).isEmpty)
-            await a.close()
-            await b.close()
+            await closeInTime(a)
+            await closeInTime(b)
         }
     }
 
@@ -120,7 +120,7 @@ struct PostgresStoreTests {
         configuration.password = "s3cret-pw"
         do {
             let store = try await PostgresStore.open(configuration)
-            await store.close()
+            await closeInTime(store)
             Issue.record("opened a store on a closed port")
         } catch let error as StoreError {
             guard case .cannotOpen(let location, _) = error else {
@@ -135,12 +135,12 @@ struct PostgresStoreTests {
     @Test func aNewerSchemaIsRefusedUnchanged() async throws {
         try await PostgresTestDatabase.withSchema { configuration in
             let store = try await PostgresStore.open(configuration)
-            await store.close()
+            await closeInTime(store)
             let schema = try #require(configuration.schema)
             try await PostgresTestDatabase.admin("INSERT INTO \(schema).herald_schema(version) VALUES (99)")
             await #expect(throws: StoreError.newerSchema(path: configuration.redactedURL, found: 99, supported: PostgresStore.schemaVersion)) {
                 let store = try await PostgresStore.open(configuration)
-                await store.close()
+                await closeInTime(store)
             }
             #expect(try await Self.scalar(configuration, "SELECT count(*)::text FROM herald_schema") == "2")
         }
@@ -155,14 +155,50 @@ struct PostgresStoreTests {
             #expect(stores.count == 4)
             #expect(try await Self.scalar(configuration, "SELECT string_agg(version::text, ',') FROM herald_schema")
                     == "\(PostgresStore.schemaVersion)")
-            for store in stores { await store.close() }
+            for store in stores { await closeInTime(store) }
         }
+    }
+
+    @Test func closingRightAfterOpeningEndsThePoolInTime() async throws {
+        // close() right after open(): the pool's run() may not have begun yet.
+        try await PostgresTestDatabase.withSchema { configuration in
+            for _ in 0..<20 {
+                let store = try await PostgresStore.open(configuration)
+                await closeInTime(store)
+            }
+        }
+    }
+
+    @Test func closingWithWritesInFlightEndsThePoolAndTheWrites() async throws {
+        try await PostgresTestDatabase.withSchema { configuration in
+            let store = try await PostgresStore.open(configuration)
+            let writes = (0..<32).map { i in
+                Task { try await store.schedule(makeMessage(id: "m\(i)", key: "k\(i)")) }
+            }
+            _ = try await store.schedule(makeMessage(id: "first", key: "first"))
+            await closeInTime(store)
+            for write in writes {
+                do {
+                    _ = try await write.value
+                } catch let error as StoreError {
+                    // Refused (closed) or cut off mid-flight by the closing pool: never stuck.
+                    if case .closed = error {} else if case .database = error {} else { Issue.record("unexpected \(error)") }
+                }
+            }
+        }
+    }
+
+    @Test func aBoundedWaitGivesUpOnATaskThatDoesNotEnd() async {
+        let endless = Task<Void, Never> { try? await Task.sleep(for: .seconds(3_600)) }
+        #expect(await BoundedWait.value(of: endless, atMost: .milliseconds(50)) == false)
+        endless.cancel()
+        #expect(await BoundedWait.value(of: endless, atMost: .seconds(30)) == true)
     }
 
     @Test func aClosedStoreThrowsClosed() async throws {
         try await PostgresTestDatabase.withSchema { configuration in
             let store = try await PostgresStore.open(configuration)
-            await store.close()
+            await closeInTime(store)
             await #expect(throws: StoreError.closed) { try await store.message(id: "x") }
         }
     }
@@ -180,7 +216,7 @@ struct PostgresStoreTests {
                 HandOverMark(messageID: message.id, deviceToken: "answered", push: claimed.pushStartedAt!, at: now + 2),
             ])
             try await before.recordOutcome(DeviceOutcome(messageID: message.id, deviceToken: "answered", kind: .sent, at: now + 3))
-            await before.close()  // "kill -9": no transition
+            await closeInTime(before)  // "kill -9": no transition
 
             let after = try await PostgresStore.open(configuration)
             let recovery = try await after.recoverInterrupted(now: now + 10)
@@ -191,7 +227,7 @@ struct PostgresStoreTests {
             let resumed = try #require(try await after.message(id: message.id))
             #expect(resumed.state == .scheduled && !resumed.isSending && resumed.keySpent)
             #expect(try await Self.scalar(configuration, "SELECT coalesce(owner, 'none') FROM messages") == "none")
-            await after.close()
+            await closeInTime(after)
         }
     }
 
@@ -208,7 +244,7 @@ struct PostgresStoreTests {
             try await PostgresTestDatabase.admin("ANALYZE \(try #require(configuration.schema)).messages")
             // The statistics sampled the whole (small) table: the estimates are exact here.
             #expect(try await store.countsByState() == [.scheduled: 100, .sent: 100, .failed: 200])
-            await store.close()
+            await closeInTime(store)
         }
     }
 

@@ -113,7 +113,11 @@ public final class PostgresStore: ServableStore {
             try await connection.query("COMMIT", logger: logger)
             return result
         } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            // Not on a closed connection (the server ended it, or the pool
+            // closed it): postgres-nio 1.33 writes a query to a closed
+            // channel without ever completing it, a wait with no end. The
+            // server rolls back what a lost session left open.
+            if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
             throw error
         }
     }

@@ -57,10 +57,27 @@ public final class PostgresStore: ServableStore {
     }
 
     /// Closes the pool (its connections end); later calls throw `StoreError.closed`.
+    /// Bounded: waits at most `configuration.closeTimeout` for the pool to
+    /// end, then logs an error and returns without it (a shutdown must end).
     public func close() async {
-        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        _ = await closeReportingEnd()
+    }
+
+    /// `close()`, answering whether the pool ended within the bound (tests
+    /// require it; a second call answers true).
+    func closeReportingEnd() async -> Bool {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return true }
+        let start = ContinuousClock.now
         runner.cancel()
-        await runner.value
+        let ended = await BoundedWait.value(of: runner, atMost: configuration.closeTimeout)
+        if !ended {
+            logger.error("the PostgreSQL pool did not end within the close timeout: closing without it", metadata: [
+                "store": "\(configuration.redactedURL)", "timeout": "\(configuration.closeTimeout)",
+            ])
+        } else {
+            logger.debug("the PostgreSQL pool ended", metadata: ["elapsed": "\(ContinuousClock.now - start)"])
+        }
+        return ended
     }
 
     /// The schema version this build writes.
@@ -96,7 +113,11 @@ public final class PostgresStore: ServableStore {
             try await connection.query("COMMIT", logger: logger)
             return result
         } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            // Not on a closed connection (the server ended it, or the pool
+            // closed it): postgres-nio 1.33 writes a query to a closed
+            // channel without ever completing it, a wait with no end. The
+            // server rolls back what a lost session left open.
+            if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
             throw error
         }
     }

@@ -38,6 +38,9 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
     /// counts finished states exactly; past it, it estimates them
     /// (`PostgresStore.countsByState`).
     public var exactCountRows = 200_000
+    /// How long `PostgresStore.close()` waits for the pool's connections to
+    /// end before it returns without them (logged as an error).
+    public var closeTimeout: Duration = .seconds(10)
 
     /// Parses `url`; throws a message naming what is wrong (never the password).
     public init(url: String, replicaID: String) throws(PostgresURLError) {

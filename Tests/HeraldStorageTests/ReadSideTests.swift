@@ -4,7 +4,7 @@ import HeraldTestSupport
 import Testing
 @testable import HeraldStorage
 
-@Suite("Read side: GetMessage detail, ListMessages keyset pages, campaign counts (schema v4)")
+@Suite("Read side: GetMessage detail, ListMessages keyset pages, campaign counts (schema v4)", .timeLimit(.minutes(1)))
 struct ReadSideTests {
     // MARK: Hostile first
 

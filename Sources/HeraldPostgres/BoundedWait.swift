@@ -1,0 +1,34 @@
+import Synchronization
+
+/// Waits for a task's end, but not longer than a bound: `await task.value`
+/// cannot be cancelled, so a task that never ends would hold its waiter for
+/// good (a shutdown that never finishes).
+enum BoundedWait {
+    /// True when `task` ended within `limit`; false when the time ran out
+    /// first (the task goes on, unwaited).
+    static func value(of task: Task<Void, Never>, atMost limit: Duration) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let once = ResumeOnce(continuation)
+            let timer = Task {
+                try? await Task.sleep(for: limit)
+                once.resume(returning: false)
+            }
+            Task {
+                await task.value
+                timer.cancel()
+                once.resume(returning: true)
+            }
+        }
+    }
+
+    /// The first of several racing resumes wins; the others do nothing.
+    private final class ResumeOnce: Sendable {
+        private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
+
+        init(_ continuation: CheckedContinuation<Bool, Never>) { self.continuation = Mutex(continuation) }
+
+        func resume(returning value: Bool) {
+            continuation.withLock { $0.take() }?.resume(returning: value)
+        }
+    }
+}

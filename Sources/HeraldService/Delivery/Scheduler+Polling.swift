@@ -126,13 +126,19 @@ extension Scheduler {
     }
 }
 
-/// The ids of the claims this replica is dispatching (their leases are renewed).
+/// The ids of the claims this replica is dispatching (their leases are
+/// renewed), counted: a message deferred and released by one dispatch may
+/// be claimed again by the next poll before that dispatch has returned.
 final class HeldClaims: Sendable {
-    private let claims = Mutex<Set<String>>([])
+    private let claims = Mutex<[String: Int]>([:])
 
-    var ids: [String] { claims.withLock { Array($0) } }
+    var ids: [String] { claims.withLock { Array($0.keys) } }
 
-    func insert(_ id: String) { claims.withLock { _ = $0.insert(id) } }
+    func insert(_ id: String) { claims.withLock { $0[id, default: 0] += 1 } }
 
-    func remove(_ id: String) { claims.withLock { _ = $0.remove(id) } }
+    func remove(_ id: String) {
+        claims.withLock { claims in
+            if let count = claims[id], count > 1 { claims[id] = count - 1 } else { claims[id] = nil }
+        }
+    }
 }

@@ -27,8 +27,9 @@ cleanup() {
 trap cleanup EXIT
 psql "$URL" -Xq -c "CREATE DATABASE $DB"
 
-# Starts `herald serve` on the bench database; sets PID; prints the seconds
-# from exec to its "listening" line (bounded: 120 s).
+# Starts `herald serve` on the bench database; sets PID and ELAPSED, the
+# seconds from exec to its "listening" line (bounded: 120 s). Not called in
+# $(…): PID must reach the caller.
 serve() {
     local start now
     start=$(date +%s%N)
@@ -38,7 +39,7 @@ serve() {
     for _ in $(seq 12000); do
         if grep -q listening "$WORK/out"; then
             now=$(date +%s%N)
-            echo "scale=3; ($now - $start) / 1000000000" | bc
+            ELAPSED=$(echo "scale=3; ($now - $start) / 1000000000" | bc)
             return 0
         fi
         kill -0 "$PID" 2>/dev/null || { cat "$WORK/err" >&2; return 1; }
@@ -49,7 +50,7 @@ serve() {
 }
 stop() { kill -TERM "$PID"; wait "$PID"; PID=""; }
 
-serve >/dev/null   # creates the schema
+serve   # creates the schema
 stop
 
 FAR=$(( ($(date +%s) + 7 * 86400) * 1000 ))
@@ -69,6 +70,7 @@ ANALYZE messages;
 SQL
 echo "seeded $N pending messages in $(( $(date +%s) - seed_start )) s"
 for run in 1 2 3; do
-    echo "run $run: serving after $(serve) s with $N pending"
+    serve
+    echo "run $run: serving after $ELAPSED s with $N pending"
     stop
 done

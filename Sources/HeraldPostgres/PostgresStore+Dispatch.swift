@@ -79,34 +79,6 @@ extension PostgresStore {
         }
     }
 
-    /// Devices handed over without an answer get UNCONFIRMED; then every
-    /// claim is released, in one transaction.
-    ///
-    /// One replica: every claim in the database is this process's from
-    /// before its restart. (With several replicas, only claims whose lease
-    /// expired may be taken over: the `messages_leases` index is there for
-    /// that; see docs/SCALING.md.)
-    public func recoverInterrupted(now: Int64) async throws -> InterruptedRecovery {
-        try await transaction { connection in
-            let unconfirmed = try await Self.run(connection, """
-                INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at)
-                SELECT h.message_id, h.device_token, \(DeviceOutcomeKind.unconfirmed.rawValue), NULL,
-                       \(DeviceOutcomeKind.unconfirmedReason), \(now)
-                FROM messages m JOIN handovers h ON h.message_id = m.id AND h.push = m.push_started_at
-                WHERE m.sending_since IS NOT NULL AND NOT EXISTS (
-                    SELECT 1 FROM outcomes o
-                    WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= m.push_started_at)
-                ORDER BY h.message_id, h.at, h.device_token
-                RETURNING 1
-                """, logger: logger)
-            let ids = try await Self.rows(connection, """
-                UPDATE messages SET \(unescaped: Self.releaseSet), updated_at = \(now)
-                WHERE sending_since IS NOT NULL RETURNING id
-                """, logger: logger) { try $0.decode(String.self) }
-            return InterruptedRecovery(resumed: ids, unconfirmedDevices: unconfirmed)
-        }
-    }
-
     /// SQLite's `MessageRows.release` (constant text, no values): the
     /// message waits again in its pre-claim state; a first claim with
     /// nothing handed over or answered unspends the key.

@@ -177,27 +177,6 @@ extension PostgresStore {
         }
     }
 
-    /// Claims up to `limit` messages due at or before `before` in one
-    /// statement, skipping rows another replica is claiming right now
-    /// (`FOR UPDATE SKIP LOCKED`), oldest due first. Not part of
-    /// `HeraldStore` (yet): for the multi-replica scheduler.
-    public func claimDue(before: Int64, limit: Int, now: Int64) async throws -> [StoredMessage] {
-        let leaseUntil = now + configuration.leaseMilliseconds
-        return try await transaction { connection in
-            try await Self.rows(connection, """
-                UPDATE messages AS m
-                SET sending_since = \(now), send_started_at = coalesce(m.send_started_at, \(now)),
-                    push_started_at = coalesce(m.push_started_at, \(now)), attempts = m.attempts + 1, updated_at = \(now),
-                    owner = \(configuration.replicaID), lease_until = \(leaseUntil)
-                FROM (SELECT id FROM messages
-                      WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= \(before)
-                      ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED) AS due
-                WHERE m.id = due.id AND m.sending_since IS NULL
-                RETURNING \(unescaped: PostgresRows.columns.split(separator: ",").map { "m." + $0.trimmingSpaces }.joined(separator: ", "))
-                """, logger: logger, PostgresRows.message)
-        }.sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
-    }
-
     static func check(id: String, from: MessageState, to: MessageState) throws(StoreError) {
         guard from.canTransition(to: to) else { throw .illegalTransition(from: from, to: to, id: id) }
     }

@@ -53,7 +53,11 @@ public final class PostgresStore: ServableStore {
         self.logger = logger
         let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         self.client = client
-        self.runner = Task { await client.run() }
+        // Detached: `PostgresClient.run()` shuts the pool down at a
+        // ServiceLifecycle graceful shutdown it inherits through task-locals
+        // (SIGTERM under `herald serve`), which closed the pool while
+        // delivery was still draining; the store closes it itself (`close()`).
+        self.runner = Task.detached { await client.run() }
     }
 
     /// Closes the pool (its connections end); later calls throw `StoreError.closed`.

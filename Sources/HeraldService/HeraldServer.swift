@@ -300,17 +300,28 @@ public final class HeraldServer: Service, Sendable {
                 await fcm.shutdown()
                 throw error
             }
-            let rebuildStart = ContinuousClock.now
-            var entries: [(id: String, dueAt: Int64)] = []
-            try await store.forEachPendingBatch { page in
-                entries.append(contentsOf: page.lazy.map { (id: $0.id, dueAt: $0.dueAt) })
+            if let shared = store as? any SharedDueStore {
+                // Replicas share the due messages: polled from the database,
+                // none loaded here (a million pending must not delay serving).
+                pending = 0
+                scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger,
+                                      shared: shared)
+                logger.info("due messages polled from the shared store", metadata: [
+                    "replica": "\(shared.replicaID)", "lease_ms": "\(shared.leaseMilliseconds)",
+                ])
+            } else {
+                let rebuildStart = ContinuousClock.now
+                var entries: [(id: String, dueAt: Int64)] = []
+                try await store.forEachPendingBatch { page in
+                    entries.append(contentsOf: page.lazy.map { (id: $0.id, dueAt: $0.dueAt) })
+                }
+                pending = entries.count
+                scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)
+                await scheduler.load(entries)
+                logger.info("due index rebuilt", metadata: [
+                    "pending": "\(pending)", "elapsed": "\(ContinuousClock.now - rebuildStart)",
+                ])
             }
-            pending = entries.count
-            scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)
-            await scheduler.load(entries)
-            logger.info("due index rebuilt", metadata: [
-                "pending": "\(pending)", "elapsed": "\(ContinuousClock.now - rebuildStart)",
-            ])
         } catch {
             // Not yet a service: nothing else would close it.
             await store.close()

@@ -17,9 +17,12 @@ extension ServeCommand {
         configuration.port = port
         configuration.dataDirectory = Self.absolutePath(dataDirectory)
         if !store.isEmpty {
-            switch try StoreLocation.parse(store) {
+            let replica = replicaID.isEmpty ? StoreLocation.defaultReplicaID() : replicaID
+            switch try StoreLocation.parse(store, replicaID: replica) {
             case .sqlite(let path): configuration.store = .sqlite(path: Self.absolutePath(path))
-            case let location: configuration.store = location
+            case .postgres(var postgres):
+                postgres.leaseMilliseconds = Int64(leaseSeconds) * 1000
+                configuration.store = .postgres(postgres)
             }
         }
         configuration.grpc.maxConcurrentStreams = maxConcurrentStreams

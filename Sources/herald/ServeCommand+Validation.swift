@@ -19,6 +19,8 @@ extension ServeCommand {
                 return String(describing: error)
             }
         }
+        try check("replica-id", replicaID) { $0.count <= 200 ? nil : "must be at most 200 characters" }
+        try check("lease-seconds", leaseSeconds) { (3...3600).contains($0) ? nil : "must be 3...3600, got \($0)" }
         try check("durability", durability) { ["full", "process"].contains($0) ? nil : "must be full or process, got \"\($0)\"" }
         try check("tokens-file", tokensFile) { _ in nil }
         try check("grace-seconds", graceSeconds) { (0...3600).contains($0) ? nil : "must be 0...3600, got \($0)" }

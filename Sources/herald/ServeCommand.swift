@@ -39,6 +39,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The store: sqlite:PATH (default: herald.sqlite in --data-dir) or postgres://USER[:PASSWORD]@HOST:PORT/DATABASE[?sslmode=disable|require|verify-full][&host=/socket/dir] (also postgresql://), shared by any number of replicas (env HERALD_STORE). The password is never logged.")
     var store: String = Settings.string("store") ?? ""
 
+    @Option(name: .customLong("replica-id"), help: "With a postgres:// store: this replica's name, recorded as the owner of its claims (env HERALD_REPLICA_ID; default HOSTNAME:PID). Keep it stable across restarts of one replica (a StatefulSet pod name, a systemd instance name) so a restart resolves its own unfinished claims at once instead of after their lease; never give two live replicas the same one.")
+    var replicaID: String = Settings.string("replica-id") ?? ""
+
+    @Option(name: .customLong("lease-seconds"), help: "With a postgres:// store: how long a claim holds without renewal (renewed every third of it while sending); a dead replica's claims are taken over by another after this (env HERALD_LEASE_SECONDS).")
+    var leaseSeconds: Int = Settings.int("lease-seconds") ?? 30
+
     @Option(help: "full: fsync each group commit before answering (survives power loss); process: the write is in the OS (survives kill -9, may lose the last commits on power loss) (env HERALD_DURABILITY).")
     var durability: String = Settings.string("durability") ?? "full"
 

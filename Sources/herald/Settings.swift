@@ -25,7 +25,7 @@ enum Settings {
         "request-receive-timeout", "apns-response-timeout", "route-in-flight", "route-queue",
         "admin-host", "admin-port", "admin-timeout", "log-format", "access-log", "retention-days",
         "fcm-route", "fcm-routes-file", "fcm-rate-per-minute", "fcm-sim-unregistered", "fcm-sim-other-sender", "fcm-sim-fault",
-        "store",
+        "store", "replica-id", "lease-seconds",
     ]
 
     /// A value as one layer gives it, and where from.

@@ -31,6 +31,8 @@ public actor InMemoryStore: HeraldStore {
     private var revokes: [String: Int64] = [:]
     private var deviceTable: [Key: Device] = [:]
     private var waiters: [Waiter] = []
+    /// The ids of each `renewLeases` call (InMemoryStore+Shared.swift).
+    public internal(set) var leaseRenewals: [[String]] = []
 
     public init() {}
 

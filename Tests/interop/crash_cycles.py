@@ -147,13 +147,17 @@ class CrashRun:
         return self.messages * self.devices
 
     def schedule_all(self, address, lead_seconds):
+        """Registers the devices and schedules every message through
+        `address`, or round-robin through a list of addresses (replicas)."""
         t, d, p = self.stubs.types_pb2, self.stubs.device_pb2, self.stubs.push_pb2
         platform = t.PLATFORM_ANDROID if self.platform == "android" else t.PLATFORM_IOS
         environment = t.APNS_ENVIRONMENT_UNSPECIFIED if self.platform == "android" else t.APNS_ENVIRONMENT_SANDBOX
         after = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=lead_seconds)).isoformat()
-        with grpc.insecure_channel(address) as channel:
-            devices = self.stubs.device_pb2_grpc.DeviceServiceStub(channel)
-            push = self.stubs.push_pb2_grpc.PushServiceStub(channel)
+        addresses = [address] if isinstance(address, str) else list(address)
+        channels = [grpc.insecure_channel(a) for a in addresses]
+        try:
+            devices = self.stubs.device_pb2_grpc.DeviceServiceStub(channels[0])
+            pushes = [self.stubs.push_pb2_grpc.PushServiceStub(c) for c in channels]
             for u in range(self.users):
                 for k in range(self.devices):
                     devices.RegisterDevice(d.RegisterDeviceRequest(
@@ -162,6 +166,7 @@ class CrashRun:
             futures = []
             for u in range(self.users):
                 for i in range(self.per_user):
+                    push = pushes[(u * self.per_user + i) % len(pushes)]
                     futures.append(push.Schedule.future(p.ScheduleRequest(
                         bundle_id=BUNDLE, platform=platform, user_id=f"user-{u}", campaign_id="crash",
                         idempotency_key=f"crash-{u}-{i}", delivery_method=t.DELIVERY_METHOD_TRADITIONAL,
@@ -174,6 +179,9 @@ class CrashRun:
                         futures = []
             for f in futures:
                 f.result()
+        finally:
+            for c in channels:
+                c.close()
 
     def record_lines(self):
         if not os.path.exists(self.record):
@@ -187,12 +195,14 @@ class CrashRun:
         with open(self.record, "rb") as f:
             return sum(1 for _ in f)
 
-    def note_interrupted(self):
+    def note_interrupted(self, owner=None):
         """After a kill, before the restart: devices of messages caught
-        mid-push with neither a hand-over mark nor an outcome for that push."""
-        rows = self.rows("""
+        mid-push with neither a hand-over mark nor an outcome for that push
+        (of the killed replica, `owner`, when replicas share the database)."""
+        query = """
             SELECT m.id, m.idempotency_key, m.user_id, m.push_started_at FROM messages m
-            WHERE m.sending_since IS NOT NULL""")
+            WHERE m.sending_since IS NOT NULL"""
+        rows = self.rows(query + " AND m.owner = ?", owner) if owner else self.rows(query)
         for message_id, key, user, push in rows:
             tokens = {r[0] for r in self.rows(
                 "SELECT device_token FROM devices WHERE bundle_id = ? AND user_id = ?", BUNDLE, user)}

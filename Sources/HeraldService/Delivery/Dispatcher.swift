@@ -100,17 +100,37 @@ public final class Dispatcher: Sendable {
     public func dispatch(_ id: String, lease: DispatchLease = .none) async {
         do {
             let now = clock.now()
-            if let claimed = try await store.claim(id: id, from: .scheduled, now: now) {
-                // The planner degrades context-aware to a plain alert when the
-                // handoff could not go out before the window ends
-                // (DeliveryPlanner.plan).
-                let handoff = claimed.deliveryMethod == .contextAware && claimed.dueAt < claimed.windowEnd
-                try await deliver(claimed, from: .scheduled, push: handoff ? .handoff : .alert, lease: lease)
-            } else if let claimed = try await store.claim(id: id, from: .handedOff, now: now) {
-                try await deliver(claimed, from: .handedOff, push: .alert, lease: lease)  // no DISPLAYED by window end
-            }
+            var claimed = try await store.claim(id: id, from: .scheduled, now: now)
+            if claimed == nil { claimed = try await store.claim(id: id, from: .handedOff, now: now) }
+            if let claimed { try await deliver(claimed, lease: lease) }
         } catch {
             logger.error("dispatch failed", metadata: ["message_id": "\(id)", "error": "\(error)"])
+        }
+    }
+
+    /// Runs the next action of a message the scheduler already claimed
+    /// (`SharedDueStore.claimDue`): as `dispatch(_:lease:)` after its claim.
+    public func dispatch(claimed: StoredMessage, lease: DispatchLease = .none) async {
+        do {
+            try await deliver(claimed, lease: lease)
+        } catch {
+            logger.error("dispatch failed", metadata: ["message_id": "\(claimed.id)", "error": "\(error)"])
+        }
+    }
+
+    /// The claimed message's next action, by its (pre-claim) state.
+    private func deliver(_ claimed: StoredMessage, lease: DispatchLease) async throws {
+        switch claimed.state {
+        case .scheduled:
+            // The planner degrades context-aware to a plain alert when the
+            // handoff could not go out before the window ends
+            // (DeliveryPlanner.plan).
+            let handoff = claimed.deliveryMethod == .contextAware && claimed.dueAt < claimed.windowEnd
+            try await deliver(claimed, from: .scheduled, push: handoff ? .handoff : .alert, lease: lease)
+        case .handedOff:
+            try await deliver(claimed, from: .handedOff, push: .alert, lease: lease)  // no DISPLAYED by window end
+        default:
+            throw StoreError.illegalTransition(from: claimed.state, to: .sent, id: claimed.id)
         }
     }
 
@@ -230,6 +250,7 @@ public final class Dispatcher: Sendable {
         for entry in entered { await reschedule(entry.gate.leave(ticket: entry.ticket, now: clock.now())) }
         do {
             if try await store.releaseClaim(id: id, now: clock.now()) {
+                await scheduler.noteDeferred()
                 await reschedule(saturated.park(id))
             }
             logger.debug("APNs route saturated: message deferred until it has room", metadata: ["message_id": "\(id)"])

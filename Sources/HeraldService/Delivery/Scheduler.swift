@@ -1,3 +1,4 @@
+public import HeraldStorage
 public import Logging
 import Synchronization
 
@@ -25,26 +26,50 @@ public final class DispatchLease: Sendable {
 /// arrives), and hands due message ids to the dispatcher with bounded
 /// concurrency.
 ///
+/// With a store shared by replicas (`SharedDueStore`, PostgreSQL) the due
+/// messages are in the database instead: the index stays empty, `run(claimed:)`
+/// polls the store and claims batches (Scheduler+Polling.swift), and
+/// `schedule` only wakes the poll sooner.
+///
 /// Its dispatches are children of `run()`'s task group (no detached task):
 /// `stop()` ends the loop without cancelling them, so a push in flight is
 /// never withdrawn from APNs; `run()` returns once they have finished.
 public actor Scheduler {
     private var index = DueIndex()
-    private let clock: any HeraldClock
-    private let maxInFlight: Int
-    private let logger: Logger
+    let clock: any HeraldClock
+    let maxInFlight: Int
+    let logger: Logger
+    /// The shared store polled for due messages; nil: the due index.
+    public nonisolated let shared: (any SharedDueStore)?
+    /// How often the shared store is polled at most.
+    let pollMilliseconds: Int64
+    /// The earliest due time scheduled here since the last poll (polling).
+    var hint: Int64 = .max
+    /// Most messages the next poll claims: halved after a poll whose
+    /// messages were deferred (a saturated route gives them back, so claiming
+    /// more would only churn), doubled back up to `pollBatch` otherwise.
+    var pollLimit = Scheduler.pollBatch
+    /// Whether a message was deferred since the last poll.
+    var deferred = false
 
     /// Wakes the loop: a new earlier due time, a load, `stop()`.
-    private let wakeups = WakeSignal()
-    private var waitingUntil: Int64 = .max
-    private var stopped = false
-    private var inFlight = 0
+    let wakeups = WakeSignal()
+    var waitingUntil: Int64 = .max
+    var stopped = false
+    var inFlight = 0
     private var slotWaiters: [CheckedContinuation<Void, Never>] = []
 
-    public init(clock: any HeraldClock, maxInFlight: Int = 512, logger: Logger) {
+    /// A scheduler of the due index, or (`shared`) of a shared store's due
+    /// messages, polled every `pollMilliseconds` at most.
+    public init(
+        clock: any HeraldClock, maxInFlight: Int = 512, logger: Logger, shared: (any SharedDueStore)? = nil,
+        pollMilliseconds: Int64 = 250
+    ) {
         self.clock = clock
         self.maxInFlight = maxInFlight
         self.logger = logger
+        self.shared = shared
+        self.pollMilliseconds = pollMilliseconds
     }
 
     /// How many messages wait for an action.
@@ -55,8 +80,19 @@ public actor Scheduler {
 
     /// Schedules (or reschedules) `id` at `dueAt`.
     public func schedule(id: String, dueAt: Int64) {
-        index.insert(id: id, dueAt: dueAt)
+        if shared != nil {
+            // Stored already: the poll finds it; only wake it sooner.
+            hint = min(hint, dueAt)
+        } else {
+            index.insert(id: id, dueAt: dueAt)
+        }
         if dueAt < waitingUntil { wakeups.signal() }
+    }
+
+    /// A dispatch gave its claim back (its route is saturated): the next
+    /// polls claim fewer (polling only).
+    public func noteDeferred() {
+        deferred = true
     }
 
     /// Drops `id` (cancelled, superseded).
@@ -139,8 +175,10 @@ public actor Scheduler {
         await withCheckedContinuation { slotWaiters.append($0) }
     }
 
-    fileprivate func releaseSlot() {
+    func releaseSlot() {
         if slotWaiters.isEmpty {
+            // Polling claims only as many as there are free slots.
+            if shared != nil && inFlight == maxInFlight { wakeups.signal() }
             inFlight -= 1
         } else {
             slotWaiters.removeFirst().resume()

@@ -159,7 +159,11 @@ struct DeliveryService: Service {
                         // work and waits for its dispatches in flight (its
                         // children, not cancelled).
                         work.addTask {
-                            await scheduler.run { id, lease in await dispatcher.dispatch(id, lease: lease) }
+                            if scheduler.shared != nil {
+                                await scheduler.run { claimed, lease in await dispatcher.dispatch(claimed: claimed, lease: lease) }
+                            } else {
+                                await scheduler.run { id, lease in await dispatcher.dispatch(id, lease: lease) }
+                            }
                         }
                         work.addTask {
                             await untilGracefulShutdown()

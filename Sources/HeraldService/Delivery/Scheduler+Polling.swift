@@ -1,0 +1,144 @@
+public import HeraldStorage
+import Logging
+import Synchronization
+
+/// Scheduling from a store shared by replicas: no replica holds every
+/// pending message; each polls the database's due index and claims what is
+/// due in batches, leased to it.
+extension Scheduler {
+    /// Most messages claimed by one poll.
+    static let pollBatch = 256
+
+    /// Runs until `stop()` (like `run(dispatch:)`): polls the shared store
+    /// every `pollMilliseconds` at most (sooner when `schedule` saw an earlier
+    /// due time, or when a slot frees up after all were taken), claims up to
+    /// the free slots' worth of due messages and calls `dispatch` for each.
+    /// Beside it, the leases of the claims being dispatched are renewed every
+    /// third of the lease, and claims whose lease expired (a dead replica's)
+    /// are taken over. Returns once the dispatches in flight have finished.
+    public func run(claimed dispatch: @escaping @Sendable (StoredMessage, DispatchLease) async -> Void) async {
+        guard let shared else { return }
+        let held = HeldClaims()
+        let (clock, logger) = (clock, logger)
+        await withTaskGroup(of: Void.self) { keeper in
+            keeper.addTask {
+                await Self.keepLeases(shared, held: held, clock: clock, logger: logger) { await self.wake() }
+            }
+            await withDiscardingTaskGroup { group in
+                while !stopped && !Task.isCancelled {
+                    let wasDeferred = deferred
+                    pollLimit = wasDeferred ? max(1, pollLimit / 2) : min(Self.pollBatch, pollLimit * 2)
+                    deferred = false
+                    let limit = min(maxInFlight - inFlight, pollLimit)
+                    let claimed = limit > 0 ? await poll(shared, limit: limit) : []
+                    if stopped || Task.isCancelled {
+                        await giveBack(claimed, to: shared)
+                        break
+                    }
+                    for message in claimed {
+                        inFlight += 1
+                        held.insert(message.id)
+                        let lease = DispatchLease(scheduler: self)
+                        group.addTask {
+                            await dispatch(message, lease)
+                            await lease.release()
+                            held.remove(message.id)
+                        }
+                    }
+                    // A full batch: more may be due at once (unless routes are saturated).
+                    if limit > 0 && claimed.count == limit && !wasDeferred { continue }
+                    await waitForPoll()
+                }
+            }
+            keeper.cancelAll()
+        }
+    }
+
+    /// One claim of due messages; a failure is logged and retried at the next poll.
+    private func poll(_ shared: any SharedDueStore, limit: Int) async -> [StoredMessage] {
+        let now = clock.now()
+        if hint <= now { hint = .max }  // this poll covers it
+        do {
+            return try await shared.claimDue(before: now, limit: limit, now: now)
+        } catch {
+            logger.warning("polling the store for due messages failed", metadata: ["error": "\(error)"])
+            return []
+        }
+    }
+
+    /// Claims made as the loop stopped: released unsent, due for any replica.
+    private func giveBack(_ claimed: [StoredMessage], to shared: any SharedDueStore) async {
+        for message in claimed {
+            _ = try? await shared.releaseClaim(id: message.id, now: clock.now())
+        }
+    }
+
+    /// Returns at the next poll time (or the earliest due time seen by
+    /// `schedule`, when sooner), at a wake-up, or when cancelled.
+    private func waitForPoll() async {
+        let until = min(clock.now() + pollMilliseconds, hint)
+        waitingUntil = until
+        defer { waitingUntil = .max }
+        let (clock, wakeups) = (clock, wakeups)
+        await withTaskGroup(of: Void.self) { race in
+            race.addTask { try? await clock.sleep(until: until) }
+            race.addTask { await wakeups.wait() }
+            await race.next()
+            race.cancelAll()
+        }
+    }
+
+    private func wake() {
+        wakeups.signal()
+    }
+
+    /// Every third of the lease until cancelled: renews the leases of the
+    /// claims held here, then takes over expired claims (their messages
+    /// are due again: `wake` polls at once).
+    private static func keepLeases(
+        _ shared: any SharedDueStore, held: HeldClaims, clock: any HeraldClock, logger: Logger,
+        wake: @escaping @Sendable () async -> Void
+    ) async {
+        let period = max(shared.leaseMilliseconds / 3, 10)
+        while !Task.isCancelled {
+            do { try await clock.sleep(until: clock.now() + period) } catch { return }
+            do {
+                let ids = Set(held.ids)
+                if !ids.isEmpty {
+                    let renewed = try await shared.renewLeases(ids: Array(ids), now: clock.now())
+                    // Finished meanwhile is fine; still held but not renewed is not.
+                    let lost = held.ids.filter { ids.contains($0) && !renewed.contains($0) }
+                    if !lost.isEmpty {
+                        logger.warning("claims lost their lease while being sent (taken over by another replica)",
+                                       metadata: ["messages": "\(lost.count)", "first": "\(lost[0])"])
+                    }
+                }
+                let recovered = try await shared.takeOverExpired(now: clock.now())
+                if !recovered.resumed.isEmpty {
+                    logger.warning("took over claims whose lease expired; devices handed to a provider without an answer are UNCONFIRMED, never resent",
+                                   metadata: ["messages": "\(recovered.resumed.count)", "unconfirmed_devices": "\(recovered.unconfirmedDevices)"])
+                    await wake()
+                }
+            } catch {
+                logger.warning("renewing leases failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}
+
+/// The ids of the claims this replica is dispatching (their leases are
+/// renewed), counted: a message deferred and released by one dispatch may
+/// be claimed again by the next poll before that dispatch has returned.
+final class HeldClaims: Sendable {
+    private let claims = Mutex<[String: Int]>([:])
+
+    var ids: [String] { claims.withLock { Array($0.keys) } }
+
+    func insert(_ id: String) { claims.withLock { $0[id, default: 0] += 1 } }
+
+    func remove(_ id: String) {
+        claims.withLock { claims in
+            if let count = claims[id], count > 1 { claims[id] = count - 1 } else { claims[id] = nil }
+        }
+    }
+}

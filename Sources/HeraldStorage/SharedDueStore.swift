@@ -1,0 +1,37 @@
+/// A store several Herald replicas share (PostgreSQL): due messages are
+/// found and claimed in the database, not in one process's due index, and
+/// each claim is leased to its replica.
+///
+/// The rules (docs/SCALING.md):
+/// - `claimDue` claims a batch of due messages for this replica (`owner`),
+///   skipping rows another replica is claiming at that moment, with a lease
+///   of `leaseMilliseconds`.
+/// - While a replica sends, it renews the leases of its claims
+///   (`renewLeases`, every third of the lease); a claim that is not renewed
+///   expires, and any replica may then take it over (`takeOverExpired`) by
+///   the crash rule of `recoverInterrupted`.
+/// - `recoverInterrupted` (at start) resolves this replica's own claims and
+///   expired ones only, never a live replica's.
+public protocol SharedDueStore: HeraldStore {
+    /// This replica's name, recorded as the `owner` of its claims.
+    var replicaID: String { get }
+
+    /// How long a claim (or its last renewal) holds.
+    var leaseMilliseconds: Int64 { get }
+
+    /// Claims up to `limit` messages due at or before `before` for this
+    /// replica (oldest due first), each leased until `now + leaseMilliseconds`.
+    func claimDue(before: Int64, limit: Int, now: Int64) async throws -> [StoredMessage]
+
+    /// Extends to `now + leaseMilliseconds` the leases of those of `ids`
+    /// this replica still holds; returns their ids (a missing one was
+    /// finished meanwhile, or taken over after its lease expired).
+    func renewLeases(ids: [String], now: Int64) async throws -> Set<String>
+
+    /// The crash rule of `recoverInterrupted`, for claims of any replica
+    /// whose lease ended before `now` (their replica died or stalled):
+    /// devices handed over without an answer become UNCONFIRMED (never
+    /// resent); the messages wait again, due, for the devices without an
+    /// outcome.
+    func takeOverExpired(now: Int64) async throws -> InterruptedRecovery
+}

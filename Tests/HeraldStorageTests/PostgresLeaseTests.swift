@@ -1,0 +1,140 @@
+import Foundation
+import HeraldCore
+@testable import HeraldPostgres
+import Testing
+@testable import HeraldStorage
+
+/// Leases across replicas (`SharedDueStore`): a live replica's claim is
+/// never taken, a renewed one holds past its first lease, an expired one is
+/// taken over by the crash rule, and a restart under the same replica id
+/// resolves its own claims at once. Each "replica" is a pool of its own
+/// with its own `replicaID` on one schema.
+@Suite("PostgreSQL leases across replicas", .timeLimit(.minutes(2)),
+       .enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+struct PostgresLeaseTests {
+    /// Opens replicas named `names` on one fresh schema, runs `body`, closes them.
+    func withReplicas(
+        _ names: [String], _ body: ([PostgresStore], PostgresStoreConfiguration) async throws -> Void
+    ) async throws {
+        try await PostgresTestDatabase.withSchema { configuration in
+            var stores: [PostgresStore] = []
+            do {
+                for name in names {
+                    var replica = configuration
+                    replica.replicaID = name
+                    stores.append(try await PostgresStore.open(replica))
+                }
+                try await body(stores, configuration)
+            } catch {
+                for store in stores { await store.close() }
+                throw error
+            }
+            for store in stores { await store.close() }
+        }
+    }
+
+    static func owner(_ configuration: PostgresStoreConfiguration, _ id: String) async throws -> String? {
+        try await PostgresStoreTests.scalar(configuration, "SELECT coalesce(owner, 'none') FROM messages WHERE id = '\(id)'")
+    }
+
+    // MARK: Hostile first
+
+    @Test func aLiveReplicasClaimIsNeverTaken() async throws {
+        try await withReplicas(["a", "b"]) { replicas, configuration in
+            let (a, b) = (replicas[0], replicas[1])
+            let message = makeMessage(id: "m-live", dueAt: now)
+            _ = try await a.schedule(message)
+            #expect(try await a.claimDue(before: now, limit: 10, now: now).map(\.id) == ["m-live"])
+            try await a.recordHandOvers([HandOverMark(messageID: "m-live", deviceToken: "handed", push: now, at: now + 1)])
+            // B starts (its start-up recovery) and polls, up to the last millisecond of A's lease.
+            #expect(try await b.recoverInterrupted(now: now + 10).resumed.isEmpty)
+            #expect(try await b.takeOverExpired(now: now + 29_999).resumed.isEmpty)
+            #expect(try await b.claimDue(before: now + 29_999, limit: 10, now: now + 29_999).isEmpty)
+            // B cannot renew (or so steal) A's lease.
+            #expect(try await b.renewLeases(ids: ["m-live"], now: now + 20_000).isEmpty)
+            #expect(try await Self.owner(configuration, "m-live") == "a")
+            #expect(try await a.outcomes(messageID: "m-live").isEmpty)  // nothing marked UNCONFIRMED
+            // A finishes its push normally.
+            #expect(try await a.transition(id: "m-live", from: .scheduled, to: .sent, dueAt: nil, apnsID: "x", lastError: nil,
+                                           now: now + 30_000))
+        }
+    }
+
+    @Test func aRenewedLeaseHoldsUntilItsRenewalExpires() async throws {
+        try await withReplicas(["a", "b"]) { replicas, configuration in
+            let (a, b) = (replicas[0], replicas[1])
+            _ = try await a.schedule(makeMessage(id: "m-renew", dueAt: now))
+            #expect(try await a.claimDue(before: now, limit: 10, now: now).count == 1)
+            #expect(try await a.renewLeases(ids: ["m-renew", "unknown"], now: now + 20_000) == ["m-renew"])
+            // The first lease (now + 30 s) has passed, the renewal (now + 50 s) has not.
+            #expect(try await b.takeOverExpired(now: now + 40_000).resumed.isEmpty)
+            #expect(try await Self.owner(configuration, "m-renew") == "a")
+            // Not renewed again: B takes it over after the renewal's end, and A's later renewal finds it lost.
+            #expect(try await b.takeOverExpired(now: now + 50_001) == InterruptedRecovery(resumed: ["m-renew"], unconfirmedDevices: 0))
+            #expect(try await a.renewLeases(ids: ["m-renew"], now: now + 50_002).isEmpty)
+            let reclaimed = try await b.claimDue(before: now + 50_003, limit: 10, now: now + 50_003)
+            #expect(reclaimed.map(\.id) == ["m-renew"] && reclaimed.first?.attempts == 2)
+            #expect(try await Self.owner(configuration, "m-renew") == "b")
+        }
+    }
+
+    @Test func anExpiredClaimIsTakenOverByTheCrashRule() async throws {
+        try await withReplicas(["a", "b"]) { replicas, _ in
+            let (a, b) = (replicas[0], replicas[1])
+            let message = makeMessage(id: "m-dead", key: "dead", dueAt: now)
+            _ = try await a.schedule(message)
+            let claimed = try #require(try await a.claimDue(before: now, limit: 10, now: now).first)
+            let push = try #require(claimed.pushStartedAt)
+            // A dies mid-push: "answered" got its answer, "handed" was handed over without one.
+            try await a.recordHandOvers([
+                HandOverMark(messageID: message.id, deviceToken: "answered", push: push, at: now + 1),
+                HandOverMark(messageID: message.id, deviceToken: "handed", push: push, at: now + 1),
+            ])
+            try await a.recordOutcome(DeviceOutcome(messageID: message.id, deviceToken: "answered", kind: .sent, at: now + 2))
+            let recovery = try await b.takeOverExpired(now: now + 30_001)
+            #expect(recovery == InterruptedRecovery(resumed: [message.id], unconfirmedDevices: 1))
+            let outcomes = try await b.outcomes(messageID: message.id)
+            #expect(outcomes.map(\.deviceToken) == ["answered", "handed"] && outcomes.last?.kind == .unconfirmed)
+            // Due again, for B: the push stays open, so the resumed send skips both devices.
+            let resumed = try #require(try await b.claimDue(before: now + 30_002, limit: 10, now: now + 30_002).first)
+            #expect(resumed.id == message.id && resumed.state == .scheduled && resumed.pushStartedAt == push && resumed.keySpent)
+            // Taken once: a second takeover (another replica) finds nothing.
+            #expect(try await a.takeOverExpired(now: now + 30_003).resumed.isEmpty)
+        }
+    }
+
+    @Test func manyReplicasTakingOverAtOnceResumeEachClaimOnce() async throws {
+        try await withReplicas(["dead", "b", "c", "d"]) { replicas, _ in
+            let dead = replicas[0]
+            let messages = (0..<60).map { makeMessage(id: String(format: "m-%02d", $0), key: "k\($0)", dueAt: now) }
+            try await dead.importMessages(messages)
+            #expect(try await dead.claimDue(before: now, limit: 100, now: now).count == 60)
+            let resumed = try await withThrowingTaskGroup(of: [String].self) { group in
+                for store in replicas.dropFirst() {
+                    group.addTask { try await store.takeOverExpired(now: now + 30_001).resumed }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(resumed.count == 60 && Set(resumed) == Set(messages.map(\.id)))
+        }
+    }
+
+    @Test func aRestartUnderTheSameReplicaIDResolvesOnlyItsOwnClaimsAtOnce() async throws {
+        try await withReplicas(["a", "b"]) { replicas, configuration in
+            let (a, b) = (replicas[0], replicas[1])
+            try await a.importMessages([makeMessage(id: "m-a", key: "ka", dueAt: now), makeMessage(id: "m-b", key: "kb", dueAt: now + 1)])
+            #expect(try await a.claimDue(before: now, limit: 1, now: now).map(\.id) == ["m-a"])
+            #expect(try await b.claimDue(before: now + 1, limit: 1, now: now + 1).map(\.id) == ["m-b"])
+            await a.close()  // "kill -9" of A: its claim stays
+            var again = configuration
+            again.replicaID = "a"
+            let restarted = try await PostgresStore.open(again)
+            let recovery = try await restarted.recoverInterrupted(now: now + 5)
+            await restarted.close()
+            // Its own claim at once (no wait for the lease); B's live claim untouched.
+            #expect(recovery == InterruptedRecovery(resumed: ["m-a"], unconfirmedDevices: 0))
+            #expect(try await Self.owner(configuration, "m-b") == "b")
+            #expect(try await b.renewLeases(ids: ["m-b"], now: now + 6) == ["m-b"])
+        }
+    }
+}

@@ -32,8 +32,16 @@ public struct GRPCFinishedCall: Sendable {
 /// to a non-gRPC request is not one). Metrics and the access log hang here.
 public protocol GRPCCallObserver: Sendable {
     /// Called once per finished call, on the connection's event loop: must be
-    /// cheap and must not block.
+    /// cheap and must not block. Only when `observesEachCall`.
     func callFinished(_ call: GRPCFinishedCall)
+    /// Whether `callFinished` is called (asked once, at start): false when
+    /// `tally` is all the observer needs, so that a call builds no
+    /// `GRPCFinishedCall`. True by default.
+    var observesEachCall: Bool { get }
+    /// Counts and durations the engine tallies itself for every finished
+    /// call, per event loop without a lock (read with `snapshot()`); nil (the
+    /// default) tallies nothing.
+    var tally: GRPCCallTally? { get }
     /// Whether `annotate` is called; false costs nothing per call.
     var annotatesRequests: Bool { get }
     /// Called with each complete request message of a unary or
@@ -43,22 +51,25 @@ public protocol GRPCCallObserver: Sendable {
 }
 
 extension GRPCCallObserver {
+    public var observesEachCall: Bool { true }
+    public var tally: GRPCCallTally? { nil }
     public var annotatesRequests: Bool { false }
     public func annotate(_ request: GRPCRequest) -> String? { nil }
 }
 
 extension GRPCConnection {
-    /// Reports a call that was counted as an RPC once its stream is gone.
+    /// Reports a call that was counted as an RPC once its stream is gone:
+    /// to the loop's tally table, then (if it observes each call) the observer.
+    @inline(__always)
     func reportFinished(_ stream: GRPCStream, now: NIODeadline) {
+        let elapsed = (now - stream.receiveStartedAt).nanoseconds
+        let method = stream.route?.index ?? -1
+        let code = stream.finalStatus < 0 ? GRPCStatus.Code.cancelled.rawValue : stream.finalStatus
+        callTable?.record(method: method, code: code, nanoseconds: elapsed)
         guard let callFinished = shared.callFinished else { return }
-        let elapsed = now - stream.receiveStartedAt
         callFinished(GRPCFinishedCall(
-            method: stream.route?.index ?? -1,
-            path: stream.path ?? "",
-            code: GRPCStatus.Code(rawValue: stream.finalStatus < 0 ? GRPCStatus.Code.cancelled.rawValue : stream.finalStatus),
-            durationNanoseconds: elapsed.nanoseconds,
-            peer: remoteAddress,
-            annotation: stream.annotation))
+            method: method, path: stream.path ?? "", code: GRPCStatus.Code(rawValue: code),
+            durationNanoseconds: elapsed, peer: remoteAddress, annotation: stream.annotation))
     }
 
     /// Asks the observer about a complete request. Only called when it

@@ -132,7 +132,7 @@ extension GRPCConnection {
 
 
     func streamClosed(_ stream: GRPCStream) {
-        streams.removeValue(forKey: stream.id)
+        streams.remove(stream)
         finishStream(stream)
         recycleBody(stream)
     }

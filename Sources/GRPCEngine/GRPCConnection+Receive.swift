@@ -12,7 +12,7 @@ extension GRPCConnection {
         let now = NIODeadline.now()
         let stream = GRPCStream(
             id: streamID, maxMessageBytes: shared.configuration.maxReceiveMessageBytes, receiveStartedAt: now)
-        streams[streamID] = stream
+        streams.insert(stream)
         session.setStreamData(Unmanaged.passUnretained(stream).toOpaque(), for: streamID)
         scheduleLivenessTick(at: liveness.callOpened(now: now))
     }

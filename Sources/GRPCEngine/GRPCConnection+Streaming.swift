@@ -177,7 +177,7 @@ extension GRPCConnection {
     /// Drain, after the grace: streaming handlers still running are cancelled
     /// and end with UNAVAILABLE unless they return.
     func streamsDraining() {
-        for stream in streams.values where stream.isStreaming && stream.phase == .running {
+        for stream in streams.all where stream.isStreaming && stream.phase == .running {
             stream.task?.cancel()
         }
     }

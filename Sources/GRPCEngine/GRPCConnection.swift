@@ -20,13 +20,15 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     let channel: any Channel
     let eventLoop: any EventLoop
     let counters = GRPCConnectionCounters()
+    /// The call tally's table of this connection's loop (nil: no tally).
+    let callTable: GRPCCallTally.Table?
     var logger: Logger
 
     var session: HTTP2Session?
     private var context: ChannelHandlerContext?
     // @exclusivity(unchecked): loop-confined, and no access to these overlaps
     // another; the runtime check cost ~75 instructions per access.
-    @exclusivity(unchecked) var streams: [Int32: GRPCStream] = [:]
+    @exclusivity(unchecked) var streams = GRPCStreamList()
     @exclusivity(unchecked) var bufferedRequestBytes = 0
     private var pendingRead = false
     private var spareOutput: ByteBuffer?
@@ -60,6 +62,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         self.channel = channel
         self.eventLoop = channel.eventLoop
         self.logger = shared.logger
+        self.callTable = shared.tally?.table(for: channel.eventLoop)
         let configuration = shared.configuration
         self.liveness = GRPCConnectionLiveness(
             limits: .init(
@@ -176,7 +179,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         state.closed()
         livenessTimer?.cancel()
         livenessTimer = nil
-        for stream in streams.values {
+        for stream in streams.all {
             finishStream(stream)
         }
         streams.removeAll()
@@ -257,7 +260,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         let now = NIODeadline.now()
         let receiveLimit = liveness.limits.requestReceive
         var oldestReceiving: NIODeadline?
-        for stream in streams.values where stream.phase == .receiving {
+        for stream in streams.all where stream.phase == .receiving {
             if stream.receiveStartedAt + receiveLimit <= now {
                 respondError(stream, GRPCStatus(
                     .deadlineExceeded,

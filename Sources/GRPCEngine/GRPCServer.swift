@@ -180,18 +180,19 @@ public final class GRPCServer: Sendable {
 }
 
 /// One connection's counters: written only by its event loop (no cache-line
-/// ping-pong between loops), summed by `stats()`.
+/// ping-pong between loops), summed by `stats()`. One writer, so an update
+/// is a relaxed load and store: no locked read-modify-write (3 per call).
 final class GRPCConnectionCounters: Sendable {
     let rpcsInFlight = Atomic<Int>(0)
     let rpcsTotal = Atomic<Int>(0)
 
     @inline(__always) func rpcStarted() {
-        rpcsTotal.add(1, ordering: .relaxed)
-        rpcsInFlight.add(1, ordering: .relaxed)
+        rpcsTotal.store(rpcsTotal.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+        rpcsInFlight.store(rpcsInFlight.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
     }
 
     @inline(__always) func rpcFinished() {
-        rpcsInFlight.subtract(1, ordering: .relaxed)
+        rpcsInFlight.store(rpcsInFlight.load(ordering: .relaxed) &- 1, ordering: .relaxed)
     }
 }
 
@@ -202,7 +203,10 @@ final class GRPCServerShared: Sendable {
     let routes: [String: GRPCRoute]
     /// The observer's two hooks as closures: calling a method on a stored
     /// existential copied it (value witnesses and retains) on every call.
+    /// Nil unless the observer `observesEachCall` (asked once, not per call).
     let callFinished: (@Sendable (GRPCFinishedCall) -> Void)?
+    /// The observer's tally: each connection records into its loop's table.
+    let tally: GRPCCallTally?
     /// Nil unless the observer `annotatesRequests` (asked once, not per call).
     let annotate: (@Sendable (GRPCRequest) -> String?)?
     let logger: Logger
@@ -232,8 +236,13 @@ final class GRPCServerShared: Sendable {
     ) {
         self.configuration = configuration
         self.routes = routes
+        tally = observer?.tally
         if let observer {
-            callFinished = { call in observer.callFinished(call) }
+            if observer.observesEachCall {
+                callFinished = { call in observer.callFinished(call) }
+            } else {
+                callFinished = nil
+            }
             if observer.annotatesRequests {
                 annotate = { request in observer.annotate(request) }
             } else {

@@ -69,6 +69,11 @@ final class GRPCStream {
     /// Whether the call's handler is a streaming one (drain cancels it).
     var isStreaming = false
 
+    /// Links in the connection's `GRPCStreamList` (the list owns `next`).
+    @exclusivity(unchecked) var next: GRPCStream?
+    @exclusivity(unchecked) unowned(unsafe) var previous: GRPCStream?
+    @exclusivity(unchecked) var isListed = false
+
     /// A bidirectional call whose request messages still flow to the handler.
     var hasInbound: Bool { streaming?.hasInbound ?? false }
 
@@ -86,6 +91,59 @@ final class GRPCStream {
         self.id = id
         self.receiveStartedAt = receiveStartedAt
         self.deframer = GRPCMessageDeframer(maxMessageBytes: maxMessageBytes)
+    }
+}
+
+/// A connection's open streams: an intrusive doubly linked list, so opening
+/// and closing a stream costs a few pointer writes (a `[Int32: GRPCStream]`
+/// hashed the stream ID with SipHash on insert and on removal). Holds its
+/// streams strongly; confined to the connection's loop.
+struct GRPCStreamList {
+    private var head: GRPCStream?
+    private(set) var count = 0
+
+    var isEmpty: Bool { head == nil }
+
+    mutating func insert(_ stream: GRPCStream) {
+        guard !stream.isListed else { return }
+        stream.isListed = true
+        stream.next = head
+        head?.previous = stream
+        head = stream
+        count += 1
+    }
+
+    /// Unlinks `stream` (no effect when it is not listed).
+    mutating func remove(_ stream: GRPCStream) {
+        guard stream.isListed else { return }
+        stream.isListed = false
+        let next = stream.next
+        if let previous = stream.previous {
+            previous.next = next
+        } else {
+            head = next
+        }
+        next?.previous = stream.previous
+        stream.next = nil
+        stream.previous = nil
+        count -= 1
+    }
+
+    /// The streams, newest first (a copy: the caller may change the list).
+    var all: [GRPCStream] {
+        var streams: [GRPCStream] = []
+        streams.reserveCapacity(count)
+        var cursor = head
+        while let stream = cursor {
+            streams.append(stream)
+            cursor = stream.next
+        }
+        return streams
+    }
+
+    /// Unlinks every stream, one at a time (no recursive release of a long chain).
+    mutating func removeAll() {
+        while let stream = head { remove(stream) }
     }
 }
 

@@ -65,22 +65,7 @@ struct ConnectionBytesTests {
 
     /// Moves bytes both ways until neither side has anything to say.
     func pump() throws {
-        for _ in 0..<100 {
-            var moved = false
-            var toServer = ByteBuffer()
-            try client.drainOutput(into: &toServer)
-            if toServer.readableBytes > 0 {
-                try channel.writeInbound(toServer)
-                moved = true
-            }
-            channel.embeddedEventLoop.run()
-            while let fromServer = try channel.readOutbound(as: ByteBuffer.self) {
-                recorder.serverBytes += Array(fromServer.readableBytesView)
-                try client.receive(fromServer)
-                moved = true
-            }
-            if !moved { return }
-        }
+        try pumpBytes(client: client, channel: channel) { recorder.serverBytes += Array($0.readableBytesView) }
     }
 
     func request(path: String, method: String = "POST", contentType: String = "application/grpc",

@@ -58,4 +58,22 @@ struct ObservabilityTests {
         #expect(text.contains(#"herald_rpc_duration_seconds_count{method="a.S/M"} 3"#))
         #expect(text.contains(#"herald_rpc_duration_seconds_bucket{method="a.S/M",le="0.0001"} 2"#))
     }
+
+    // Folded at scrape time: a second scrape adds nothing twice, calls between
+    // scrapes are all there, the histogram count agrees with the counters.
+    @Test func scrapesFoldTheEngineTallyExactlyOnce() {
+        let metrics = HeraldMetrics(states: ["sent"])
+        let table = metrics.rpcTable(methods: ["/a.S/M"])
+        table.record(method: 0, code: 0, nanoseconds: 1_000)
+        func scrape() -> String { String(decoding: metrics.render(), as: UTF8.self) }
+        #expect(scrape().contains(#"herald_rpc_requests_total{method="a.S/M",code="OK"} 1"#))
+        #expect(scrape().contains(#"herald_rpc_requests_total{method="a.S/M",code="OK"} 1"#))
+        table.record(method: 0, code: 0, nanoseconds: 1_000)
+        table.record(method: 0, code: 0, nanoseconds: 1_000)
+        let text = scrape()
+        #expect(text.contains(#"herald_rpc_requests_total{method="a.S/M",code="OK"} 3"#))
+        #expect(text.contains(#"herald_rpc_duration_seconds_count{method="a.S/M"} 3"#))
+        #expect(text.contains(#"herald_rpc_duration_seconds_sum{method="a.S/M"} 3e-06"#))
+        #expect(text.contains(#"herald_rpc_duration_seconds_bucket{method="unknown",le="+Inf"} 0"#))
+    }
 }

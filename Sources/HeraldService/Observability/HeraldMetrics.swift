@@ -8,10 +8,8 @@ import Synchronization
 /// instance's own `PrometheusMetricsFactory` (no process-global bootstrap, so
 /// several servers in one process keep their own figures).
 ///
-/// Everything a hot path touches is resolved once: the RPC counters per
-/// (method, code) and the duration histograms per method are arrays indexed by
-/// the engine's method index and the status code, so recording a call is two
-/// array reads, one atomic add and one histogram update.
+/// The RPC metrics cost a call nothing beyond the engine's own tally (see
+/// `RPCMetricsTable`): they are folded in when scraped.
 public final class HeraldMetrics: Sendable {
     /// The collector `/metrics` renders.
     public let registry: PrometheusCollectorRegistry
@@ -117,12 +115,16 @@ public final class HeraldMetrics: Sendable {
         return table
     }
 
-    /// The Prometheus text exposition of every metric: the registry's, then
-    /// the lock-free RPC duration histograms.
+    /// The Prometheus text exposition of every metric: the RPC tallies
+    /// folded into the registry's counters, the registry's metrics, then the
+    /// RPC duration histograms (from the same snapshot as the counters).
     public func render() -> [UInt8] {
+        let tables = rpcTables.withLock { $0 }
+        let snapshots = tables.map { $0.tally.snapshot() }
+        for (table, snapshot) in zip(tables, snapshots) { table.fold(snapshot) }
         var buffer = registry.emitToBuffer()
         var text = ""
-        for table in rpcTables.withLock({ $0 }) { table.render(into: &text) }
+        for (table, snapshot) in zip(tables, snapshots) { table.render(snapshot, into: &text) }
         buffer.append(contentsOf: text.utf8)
         return buffer
     }
@@ -136,49 +138,74 @@ extension Duration {
     }
 }
 
-/// The RPC metrics resolved once per (method, code): recording a call is two
-/// array reads, an atomic add and a histogram update, no lookup by name.
-struct RPCMetricsTable: Sendable {
+/// The RPC metrics of one server's methods. The engine tallies every call
+/// per event loop (`GRPCCallTally`: no metrics call per RPC); a scrape folds
+/// the tally in: `herald_rpc_requests_total{method,code}` (swift-metrics
+/// counters, incremented by what was tallied since the last scrape) and
+/// `herald_rpc_duration_seconds{method}` (rendered from the tally).
+final class RPCMetricsTable: Sendable {
     /// Method names (`pkg.Service/Method`), index 0 for paths that matched none.
     let methodNames: [String]
-    /// `herald_rpc_requests_total{method,code}`: [(method index + 1) *
-    /// codeCount + code], flat so that a call touches one buffer, not two.
+    /// What the engine records into (the observer hands it over).
+    let tally: GRPCCallTally
+    /// `herald_rpc_requests_total{method,code}`: [(method index + 1) * 17 + code].
     private let counters: [CoreMetrics.Counter]
-    /// `herald_rpc_duration_seconds{method}`: [method index + 1] (lock-free).
-    private let durations: [LockFreeHistogram]
+    /// The tally's counts already added to `counters`.
+    private let folded: Mutex<[Int]>
+    /// The `le` labels of the duration buckets, rendered once.
+    private let boundLabels: [String]
+    /// Per method: `name_bucket{method="…",le="`, `name_sum{…} `, `name_count{…} `.
+    private let histogramLines: [(bucket: String, sum: String, count: String)]
 
     init(methods: [String], factory: PrometheusMetricsFactory) {
         let names = ["unknown"] + methods.map { $0.hasPrefix("/") ? String($0.dropFirst()) : $0 }
         methodNames = names
+        tally = GRPCCallTally(methodCount: methods.count, durationBounds: HeraldMetrics.rpcBuckets)
         counters = names.flatMap { method in
-            (0..<Self.codeCount).map { code in
+            (0..<GRPCCallTally.codeCount).map { code in
                 CoreMetrics.Counter(
                     label: "herald_rpc_requests_total",
                     dimensions: [("method", method), ("code", GRPCStatus.Code(rawValue: code).name)], factory: factory)
             }
         }
-        durations = names.map {
-            LockFreeHistogram(name: "herald_rpc_duration_seconds", labels: [("method", $0)], bounds: HeraldMetrics.rpcBuckets)
+        folded = Mutex(Array(repeating: 0, count: names.count * GRPCCallTally.codeCount))
+        boundLabels = HeraldMetrics.rpcBuckets.map { String(Double($0.nanoseconds) / 1e9) } + ["+Inf"]
+        let name = "herald_rpc_duration_seconds"
+        histogramLines = names.map { method in
+            ("\(name)_bucket{method=\"\(method)\",le=\"", "\(name)_sum{method=\"\(method)\"} ",
+             "\(name)_count{method=\"\(method)\"} ")
         }
     }
 
-    /// The duration histograms in the Prometheus text format.
-    func render(into out: inout String) {
-        out += "# TYPE herald_rpc_duration_seconds histogram\n"
-        for histogram in durations { histogram.render(into: &out) }
+    /// One finished RPC, recorded from outside the engine's loops (takes a
+    /// lock; the engine records into the tally's per-loop tables).
+    func record(method: Int, code: Int, nanoseconds: Int64) {
+        tally.record(method: method, code: code, nanoseconds: nanoseconds)
     }
 
-    /// The gRPC status codes a call can end with (0...16).
-    static let codeCount = 17
+    /// Adds what `snapshot` counted since the last fold to the counters.
+    func fold(_ snapshot: GRPCCallTallySnapshot) {
+        folded.withLock { folded in
+            for index in folded.indices where snapshot.counts[index] > folded[index] {
+                counters[index].increment(by: snapshot.counts[index] - folded[index])
+                folded[index] = snapshot.counts[index]
+            }
+        }
+    }
 
-    /// One finished RPC (the engine's observer hook, on an event loop).
-    @inline(__always)
-    func record(method: Int, code: Int, nanoseconds: Int64) {
-        let row = method + 1
-        guard row >= 0, row < durations.count else { return }
-        let column = code >= 0 && code < Self.codeCount ? code : GRPCStatus.Code.unknown.rawValue
-        counters[row &* Self.codeCount &+ column].increment()
-        durations[row].recordNanoseconds(nanoseconds)
+    /// The duration histograms of `snapshot` in the Prometheus text format.
+    func render(_ snapshot: GRPCCallTallySnapshot, into out: inout String) {
+        out += "# TYPE herald_rpc_duration_seconds histogram\n"
+        for (row, lines) in histogramLines.enumerated() {
+            let (buckets, sum) = snapshot.durations(method: row - 1)
+            var cumulative = 0
+            for (label, count) in zip(boundLabels, buckets) {
+                cumulative += count
+                out += lines.bucket + label + "\"} \(cumulative)\n"
+            }
+            out += lines.sum + "\(Double(sum) / 1e9)\n"
+            out += lines.count + "\(cumulative)\n"
+        }
     }
 
     func methodName(_ method: Int) -> String {

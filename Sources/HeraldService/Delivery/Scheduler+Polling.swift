@@ -79,13 +79,7 @@ extension Scheduler {
         let until = min(clock.now() + pollMilliseconds, hint)
         waitingUntil = until
         defer { waitingUntil = .max }
-        let (clock, wakeups) = (clock, wakeups)
-        await withTaskGroup(of: Void.self) { race in
-            race.addTask { try? await clock.sleep(until: until) }
-            race.addTask { await wakeups.wait() }
-            await race.next()
-            race.cancelAll()
-        }
+        await sleepOrWake(until: until)
     }
 
     private func wake() {

@@ -158,7 +158,13 @@ public actor Scheduler {
             await wakeups.wait()
             return
         }
-        let clock = self.clock
+        await sleepOrWake(until: until)
+    }
+
+    /// Returns at `until`, at a wake-up, or when cancelled: the clock's
+    /// sleep and the wake-up race as children of one group.
+    func sleepOrWake(until: Int64) async {
+        let (clock, wakeups) = (clock, wakeups)
         await withTaskGroup(of: Void.self) { race in
             race.addTask { try? await clock.sleep(until: until) }
             race.addTask { await wakeups.wait() }

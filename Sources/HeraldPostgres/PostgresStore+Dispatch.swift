@@ -10,6 +10,13 @@ extension PostgresStore {
         OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at))
         """
 
+    /// SQLite's transition, fenced across replicas: a message claimed by
+    /// another replica (`owner`, set by its claim) cannot be moved on by
+    /// this one, so a replica that stalled past its lease and lost the claim
+    /// cannot end a push the new owner is sending: its result loses
+    /// (`false`, nothing recorded, the new owner's hand-over marks kept). The app's DISPLAYED report is the
+    /// exception, applied by whichever replica receives it, as on SQLite
+    /// (the claim holder's own transition then finds the state moved on).
     public func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
         apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
@@ -17,7 +24,15 @@ extension PostgresStore {
         // Before the write: a refused change records nothing, not even the outcomes.
         try Self.check(id: id, from: from, to: to)
         let target = to.rawValue
+        let anyReplica = to == .displayed
         return try await transaction { connection in
+            // The fence, under the row's lock (the row as the update will see
+            // it): whatever its state, a claim of another replica's is left
+            // alone, its outcomes and its hand-over marks included.
+            let owners = try await Self.rows(connection, """
+                SELECT coalesce(owner, '') FROM messages WHERE id = \(id) FOR UPDATE
+                """, logger: logger) { try $0.decode(String.self) }
+            if let owner = owners.first, !owner.isEmpty, owner != configuration.replicaID, !anyReplica { return false }
             for outcome in outcomes { try await PostgresRows.insert(connection, outcome, logger: logger) }
             // The push ends: its marks served their purpose.
             try await connection.query("DELETE FROM handovers WHERE message_id = \(id)", logger: logger)

@@ -60,6 +60,50 @@ struct PostgresLeaseTests {
         }
     }
 
+    /// Fencing: A stalls past its lease, B takes the claim over and claims
+    /// again; A's late result must not end B's push, record A's outcomes or
+    /// drop B's hand-over marks. The app's DISPLAYED report is applied by any
+    /// replica (as on SQLite).
+    @Test func aReplicaThatLostItsClaimCannotEndThePush() async throws {
+        try await withReplicas(["a", "b"]) { replicas, configuration in
+            let (a, b) = (replicas[0], replicas[1])
+            _ = try await a.schedule(makeMessage(id: "m-fence", dueAt: now))
+            #expect(try await a.claimDue(before: now, limit: 10, now: now).count == 1)
+            #expect(try await b.takeOverExpired(now: now + 30_001).resumed == ["m-fence"])
+            let reclaimed = try #require(try await b.claimDue(before: now + 30_002, limit: 10, now: now + 30_002).first)
+            let push = try #require(reclaimed.pushStartedAt)
+            try await b.recordHandOvers([HandOverMark(messageID: "m-fence", deviceToken: "b-device", push: push, at: now + 30_003)])
+            // A wakes up and reports its (late) result.
+            let late = DeviceOutcome(messageID: "m-fence", deviceToken: "a-device", kind: .sent, at: now + 30_004)
+            #expect(try await !a.transition(id: "m-fence", from: .scheduled, to: .sent, dueAt: nil, apnsID: "late",
+                                            lastError: nil, now: now + 30_004, recording: [late]))
+            #expect(try await b.outcomes(messageID: "m-fence").isEmpty)
+            #expect(try await b.handOvers(messageID: "m-fence", push: push) == ["b-device"])
+            #expect(try await Self.owner(configuration, "m-fence") == "b")
+            // B, the owner, ends it.
+            #expect(try await b.transition(id: "m-fence", from: .scheduled, to: .sent, dueAt: nil, apnsID: "b",
+                                           lastError: nil, now: now + 30_005))
+            #expect(try await a.message(id: "m-fence")?.state == .sent)
+        }
+    }
+
+    @Test func theDisplayedReportIsAppliedByAnyReplica() async throws {
+        try await withReplicas(["a", "b"]) { replicas, _ in
+            let (a, b) = (replicas[0], replicas[1])
+            _ = try await a.schedule(makeMessage(id: "m-shown", dueAt: now))
+            #expect(try await a.claimDue(before: now, limit: 10, now: now).count == 1)
+            #expect(try await a.transition(id: "m-shown", from: .scheduled, to: .handedOff, dueAt: now + 60_000,
+                                           apnsID: nil, lastError: nil, now: now + 1))
+            // A claims the fallback alert; the app reports DISPLAYED through B meanwhile.
+            #expect(try await a.claimDue(before: now + 60_000, limit: 10, now: now + 60_000).count == 1)
+            #expect(try await b.transition(id: "m-shown", from: .handedOff, to: .displayed, dueAt: nil, apnsID: nil,
+                                           lastError: nil, now: now + 60_001))
+            #expect(try await !a.transition(id: "m-shown", from: .handedOff, to: .sent, dueAt: nil, apnsID: nil,
+                                            lastError: nil, now: now + 60_002))
+            #expect(try await b.message(id: "m-shown")?.state == .displayed)
+        }
+    }
+
     @Test func aRenewedLeaseHoldsUntilItsRenewalExpires() async throws {
         try await withReplicas(["a", "b"]) { replicas, configuration in
             let (a, b) = (replicas[0], replicas[1])

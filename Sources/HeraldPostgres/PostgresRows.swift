@@ -112,35 +112,9 @@ extension PostgresStore {
         try await transaction { connection in
             var start = 0
             while start < messages.count {
-                let chunk = messages[start..<min(start + 1_000, messages.count)]
+                let chunk = Array(messages[start..<min(start + 1_000, messages.count)])
                 start += chunk.count
-                var sql = PostgresQuery.StringInterpolation(literalCapacity: 64 * chunk.count, interpolationCount: 21 * chunk.count)
-                sql.appendLiteral("INSERT INTO messages(\(PostgresRows.columns)) VALUES ")
-                for (index, m) in chunk.enumerated() {
-                    sql.appendLiteral(index == 0 ? "(" : ", (")
-                    sql.appendInterpolation(m.id); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.bundleID); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.platform.rawValue); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.userID); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.campaignID); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.idempotencyKey); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.deliveryMethod.rawValue); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.abTest); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.windowStart); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.windowEnd); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.dueAt); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.state.rawValue); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.createdAt); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.updatedAt); sql.appendLiteral(", ")
-                    sql.appendInterpolation(Int32(clamping: m.attempts)); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.lastError); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.apnsID); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.sendingSince); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.sendStartedAt); sql.appendLiteral(", ")
-                    sql.appendInterpolation(m.pushStartedAt); sql.appendLiteral(", ")
-                    sql.appendInterpolation(ByteBuffer(bytes: m.request)); sql.appendLiteral(")")
-                }
-                try await connection.query(PostgresQuery(stringInterpolation: sql), logger: logger)
+                try await Self.insertMessages(connection, chunk, logger: logger)
                 try await connection.query("""
                     INSERT INTO message_keys(bundle_id, idempotency_key, message_id)
                     SELECT bundle_id, idempotency_key, id FROM messages
@@ -148,5 +122,39 @@ extension PostgresStore {
                     """, logger: logger)
             }
         }
+    }
+
+    /// Inserts `messages` (at most 3,000: 21 parameters each) in one
+    /// statement, on the caller's transaction.
+    static func insertMessages(_ connection: PostgresConnection, _ messages: [StoredMessage], logger: Logger) async throws {
+        guard !messages.isEmpty else { return }
+        precondition(messages.count <= 3_000, "65,535 bound parameters at most")
+        var sql = PostgresQuery.StringInterpolation(literalCapacity: 64 * messages.count, interpolationCount: 21 * messages.count)
+        sql.appendLiteral("INSERT INTO messages(\(PostgresRows.columns)) VALUES ")
+        for (index, m) in messages.enumerated() {
+            sql.appendLiteral(index == 0 ? "(" : ", (")
+            sql.appendInterpolation(m.id); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.bundleID); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.platform.rawValue); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.userID); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.campaignID); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.idempotencyKey); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.deliveryMethod.rawValue); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.abTest); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.windowStart); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.windowEnd); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.dueAt); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.state.rawValue); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.createdAt); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.updatedAt); sql.appendLiteral(", ")
+            sql.appendInterpolation(Int32(clamping: m.attempts)); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.lastError); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.apnsID); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.sendingSince); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.sendStartedAt); sql.appendLiteral(", ")
+            sql.appendInterpolation(m.pushStartedAt); sql.appendLiteral(", ")
+            sql.appendInterpolation(ByteBuffer(bytes: m.request)); sql.appendLiteral(")")
+        }
+        try await connection.query(PostgresQuery(stringInterpolation: sql), logger: logger)
     }
 }

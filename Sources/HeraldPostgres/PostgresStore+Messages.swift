@@ -2,69 +2,119 @@ public import HeraldCore
 public import HeraldStorage
 import PostgresNIO
 
-extension PostgresStore {
+extension PostgresStore: ScheduleBatchWriter {
     // MARK: Messages (API)
 
     /// Last request wins through `message_keys`, as in SQLite, made safe for
-    /// concurrent Schedules of one key on any replica by row locks:
+    /// concurrent Schedules of one key on any replica by row locks (see
+    /// `schedule(_:_:logger:)`). Concurrent Schedules share transactions
+    /// (`PostgresScheduleBatcher`: group commit).
+    public func schedule(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
+        try await batcher.schedule(message, deadline: deadline, writer: self)
+    }
+
+    /// One Schedule in its own transaction.
+    func scheduleOne(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
+        do {
+            return try await transaction { connection in
+                // The deadline rule, once a connection is ours: before any write.
+                if Task.isCancelled { throw StoreError.abandoned }
+                if let deadline, ContinuousClock.now >= deadline { throw StoreError.abandoned }
+                return try await Self.schedule(message, connection, logger: logger)
+            }
+        } catch is CancellationError {
+            // Cancelled while waiting for a connection: nothing was written.
+            throw StoreError.abandoned
+        }
+    }
+
+    /// Many Schedules in one transaction: the free keys are taken in one
+    /// statement (in key order, so concurrent batches lock keys in one
+    /// order), their messages and the keyless ones inserted in one more;
+    /// each Schedule whose key was taken already then goes the one-by-one
+    /// way (`schedule(_:_:logger:)`), in key order and, for one key, in
+    /// arrival order (the last request wins). `nil`: past its deadline.
+    func scheduleBatch(
+        _ batch: [(message: StoredMessage, deadline: ContinuousClock.Instant?)]
+    ) async throws -> [ScheduleOutcome?] {
+        try await transaction { connection in
+            let now = ContinuousClock.now
+            let live = batch.indices.filter { batch[$0].deadline.map { now < $0 } ?? true }
+            let keyed = live.filter { batch[$0].message.idempotencyKey != nil }
+            var took = Set<String>()
+            if !keyed.isEmpty {
+                let messages = keyed.map { batch[$0].message }
+                took = Set(try await Self.rows(connection, """
+                    INSERT INTO message_keys(bundle_id, idempotency_key, message_id)
+                    SELECT b, k, m FROM unnest(\(messages.map(\.bundleID))::text[],
+                                              \(messages.map { $0.idempotencyKey ?? "" })::text[],
+                                              \(messages.map(\.id))::text[]) WITH ORDINALITY AS t(b, k, m, n)
+                    ORDER BY b, k, n
+                    ON CONFLICT (bundle_id, idempotency_key) DO NOTHING RETURNING message_id
+                    """, logger: logger) { try $0.decode(String.self) })
+            }
+            let direct = live.filter { batch[$0].message.idempotencyKey == nil || took.contains(batch[$0].message.id) }
+            try await Self.insertMessages(connection, direct.map { batch[$0].message }, logger: logger)
+            var outcomes = [ScheduleOutcome?](repeating: nil, count: batch.count)
+            for index in direct { outcomes[index] = .scheduled(batch[index].message, supersededID: nil) }
+            let rest = keyed.filter { !took.contains(batch[$0].message.id) }.sorted {
+                let (a, b) = (batch[$0].message, batch[$1].message)
+                return (a.bundleID, a.idempotencyKey ?? "", $0) < (b.bundleID, b.idempotencyKey ?? "", $1)
+            }
+            for index in rest { outcomes[index] = try await Self.schedule(batch[index].message, connection, logger: logger) }
+            return outcomes
+        }
+    }
+
+    /// One Schedule on `connection` (the caller's transaction):
     /// 1. `INSERT … ON CONFLICT DO NOTHING` takes a free key (a concurrent
     ///    taker of the same key waits for this transaction, then conflicts);
     /// 2. a taken key's row is locked (`FOR UPDATE`), then its message's
     ///    row (the claim's compare-and-set locks it too), so the supersede
     ///    or ALREADY_EXISTS decision reads committed, current rows.
     /// A key deleted meanwhile (retention) is taken again (step 1).
-    public func schedule(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
-        do {
-            return try await transaction { connection in
-                // The deadline rule, once a connection is ours: before any write.
-                if Task.isCancelled { throw StoreError.abandoned }
-                if let deadline, ContinuousClock.now >= deadline { throw StoreError.abandoned }
-                guard let key = message.idempotencyKey else {
-                    try await PostgresRows.insert(connection, message, logger: logger)
-                    return .scheduled(message, supersededID: nil)
-                }
-                for _ in 0..<8 {
-                    let took = try await Self.first(connection, """
-                        INSERT INTO message_keys(bundle_id, idempotency_key, message_id)
-                        VALUES (\(message.bundleID), \(key), \(message.id))
-                        ON CONFLICT (bundle_id, idempotency_key) DO NOTHING RETURNING 1
-                        """, logger: logger) { _ in true } ?? false
-                    if took {
-                        try await PostgresRows.insert(connection, message, logger: logger)
-                        return .scheduled(message, supersededID: nil)
-                    }
-                    guard let holder = try await Self.first(connection, """
-                        SELECT message_id FROM message_keys
-                        WHERE bundle_id = \(message.bundleID) AND idempotency_key = \(key) FOR UPDATE
-                        """, logger: logger, { try $0.decode(String.self) }) else { continue }
-                    guard let existing = try await Self.first(connection, """
-                        SELECT \(unescaped: PostgresRows.columns) FROM messages WHERE id = \(holder) FOR UPDATE
-                        """, logger: logger, PostgresRows.message) else {
-                        throw StoreError.invalidRecord("key \(key) of \(message.bundleID) names a missing message \(holder)")
-                    }
-                    if existing.keySpent { return .alreadyExists(existing) }
-                    var supersededID: String?
-                    if existing.state == .scheduled {
-                        try Self.check(id: existing.id, from: .scheduled, to: .superseded)
-                        try await connection.query("""
-                            UPDATE messages SET state = 'superseded', updated_at = \(message.createdAt)
-                            WHERE id = \(existing.id) AND state = 'scheduled'
-                            """, logger: logger)
-                        supersededID = existing.id
-                    }
-                    try await PostgresRows.insert(connection, message, logger: logger)
-                    try await connection.query("""
-                        UPDATE message_keys SET message_id = \(message.id)
-                        WHERE bundle_id = \(message.bundleID) AND idempotency_key = \(key)
-                        """, logger: logger)
-                    return .scheduled(message, supersededID: supersededID)
-                }
-                throw StoreError.database("the key \(key) kept changing under this Schedule; nothing was stored")
-            }
-        } catch is CancellationError {
-            // Cancelled while waiting for a connection: nothing was written.
-            throw StoreError.abandoned
+    static func schedule(_ message: StoredMessage, _ connection: PostgresConnection, logger: Logger) async throws -> ScheduleOutcome {
+        guard let key = message.idempotencyKey else {
+            try await PostgresRows.insert(connection, message, logger: logger)
+            return .scheduled(message, supersededID: nil)
         }
+        for _ in 0..<8 {
+            let took = try await first(connection, """
+                INSERT INTO message_keys(bundle_id, idempotency_key, message_id)
+                VALUES (\(message.bundleID), \(key), \(message.id))
+                ON CONFLICT (bundle_id, idempotency_key) DO NOTHING RETURNING 1
+                """, logger: logger) { _ in true } ?? false
+            if took {
+                try await PostgresRows.insert(connection, message, logger: logger)
+                return .scheduled(message, supersededID: nil)
+            }
+            guard let holder = try await first(connection, """
+                SELECT message_id FROM message_keys
+                WHERE bundle_id = \(message.bundleID) AND idempotency_key = \(key) FOR UPDATE
+                """, logger: logger, { try $0.decode(String.self) }) else { continue }
+            guard let existing = try await first(connection, """
+                SELECT \(unescaped: PostgresRows.columns) FROM messages WHERE id = \(holder) FOR UPDATE
+                """, logger: logger, PostgresRows.message) else {
+                throw StoreError.invalidRecord("key \(key) of \(message.bundleID) names a missing message \(holder)")
+            }
+            if existing.keySpent { return .alreadyExists(existing) }
+            var supersededID: String?
+            if existing.state == .scheduled {
+                try check(id: existing.id, from: .scheduled, to: .superseded)
+                try await connection.query("""
+                    UPDATE messages SET state = 'superseded', updated_at = \(message.createdAt)
+                    WHERE id = \(existing.id) AND state = 'scheduled'
+                    """, logger: logger)
+                supersededID = existing.id
+            }
+            try await PostgresRows.insert(connection, message, logger: logger)
+            try await connection.query("""
+                UPDATE message_keys SET message_id = \(message.id)
+                WHERE bundle_id = \(message.bundleID) AND idempotency_key = \(key)
+                """, logger: logger)
+            return .scheduled(message, supersededID: supersededID)
+        }
+        throw StoreError.database("the key \(key) kept changing under this Schedule; nothing was stored")
     }
 
     public func cancel(

@@ -19,6 +19,8 @@ public final class PostgresStore: ServableStore {
     /// The pool's `run()`, owned by the store: cancelled by `close()`.
     private let runner: Task<Void, Never>
     private let closed = Atomic<Bool>(false)
+    /// Group commit for Schedule: up to 256 to a transaction, 4 at once.
+    let batcher = PostgresScheduleBatcher(maximumBatch: 256, maximumInFlight: 4)
     /// The last failure of a write, until one succeeds (`health()`).
     private let lastFailure = Mutex<String?>(nil)
 

@@ -38,15 +38,28 @@ extension PostgresStore {
         }
     }
 
+    /// One user's devices on one platform. Concurrent reads share one
+    /// query (`PostgresBatcher`: Schedule reads them for its warnings, the
+    /// dispatcher for its targets, both once per message).
     public func devices(bundleID: String, platform: Platform, userID: String) async throws -> [Device] {
+        try await deviceReads.run(DeviceOwner(bundleID: bundleID, platform: platform.rawValue, userID: userID),
+                                  writer: DeviceReads(store: self))
+    }
+
+    /// The devices of many owners in one query, in the order asked.
+    func devices(of owners: [DeviceOwner]) async throws -> [[Device]] {
         try await connection { connection in
-            try await Self.rows(connection, """
-                SELECT bundle_id, device_token, platform, user_id, locale, timezone, environment, registered_at, updated_at
-                FROM devices WHERE bundle_id = \(bundleID) AND platform = \(platform.rawValue) AND user_id = \(userID)
-                ORDER BY device_token
-                """, logger: logger) { row in
-                let (bundle, token, platformText, user, locale, timezone, environmentText, registered, updated) =
-                    try row.decode((String, String, String, String, String, String, String?, Int64, Int64).self)
+            var found = [[Device]](repeating: [], count: owners.count)
+            for try await row in try await connection.query("""
+                SELECT q.n, d.bundle_id, d.device_token, d.platform, d.user_id, d.locale, d.timezone, d.environment,
+                       d.registered_at, d.updated_at
+                FROM unnest(\(owners.map(\.bundleID))::text[], \(owners.map(\.platform))::text[],
+                            \(owners.map(\.userID))::text[]) WITH ORDINALITY AS q(b, p, u, n)
+                JOIN devices d ON d.bundle_id = q.b AND d.platform = q.p AND d.user_id = q.u
+                ORDER BY q.n, d.device_token
+                """, logger: logger) {
+                let (n, bundle, token, platformText, user, locale, timezone, environmentText, registered, updated) =
+                    try row.decode((Int64, String, String, String, String, String, String, String?, Int64, Int64).self)
                 guard let platform = Platform(rawValue: platformText) else {
                     throw StoreError.invalidRecord("device \(token): unknown platform \(platformText)")
                 }
@@ -57,10 +70,32 @@ extension PostgresStore {
                     }
                     environment = value
                 }
-                return Device(
+                guard n >= 1, n <= owners.count else { throw StoreError.invalidRecord("device \(token): row for owner \(n)") }
+                found[Int(n) - 1].append(Device(
                     bundleID: bundle, platform: platform, userID: user, deviceToken: token, locale: locale,
-                    timezone: timezone, environment: environment, registeredAt: registered, updatedAt: updated)
+                    timezone: timezone, environment: environment, registeredAt: registered, updatedAt: updated))
             }
+            return found
         }
+    }
+}
+
+/// Whose devices (`PostgresStore.devices(of:)`).
+struct DeviceOwner: Sendable {
+    let bundleID: String
+    let platform: String
+    let userID: String
+}
+
+/// `PostgresBatcher`'s view of the store for device reads.
+struct DeviceReads: BatchWriter {
+    let store: PostgresStore
+
+    func runBatch(_ batch: [(item: DeviceOwner, deadline: ContinuousClock.Instant?)]) async throws -> [[Device]?] {
+        try await store.devices(of: batch.map(\.item))
+    }
+
+    func runOne(_ item: DeviceOwner, deadline: ContinuousClock.Instant?) async throws -> [Device] {
+        try await store.devices(of: [item])[0]
     }
 }

@@ -2,15 +2,15 @@ public import HeraldCore
 public import HeraldStorage
 import PostgresNIO
 
-extension PostgresStore: ScheduleBatchWriter {
+extension PostgresStore {
     // MARK: Messages (API)
 
     /// Last request wins through `message_keys`, as in SQLite, made safe for
     /// concurrent Schedules of one key on any replica by row locks (see
     /// `schedule(_:_:logger:)`). Concurrent Schedules share transactions
-    /// (`PostgresScheduleBatcher`: group commit).
+    /// (`PostgresBatcher`: group commit).
     public func schedule(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
-        try await batcher.schedule(message, deadline: deadline, writer: self)
+        try await scheduleWrites.run(message, deadline: deadline, writer: ScheduleWrites(store: self))
     }
 
     /// One Schedule in its own transaction.
@@ -238,5 +238,18 @@ extension Substring {
         while text.first?.isWhitespace == true { text = text.dropFirst() }
         while text.last?.isWhitespace == true { text = text.dropLast() }
         return text
+    }
+}
+
+/// `PostgresBatcher`'s view of the store for Schedule.
+struct ScheduleWrites: BatchWriter {
+    let store: PostgresStore
+
+    func runBatch(_ batch: [(item: StoredMessage, deadline: ContinuousClock.Instant?)]) async throws -> [ScheduleOutcome?] {
+        try await store.scheduleBatch(batch.map { (message: $0.item, deadline: $0.deadline) })
+    }
+
+    func runOne(_ item: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
+        try await store.scheduleOne(item, deadline: deadline)
     }
 }

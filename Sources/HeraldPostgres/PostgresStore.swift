@@ -20,7 +20,9 @@ public final class PostgresStore: ServableStore {
     private let runner: Task<Void, Never>
     private let closed = Atomic<Bool>(false)
     /// Group commit for Schedule: up to 256 to a transaction, 4 at once.
-    let batcher = PostgresScheduleBatcher(maximumBatch: 256, maximumInFlight: 4)
+    let scheduleWrites = PostgresBatcher<StoredMessage, ScheduleOutcome>(maximumBatch: 256, maximumInFlight: 4)
+    /// Device reads: up to 256 owners to a query, 4 at once.
+    let deviceReads = PostgresBatcher<DeviceOwner, [Device]>(maximumBatch: 256, maximumInFlight: 4)
     /// The last failure of a write, until one succeeds (`health()`).
     private let lastFailure = Mutex<String?>(nil)
 

@@ -4,16 +4,16 @@ import HeraldCore
 import Synchronization
 import Testing
 
-/// Group commit for Schedule on PostgreSQL (`PostgresScheduleBatcher`,
+/// Group commit for Schedule on PostgreSQL (`PostgresBatcher`,
 /// `PostgresStore.scheduleBatch`): the batcher against a scripted writer
 /// (what waits is batched, a cancelled or expired Schedule is written
 /// nowhere, a failing batch is retried one by one), then the batch SQL
 /// against the throwaway cluster (last request wins inside one batch and
 /// across concurrent batches).
-@Suite("PostgreSQL Schedule group commit", .timeLimit(.minutes(2)))
+@Suite("PostgreSQL group commit: Schedules, device reads", .timeLimit(.minutes(2)))
 struct PostgresScheduleBatchTests {
     /// A writer whose first write waits for `release()`; records every call.
-    final class ScriptedWriter: ScheduleBatchWriter {
+    final class ScriptedWriter: BatchWriter {
         struct Log { var batches: [[String]] = []; var singles: [String] = [] }
         let log = Mutex(Log())
         let entered = AsyncStream<Void>.makeStream()
@@ -29,16 +29,16 @@ struct PostgresScheduleBatchTests {
             _ = await gates.next()
         }
 
-        func scheduleBatch(
-            _ batch: [(message: StoredMessage, deadline: ContinuousClock.Instant?)]
+        func runBatch(
+            _ batch: [(item: StoredMessage, deadline: ContinuousClock.Instant?)]
         ) async throws -> [ScheduleOutcome?] {
-            log.withLock { $0.batches.append(batch.map(\.message.id)) }
+            log.withLock { $0.batches.append(batch.map(\.item.id)) }
             await pass()
-            if batch.contains(where: { $0.message.id == "bad" }) { throw StoreError.database("duplicate key") }
-            return batch.map { .scheduled($0.message, supersededID: nil) }
+            if batch.contains(where: { $0.item.id == "bad" }) { throw StoreError.database("duplicate key") }
+            return batch.map { .scheduled($0.item, supersededID: nil) }
         }
 
-        func scheduleOne(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
+        func runOne(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
             log.withLock { $0.singles.append(message.id) }
             await pass()
             if message.id == "bad" { throw StoreError.database("duplicate key") }
@@ -53,15 +53,15 @@ struct PostgresScheduleBatchTests {
     ) async throws -> [String: Result<ScheduleOutcome, any Error>] {
         let (allQueued, queuedSignal) = AsyncStream<Void>.makeStream()
         let expected = ids.count
-        let batcher = PostgresScheduleBatcher(maximumBatch: 64, maximumInFlight: 1) { length in
+        let batcher = PostgresBatcher<StoredMessage, ScheduleOutcome>(maximumBatch: 64, maximumInFlight: 1) { length in
             if length == expected { queuedSignal.yield() }
         }
-        let head = Task { try await batcher.schedule(makeMessage(id: first, key: first), deadline: nil, writer: writer) }
+        let head = Task { try await batcher.run(makeMessage(id: first, key: first), writer: writer) }
         var entered = writer.entered.stream.makeAsyncIterator()
         _ = await entered.next()
         var tasks: [String: Task<ScheduleOutcome, any Error>] = [:]
         for id in ids {
-            tasks[id] = Task { try await batcher.schedule(makeMessage(id: id, key: id), deadline: nil, writer: writer) }
+            tasks[id] = Task { try await batcher.run(makeMessage(id: id, key: id), writer: writer) }
         }
         var signals = allQueued.makeAsyncIterator()
         _ = await signals.next()
@@ -163,6 +163,42 @@ struct PostgresScheduleBatchTests {
             #expect(superseded.count == 270 && Set(superseded).count == 270)
             await closeInTime(a)
             await closeInTime(b)
+        }
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+    func concurrentDeviceReadsEachGetTheirOwnUsersDevices() async throws {
+        try await PostgresTestDatabase.withSchema { configuration in
+            let store = try await PostgresStore.open(configuration)
+            // User i has i % 4 devices (user 0, 4, ...: none); one Android device shares user 1's id.
+            for i in 0..<40 {
+                for d in 0..<(i % 4) {
+                    _ = try await store.registerDevice(Device(
+                        bundleID: "com.example.app", platform: .ios, userID: "u\(i)", deviceToken: "t\(i)-\(d)",
+                        locale: "en", timezone: "UTC", environment: .sandbox, registeredAt: now, updatedAt: now))
+                }
+            }
+            _ = try await store.registerDevice(Device(
+                bundleID: "com.example.app", platform: .android, userID: "u1", deviceToken: "fcm-u1",
+                locale: "en", timezone: "UTC", environment: nil, registeredAt: now, updatedAt: now))
+            let found = try await withThrowingTaskGroup(of: (Int, [String]).self) { group in
+                for _ in 0..<3 {
+                    for i in 0..<40 {
+                        group.addTask {
+                            (i, try await store.devices(bundleID: "com.example.app", platform: .ios, userID: "u\(i)")
+                                .map(\.deviceToken))
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(found.count == 120)
+            for (i, tokens) in found {
+                #expect(tokens == (0..<(i % 4)).map { "t\(i)-\($0)" }, "user u\(i)")
+            }
+            #expect(try await store.devices(bundleID: "com.example.app", platform: .android, userID: "u1").map(\.deviceToken)
+                        == ["fcm-u1"])
+            await closeInTime(store)
         }
     }
 }

@@ -2,29 +2,28 @@ import HeraldCore
 import HeraldStorage
 import Synchronization
 
-/// Group commit for Schedule on PostgreSQL: concurrent Schedules are
-/// written together, up to `maximumBatch` to a transaction and at most
-/// `maximumInFlight` transactions at once, so many Schedules share one
-/// commit (one WAL flush) instead of paying one each. A Schedule waits only
-/// while every in-flight slot is busy; alone, it is written at once.
+/// Group commit on PostgreSQL: concurrent calls (Schedules, device reads)
+/// are run together, up to `maximumBatch` to a statement or transaction and
+/// at most `maximumInFlight` batches at once, so many calls share one round
+/// trip and one commit (one WAL flush) instead of paying one each. A call
+/// waits only while every in-flight slot is busy; alone, it runs at once.
 ///
-/// The deadline rule holds per Schedule: one cancelled, or past its deadline
+/// The deadline rule holds per call: one cancelled, or past its deadline
 /// when its batch is formed, is answered `StoreError.abandoned` and written
-/// nowhere. When a batch's transaction fails, each of its Schedules is
-/// written again on its own (one bad row cannot fail its neighbours).
-/// The writer comes with each call (the store passes itself).
-final class PostgresScheduleBatcher: Sendable {
+/// nowhere. When a batch fails, each of its calls runs again on its own
+/// (one bad row cannot fail its neighbours). The writer comes with each
+/// call (the store passes a view of itself).
+final class PostgresBatcher<Item: Sendable, Output: Sendable>: Sendable {
 
-    /// One Schedule waiting for its batch.
+    /// One call waiting for its batch.
     final class Pending: Sendable {
-        let message: StoredMessage
+        let item: Item
         let deadline: ContinuousClock.Instant?
         let cancelled = Atomic<Bool>(false)
-        let continuation: CheckedContinuation<ScheduleOutcome, any Error>
+        let continuation: CheckedContinuation<Output, any Error>
 
-        init(_ message: StoredMessage, _ deadline: ContinuousClock.Instant?,
-             _ continuation: CheckedContinuation<ScheduleOutcome, any Error>) {
-            self.message = message
+        init(_ item: Item, _ deadline: ContinuousClock.Instant?, _ continuation: CheckedContinuation<Output, any Error>) {
+            self.item = item
             self.deadline = deadline
             self.continuation = continuation
         }
@@ -38,7 +37,7 @@ final class PostgresScheduleBatcher: Sendable {
     let maximumBatch: Int
     let maximumInFlight: Int
     private let state = Mutex(State())
-    /// Called with the queue's length after each Schedule joins it (tests).
+    /// Called with the queue's length after each call joins it (tests).
     private let queued: (@Sendable (Int) -> Void)?
 
     init(maximumBatch: Int, maximumInFlight: Int, queued: (@Sendable (Int) -> Void)? = nil) {
@@ -48,13 +47,14 @@ final class PostgresScheduleBatcher: Sendable {
         self.queued = queued
     }
 
-    func schedule(
-        _ message: StoredMessage, deadline: ContinuousClock.Instant?, writer: some ScheduleBatchWriter
-    ) async throws -> ScheduleOutcome {
+    /// Runs `item` in the next batch (`writer`'s), answering its output.
+    func run<Writer: BatchWriter>(
+        _ item: Item, deadline: ContinuousClock.Instant? = nil, writer: Writer
+    ) async throws -> Output where Writer.Item == Item, Writer.Output == Output {
         let box = Mutex<Pending?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let pending = Pending(message, deadline, continuation)
+                let pending = Pending(item, deadline, continuation)
                 box.withLock { $0 = pending }
                 if Task.isCancelled { pending.cancelled.store(true, ordering: .releasing) }
                 let (start, length) = state.withLock { state -> (Bool, Int) in
@@ -72,7 +72,7 @@ final class PostgresScheduleBatcher: Sendable {
     }
 
     /// Writes batches until the queue is empty, then gives its slot back.
-    private func drain(_ writer: some ScheduleBatchWriter) async {
+    private func drain<Writer: BatchWriter>(_ writer: Writer) async where Writer.Item == Item, Writer.Output == Output {
         while true {
             let batch = state.withLock { state -> [Pending]? in
                 guard !state.queue.isEmpty else {
@@ -89,7 +89,8 @@ final class PostgresScheduleBatcher: Sendable {
         }
     }
 
-    private func run(_ batch: [Pending], _ writer: some ScheduleBatchWriter) async {
+    private func run<Writer: BatchWriter>(_ batch: [Pending], _ writer: Writer) async
+    where Writer.Item == Item, Writer.Output == Output {
         let now = ContinuousClock.now
         var live: [Pending] = []
         live.reserveCapacity(batch.count)
@@ -103,8 +104,8 @@ final class PostgresScheduleBatcher: Sendable {
         guard !live.isEmpty else { return }
         if live.count > 1 {
             do {
-                let outcomes = try await writer.scheduleBatch(live.map { ($0.message, $0.deadline) })
-                precondition(outcomes.count == live.count, "one outcome per Schedule")
+                let outcomes = try await writer.runBatch(live.map { ($0.item, $0.deadline) })
+                precondition(outcomes.count == live.count, "one output per call")
                 for (pending, outcome) in zip(live, outcomes) {
                     if let outcome {
                         pending.continuation.resume(returning: outcome)
@@ -114,14 +115,14 @@ final class PostgresScheduleBatcher: Sendable {
                 }
                 return
             } catch {
-                // Each on its own below: the error may be one Schedule's.
+                // Each on its own below: the error may be one call's.
             }
         }
         await withTaskGroup(of: Void.self) { group in
             for pending in live {
                 group.addTask {
                     do {
-                        pending.continuation.resume(returning: try await writer.scheduleOne(pending.message, deadline: pending.deadline))
+                        pending.continuation.resume(returning: try await writer.runOne(pending.item, deadline: pending.deadline))
                     } catch {
                         pending.continuation.resume(throwing: error)
                     }
@@ -131,14 +132,16 @@ final class PostgresScheduleBatcher: Sendable {
     }
 }
 
-/// What `PostgresScheduleBatcher` writes with.
-protocol ScheduleBatchWriter: Sendable {
-    /// Writes a batch in one transaction: an outcome per Schedule, `nil` for
-    /// one found past its deadline once the connection was ours (not written).
-    func scheduleBatch(
-        _ batch: [(message: StoredMessage, deadline: ContinuousClock.Instant?)]
-    ) async throws -> [ScheduleOutcome?]
+/// What `PostgresBatcher` runs its batches with.
+protocol BatchWriter<Item, Output>: Sendable {
+    associatedtype Item: Sendable
+    associatedtype Output: Sendable
 
-    /// Writes one Schedule in its own transaction (the deadline rule inside).
-    func scheduleOne(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome
+    /// Runs a batch (one statement or transaction): an output per call,
+    /// `nil` for one found past its deadline once the connection was ours
+    /// (nothing written for it).
+    func runBatch(_ batch: [(item: Item, deadline: ContinuousClock.Instant?)]) async throws -> [Output?]
+
+    /// Runs one call on its own (the deadline rule inside).
+    func runOne(_ item: Item, deadline: ContinuousClock.Instant?) async throws -> Output
 }

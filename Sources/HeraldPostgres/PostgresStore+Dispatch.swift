@@ -14,39 +14,62 @@ extension PostgresStore {
     /// another replica (`owner`, set by its claim) cannot be moved on by
     /// this one, so a replica that stalled past its lease and lost the claim
     /// cannot end a push the new owner is sending: its result loses
-    /// (`false`, nothing recorded, the new owner's hand-over marks kept). The app's DISPLAYED report is the
-    /// exception, applied by whichever replica receives it, as on SQLite
-    /// (the claim holder's own transition then finds the state moved on).
+    /// (`false`, nothing recorded, the new owner's hand-over marks kept).
+    /// The app's DISPLAYED report is the exception, applied by whichever
+    /// replica receives it, as on SQLite (the claim holder's own transition
+    /// then finds the state moved on). Concurrent transitions share one
+    /// transaction (`PostgresBatcher`: one commit for many pushes' ends).
     public func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
         apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
     ) async throws -> Bool {
         // Before the write: a refused change records nothing, not even the outcomes.
         try Self.check(id: id, from: from, to: to)
-        let target = to.rawValue
-        let anyReplica = to == .displayed
-        return try await transaction { connection in
-            // The fence, under the row's lock (the row as the update will see
-            // it): whatever its state, a claim of another replica's is left
-            // alone, its outcomes and its hand-over marks included.
-            let owners = try await Self.rows(connection, """
-                SELECT coalesce(owner, '') FROM messages WHERE id = \(id) FOR UPDATE
-                """, logger: logger) { try $0.decode(String.self) }
-            if let owner = owners.first, !owner.isEmpty, owner != configuration.replicaID, !anyReplica { return false }
-            for outcome in outcomes { try await PostgresRows.insert(connection, outcome, logger: logger) }
-            // The push ends: its marks served their purpose.
-            try await connection.query("DELETE FROM handovers WHERE message_id = \(id)", logger: logger)
-            return try await Self.run(connection, """
-                UPDATE messages
-                SET state = \(target), due_at = coalesce(\(dueAt), due_at), apns_id = coalesce(\(apnsID), apns_id),
-                    last_error = coalesce(\(lastError), last_error), sending_since = NULL, push_started_at = NULL,
-                    owner = NULL, lease_until = NULL, updated_at = \(now),
-                    handed_off_at = CASE WHEN \(target) = 'handed_off' THEN coalesce(handed_off_at, \(now)) ELSE handed_off_at END,
-                    sent_at = CASE WHEN \(target) = 'sent' THEN coalesce(sent_at, \(now)) ELSE sent_at END,
-                    displayed_at = CASE WHEN \(target) = 'displayed' THEN coalesce(displayed_at, \(now)) ELSE displayed_at END
-                WHERE id = \(id) AND state = \(from.rawValue)
-                RETURNING 1
-                """, logger: logger) > 0
+        return try await transitionWrites.run(
+            Transition(id: id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: lastError, now: now,
+                       outcomes: outcomes),
+            writer: TransitionWrites(store: self))
+    }
+
+    /// Many transitions in one transaction, in order; whether each applied.
+    func transitions(_ items: [Transition]) async throws -> [Bool] {
+        try await transaction { connection in
+            // The fence, under the rows' locks (taken in id order; the rows as
+            // the updates will see them): whatever its state, a claim of
+            // another replica's is left alone, its outcomes and its
+            // hand-over marks included.
+            var owners: [String: String] = [:]
+            for try await (id, owner) in try await connection.query("""
+                SELECT id, coalesce(owner, '') FROM messages WHERE id = ANY(\(items.map(\.id))::text[])
+                ORDER BY id FOR UPDATE
+                """, logger: logger).decode((String, String).self) {
+                owners[id] = owner
+            }
+            let allowed = items.map { item in
+                let owner = owners[item.id] ?? ""
+                return owner.isEmpty || owner == configuration.replicaID || item.to == .displayed
+            }
+            // The pushes end: their marks served their purpose.
+            let ending = zip(items, allowed).filter(\.1).map(\.0.id)
+            guard !ending.isEmpty else { return allowed }
+            try await connection.query("DELETE FROM handovers WHERE message_id = ANY(\(ending)::text[])", logger: logger)
+            var applied = [Bool](repeating: false, count: items.count)
+            for (index, item) in items.enumerated() where allowed[index] {
+                for outcome in item.outcomes { try await PostgresRows.insert(connection, outcome, logger: logger) }
+                let target = item.to.rawValue
+                applied[index] = try await Self.run(connection, """
+                    UPDATE messages
+                    SET state = \(target), due_at = coalesce(\(item.dueAt), due_at), apns_id = coalesce(\(item.apnsID), apns_id),
+                        last_error = coalesce(\(item.lastError), last_error), sending_since = NULL, push_started_at = NULL,
+                        owner = NULL, lease_until = NULL, updated_at = \(item.now),
+                        handed_off_at = CASE WHEN \(target) = 'handed_off' THEN coalesce(handed_off_at, \(item.now)) ELSE handed_off_at END,
+                        sent_at = CASE WHEN \(target) = 'sent' THEN coalesce(sent_at, \(item.now)) ELSE sent_at END,
+                        displayed_at = CASE WHEN \(target) = 'displayed' THEN coalesce(displayed_at, \(item.now)) ELSE displayed_at END
+                    WHERE id = \(item.id) AND state = \(item.from.rawValue)
+                    RETURNING 1
+                    """, logger: logger) > 0
+            }
+            return applied
         }
     }
 
@@ -118,5 +141,30 @@ extension PostgresStore {
         try await transaction { connection in
             _ = try await connection.query("DELETE FROM revokes WHERE message_id = \(messageID)", logger: logger)
         }
+    }
+}
+
+/// One `transition` call (`PostgresStore.transitions(_:)`).
+struct Transition: Sendable {
+    let id: String
+    let from: MessageState
+    let to: MessageState
+    let dueAt: Int64?
+    let apnsID: String?
+    let lastError: String?
+    let now: Int64
+    let outcomes: [DeviceOutcome]
+}
+
+/// `PostgresBatcher`'s view of the store for transitions.
+struct TransitionWrites: BatchWriter {
+    let store: PostgresStore
+
+    func runBatch(_ batch: [(item: Transition, deadline: ContinuousClock.Instant?)]) async throws -> [Bool?] {
+        try await store.transitions(batch.map(\.item))
+    }
+
+    func runOne(_ item: Transition, deadline: ContinuousClock.Instant?) async throws -> Bool {
+        try await store.transitions([item])[0]
     }
 }

@@ -23,6 +23,8 @@ public final class PostgresStore: ServableStore {
     let scheduleWrites = PostgresBatcher<StoredMessage, ScheduleOutcome>(maximumBatch: 256, maximumInFlight: 4)
     /// Device reads: up to 256 owners to a query, 4 at once.
     let deviceReads = PostgresBatcher<DeviceOwner, [Device]>(maximumBatch: 256, maximumInFlight: 4)
+    /// Transitions (a push's end): up to 128 to a transaction, 4 at once.
+    let transitionWrites = PostgresBatcher<Transition, Bool>(maximumBatch: 128, maximumInFlight: 4)
     /// The last failure of a write, until one succeeds (`health()`).
     private let lastFailure = Mutex<String?>(nil)
 

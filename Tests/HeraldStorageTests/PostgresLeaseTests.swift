@@ -87,6 +87,41 @@ struct PostgresLeaseTests {
         }
     }
 
+    /// Concurrent transitions share transactions (`PostgresBatcher`), each
+    /// still fenced on its own: A ends 30 pushes at once, one of which B
+    /// took over and claimed again meanwhile.
+    @Test func batchedTransitionsKeepTheFencePerMessage() async throws {
+        try await withReplicas(["a", "b"]) { replicas, configuration in
+            let (a, b) = (replicas[0], replicas[1])
+            let messages = (0..<30).map { makeMessage(id: String(format: "m-%02d", $0), key: "k\($0)", dueAt: now) }
+            try await a.importMessages(messages)
+            #expect(try await a.claimDue(before: now, limit: 30, now: now).count == 30)
+            // B takes m-07 over after A's lease ran out (A renewed the others).
+            #expect(try await a.renewLeases(ids: messages.map(\.id).filter { $0 != "m-07" }, now: now + 20_000).count == 29)
+            #expect(try await b.takeOverExpired(now: now + 30_001).resumed == ["m-07"])
+            let reclaimed = try #require(try await b.claimDue(before: now + 30_002, limit: 10, now: now + 30_002).first)
+            try await b.recordHandOvers([HandOverMark(messageID: "m-07", deviceToken: "b-device",
+                                                      push: try #require(reclaimed.pushStartedAt), at: now + 30_003)])
+            let applied = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+                for message in messages {
+                    group.addTask {
+                        let outcome = DeviceOutcome(messageID: message.id, deviceToken: "a-device", kind: .sent, at: now + 30_004)
+                        return (message.id, try await a.transition(id: message.id, from: .scheduled, to: .sent, dueAt: nil,
+                                                                   apnsID: "x", lastError: nil, now: now + 30_004,
+                                                                   recording: [outcome]))
+                    }
+                }
+                return try await group.reduce(into: [String: Bool]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(applied.filter(\.value).count == 29 && applied["m-07"] == false)
+            #expect(try await a.countsByState() == [.sent: 29, .scheduled: 1])
+            #expect(try await b.outcomes(messageID: "m-07").isEmpty)
+            #expect(try await b.outcomes(messageID: "m-08").map(\.deviceToken) == ["a-device"])
+            #expect(try await b.handOvers(messageID: "m-07", push: try #require(reclaimed.pushStartedAt)) == ["b-device"])
+            #expect(try await Self.owner(configuration, "m-07") == "b")
+        }
+    }
+
     @Test func theDisplayedReportIsAppliedByAnyReplica() async throws {
         try await withReplicas(["a", "b"]) { replicas, _ in
             let (a, b) = (replicas[0], replicas[1])

@@ -8,7 +8,7 @@ machine, the throwaway cluster from scripts/pg-test-cluster.sh, fsync on):
    then two PostgreSQL replicas on one database (Schedules split between them);
    the rate from the simulators' record files (first progress → all delivered),
    duplicates from the union of the two records (budget ≥ 0.8 × SQLite, 0 dups).
-3. lateness  — RATE messages due per second for SECONDS seconds over the two
+3. lateness  — RATE messages due per second for SECONDS seconds, one SQLite replica (reference), then the two
    PostgreSQL replicas (as bench/lib/lateness.py: bucket b is one user, due at
    T0 + b·STEP; lateness = arrival in either record − due); budget p99 ≤ 1 s.
 
@@ -149,16 +149,17 @@ def lateness_run(a, replicas: int) -> dict:
     buckets = int(round(a.seconds / a.step))
     per = int(round(a.rate * a.step))
     tmp = bench_tmp("herald-bench-replicas-")
-    db = Database(f"herald_bench_late_{os.getpid()}")
-    recs = [os.path.join(tmp, f"sim-{i}.jsonl") for i in range(replicas)]
+    db = Database(f"herald_bench_late_{os.getpid()}") if replicas else None
+    recs = [os.path.join(tmp, f"sim-{i}.jsonl") for i in range(max(1, replicas))]
     servers = []
     stop = threading.Event()
     late: list[float] = []
     lock = threading.Lock()
     try:
         for i, rec in enumerate(recs):
+            store = ["--store", db.url, "--replica-id", f"r{i}"] if db else []
             servers.append(Herald(os.path.join(tmp, f"data-{i}"), "--grace-seconds", "0", "--log-level", "warning",
-                                  "--sim-record", rec, "--store", db.url, "--replica-id", f"r{i}"))
+                                  "--sim-record", rec, *store))
         users = [f"late-user-{b:04d}" for b in range(buckets)]
         register_users(servers[0], users)
         n = buckets * per
@@ -166,7 +167,7 @@ def lateness_run(a, replicas: int) -> dict:
         due = {token_for(b): t0 + b * a.step for b in range(buckets)}
         ok = 0
         for b, u in enumerate(users):
-            ok += schedule_bulk(servers[b % replicas], tmp, u, per, after=due[token_for(b)])["succeeded"]
+            ok += schedule_bulk(servers[b % len(servers)], tmp, u, per, after=due[token_for(b)])["succeeded"]
         if time.time() >= t0:
             print("  WARNING: scheduling ran past T0: lateness figures are invalid")
 
@@ -200,14 +201,16 @@ def lateness_run(a, replicas: int) -> dict:
             th.join(5)
         got = sorted(late)
         out = {"p50": pct(got, 50), "p99": pct(got, 99), "max": got[-1], "delivered": len(got), "ok": ok}
-        print(f"  lateness postgres, {replicas} replicas, {a.rate}/s due for {a.seconds} s: delivered {len(got)}/{ok}; "
+        label = f"postgres, {replicas} replicas" if replicas else "sqlite, 1 replica"
+        print(f"  lateness {label}, {a.rate}/s due for {a.seconds} s: delivered {len(got)}/{ok}; "
               f"lateness s p50 {out['p50']:.3f} p99 {out['p99']:.3f} max {out['max']:.3f}  loadavg {loadavg()}")
         return out
     finally:
         stop.set()
         for h in servers:
             h.stop()
-        db.drop()
+        if db:
+            db.drop()
         rmtree(tmp)
 
 
@@ -251,10 +254,12 @@ def main():
                         f"= {ratio:.2f}×, {two['dups']} duplicates, {two['delivered']}/{two['ok']} delivered — "
                         f"budget ≥ 0.8×, 0 duplicates: {'met' if met else 'MISSED'}")
     if a.only in (None, "lateness"):
-        print(f"== lateness, two postgres replicas")
+        print(f"== lateness, one sqlite replica (reference), then two postgres replicas")
+        one = lateness_run(a, 0)
         late = lateness_run(a, 2)
         met = late["p99"] <= 1.0 and late["delivered"] == late["ok"]
-        verdicts.append(f"Lateness at {a.rate}/s, 2 postgres replicas: p99 {late['p99']:.3f} s, "
+        verdicts.append(f"Lateness at {a.rate}/s, 2 postgres replicas: p99 {late['p99']:.3f} s (1 sqlite replica: "
+                        f"p99 {one['p99']:.3f} s), "
                         f"{late['delivered']}/{late['ok']} delivered — budget p99 ≤ 1 s: {'met' if met else 'MISSED'}")
     print("== verdicts")
     for v in verdicts:

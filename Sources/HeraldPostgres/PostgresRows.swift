@@ -114,12 +114,12 @@ extension PostgresStore {
             while start < messages.count {
                 let chunk = Array(messages[start..<min(start + 1_000, messages.count)])
                 start += chunk.count
-                try await Self.insertMessages(connection, chunk, logger: logger)
+                try await Self.insertMessages(connection, chunk, logger: self.logger)
                 try await connection.query("""
                     INSERT INTO message_keys(bundle_id, idempotency_key, message_id)
                     SELECT bundle_id, idempotency_key, id FROM messages
                     WHERE id = ANY(\(chunk.map(\.id))) AND idempotency_key IS NOT NULL
-                    """, logger: logger)
+                    """, logger: self.logger)
             }
         }
     }

@@ -17,7 +17,7 @@ extension PostgresStore {
                     timezone = excluded.timezone, environment = excluded.environment,
                     updated_at = excluded.updated_at
                 RETURNING (xmax = 0)
-                """, logger: logger) { try $0.decode(Bool.self) } ?? false
+                """, logger: self.logger) { try $0.decode(Bool.self) } ?? false
         }
     }
 
@@ -25,7 +25,7 @@ extension PostgresStore {
         try await transaction { connection in
             try await Self.run(connection, """
                 DELETE FROM devices WHERE bundle_id = \(bundleID) AND device_token = \(deviceToken) RETURNING 1
-                """, logger: logger) > 0
+                """, logger: self.logger) > 0
         }
     }
 
@@ -34,7 +34,7 @@ extension PostgresStore {
             try await Self.run(connection, """
                 DELETE FROM devices WHERE bundle_id = \(bundleID) AND device_token = \(deviceToken) AND updated_at < \(timestamp)
                 RETURNING 1
-                """, logger: logger) > 0
+                """, logger: self.logger) > 0
         }
     }
 
@@ -57,7 +57,7 @@ extension PostgresStore {
                             \(owners.map(\.userID))::text[]) WITH ORDINALITY AS q(b, p, u, n)
                 JOIN devices d ON d.bundle_id = q.b AND d.platform = q.p AND d.user_id = q.u
                 ORDER BY q.n, d.device_token
-                """, logger: logger) {
+                """, logger: self.logger) {
                 let (n, bundle, token, platformText, user, locale, timezone, environmentText, registered, updated) =
                     try row.decode((Int64, String, String, String, String, String, String, String?, Int64, Int64).self)
                 guard let platform = Platform(rawValue: platformText) else {

@@ -42,20 +42,20 @@ extension PostgresStore {
             for try await (id, owner) in try await connection.query("""
                 SELECT id, coalesce(owner, '') FROM messages WHERE id = ANY(\(items.map(\.id))::text[])
                 ORDER BY id FOR UPDATE
-                """, logger: logger).decode((String, String).self) {
+                """, logger: self.logger).decode((String, String).self) {
                 owners[id] = owner
             }
             let allowed = items.map { item in
                 let owner = owners[item.id] ?? ""
-                return owner.isEmpty || owner == configuration.replicaID || item.to == .displayed
+                return owner.isEmpty || owner == self.configuration.replicaID || item.to == .displayed
             }
             // The pushes end: their marks served their purpose.
             let ending = zip(items, allowed).filter(\.1).map(\.0.id)
             guard !ending.isEmpty else { return allowed }
-            try await connection.query("DELETE FROM handovers WHERE message_id = ANY(\(ending)::text[])", logger: logger)
+            try await connection.query("DELETE FROM handovers WHERE message_id = ANY(\(ending)::text[])", logger: self.logger)
             var applied = [Bool](repeating: false, count: items.count)
             for (index, item) in items.enumerated() where allowed[index] {
-                for outcome in item.outcomes { try await PostgresRows.insert(connection, outcome, logger: logger) }
+                for outcome in item.outcomes { try await PostgresRows.insert(connection, outcome, logger: self.logger) }
                 let target = item.to.rawValue
                 applied[index] = try await Self.run(connection, """
                     UPDATE messages
@@ -67,14 +67,14 @@ extension PostgresStore {
                         displayed_at = CASE WHEN \(target) = 'displayed' THEN coalesce(displayed_at, \(item.now)) ELSE displayed_at END
                     WHERE id = \(item.id) AND state = \(item.from.rawValue)
                     RETURNING 1
-                    """, logger: logger) > 0
+                    """, logger: self.logger) > 0
             }
             return applied
         }
     }
 
     public func recordOutcome(_ outcome: DeviceOutcome) async throws {
-        try await transaction { connection in try await PostgresRows.insert(connection, outcome, logger: logger) }
+        try await transaction { connection in try await PostgresRows.insert(connection, outcome, logger: self.logger) }
     }
 
     public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
@@ -82,7 +82,7 @@ extension PostgresStore {
             try await Self.rows(connection, """
                 SELECT message_id, device_token, status, apns_id, reason, at, NULL::integer, NULL::integer, NULL::text
                 FROM outcomes WHERE message_id = \(messageID) ORDER BY seq
-                """, logger: logger, PostgresRows.outcome)
+                """, logger: self.logger, PostgresRows.outcome)
         }
     }
 
@@ -95,7 +95,7 @@ extension PostgresStore {
                 SELECT * FROM unnest(\(marks.map(\.messageID))::text[], \(marks.map(\.deviceToken))::text[],
                                      \(marks.map(\.push))::bigint[], \(marks.map(\.at))::bigint[])
                 ON CONFLICT DO NOTHING
-                """, logger: logger)
+                """, logger: self.logger)
         }
     }
 
@@ -104,7 +104,7 @@ extension PostgresStore {
             try await Self.rows(connection, """
                 SELECT device_token FROM handovers WHERE message_id = \(messageID) AND push = \(push)
                 ORDER BY device_token
-                """, logger: logger) { try $0.decode(String.self) }
+                """, logger: self.logger) { try $0.decode(String.self) }
         }
     }
 
@@ -113,7 +113,7 @@ extension PostgresStore {
             try await Self.rows(connection, """
                 UPDATE messages SET \(unescaped: Self.releaseSet), updated_at = \(now)
                 WHERE sending_since IS NOT NULL AND id = \(id) RETURNING id
-                """, logger: logger) { try $0.decode(String.self) }.count > 0
+                """, logger: self.logger) { try $0.decode(String.self) }.count > 0
         }
     }
 
@@ -130,7 +130,7 @@ extension PostgresStore {
     public func pendingRevokes() async throws -> [PendingRevoke] {
         try await connection { connection in
             try await Self.rows(connection, "SELECT message_id, due_at FROM revokes ORDER BY due_at, message_id",
-                                logger: logger) { row in
+                                logger: self.logger) { row in
                 let (id, dueAt) = try row.decode((String, Int64).self)
                 return PendingRevoke(messageID: id, dueAt: dueAt)
             }
@@ -139,7 +139,7 @@ extension PostgresStore {
 
     public func completeRevoke(messageID: String) async throws {
         try await transaction { connection in
-            _ = try await connection.query("DELETE FROM revokes WHERE message_id = \(messageID)", logger: logger)
+            _ = try await connection.query("DELETE FROM revokes WHERE message_id = \(messageID)", logger: self.logger)
         }
     }
 }

@@ -20,13 +20,13 @@ extension PostgresStore: SharedDueStore {
                 UPDATE messages AS m
                 SET sending_since = \(now), send_started_at = coalesce(m.send_started_at, \(now)),
                     push_started_at = coalesce(m.push_started_at, \(now)), attempts = m.attempts + 1, updated_at = \(now),
-                    owner = \(configuration.replicaID), lease_until = \(leaseUntil)
+                    owner = \(self.configuration.replicaID), lease_until = \(leaseUntil)
                 FROM (SELECT id FROM messages
                       WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= \(before)
                       ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED) AS due
                 WHERE m.id = due.id AND m.sending_since IS NULL
                 RETURNING \(unescaped: Self.qualifiedColumns)
-                """, logger: logger, PostgresRows.message)
+                """, logger: self.logger, PostgresRows.message)
         }.sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
     }
 
@@ -42,9 +42,9 @@ extension PostgresStore: SharedDueStore {
         return Set(try await transaction { connection in
             try await Self.rows(connection, """
                 UPDATE messages SET lease_until = \(leaseUntil)
-                WHERE id = ANY(\(ids)::text[]) AND sending_since IS NOT NULL AND owner = \(configuration.replicaID)
+                WHERE id = ANY(\(ids)::text[]) AND sending_since IS NOT NULL AND owner = \(self.configuration.replicaID)
                 RETURNING id
-                """, logger: logger) { try $0.decode(String.self) }
+                """, logger: self.logger) { try $0.decode(String.self) }
         })
     }
 
@@ -70,9 +70,9 @@ extension PostgresStore: SharedDueStore {
             let ids = try await Self.rows(connection, """
                 SELECT id FROM messages
                 WHERE sending_since IS NOT NULL
-                  AND (coalesce(lease_until, 0) < \(now) OR (\(includingOwn) AND owner = \(configuration.replicaID)))
+                  AND (coalesce(lease_until, 0) < \(now) OR (\(includingOwn) AND owner = \(self.configuration.replicaID)))
                 ORDER BY id FOR UPDATE SKIP LOCKED
-                """, logger: logger) { try $0.decode(String.self) }
+                """, logger: self.logger) { try $0.decode(String.self) }
             guard !ids.isEmpty else { return InterruptedRecovery(resumed: [], unconfirmedDevices: 0) }
             let unconfirmed = try await Self.run(connection, """
                 INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at)
@@ -84,11 +84,11 @@ extension PostgresStore: SharedDueStore {
                     WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= m.push_started_at)
                 ORDER BY h.message_id, h.at, h.device_token
                 RETURNING 1
-                """, logger: logger)
+                """, logger: self.logger)
             let released = try await Self.rows(connection, """
                 UPDATE messages SET \(unescaped: Self.releaseSet), updated_at = \(now)
                 WHERE id = ANY(\(ids)::text[]) RETURNING id
-                """, logger: logger) { try $0.decode(String.self) }
+                """, logger: self.logger) { try $0.decode(String.self) }
             return InterruptedRecovery(resumed: released.sorted(), unconfirmedDevices: unconfirmed)
         }
     }

@@ -20,7 +20,7 @@ extension PostgresStore {
                 // The deadline rule, once a connection is ours: before any write.
                 if Task.isCancelled { throw StoreError.abandoned }
                 if let deadline, ContinuousClock.now >= deadline { throw StoreError.abandoned }
-                return try await Self.schedule(message, connection, logger: logger)
+                return try await Self.schedule(message, connection, logger: self.logger)
             }
         } catch is CancellationError {
             // Cancelled while waiting for a connection: nothing was written.
@@ -51,17 +51,17 @@ extension PostgresStore {
                                               \(messages.map(\.id))::text[]) WITH ORDINALITY AS t(b, k, m, n)
                     ORDER BY b, k, n
                     ON CONFLICT (bundle_id, idempotency_key) DO NOTHING RETURNING message_id
-                    """, logger: logger) { try $0.decode(String.self) })
+                    """, logger: self.logger) { try $0.decode(String.self) })
             }
             let direct = live.filter { batch[$0].message.idempotencyKey == nil || took.contains(batch[$0].message.id) }
-            try await Self.insertMessages(connection, direct.map { batch[$0].message }, logger: logger)
+            try await Self.insertMessages(connection, direct.map { batch[$0].message }, logger: self.logger)
             var outcomes = [ScheduleOutcome?](repeating: nil, count: batch.count)
             for index in direct { outcomes[index] = .scheduled(batch[index].message, supersededID: nil) }
             let rest = keyed.filter { !took.contains(batch[$0].message.id) }.sorted {
                 let (a, b) = (batch[$0].message, batch[$1].message)
                 return (a.bundleID, a.idempotencyKey ?? "", $0) < (b.bundleID, b.idempotencyKey ?? "", $1)
             }
-            for index in rest { outcomes[index] = try await Self.schedule(batch[index].message, connection, logger: logger) }
+            for index in rest { outcomes[index] = try await Self.schedule(batch[index].message, connection, logger: self.logger) }
             return outcomes
         }
     }
@@ -125,10 +125,10 @@ extension PostgresStore {
             guard let holder = try await Self.first(connection, """
                 SELECT message_id FROM message_keys
                 WHERE bundle_id = \(bundleID) AND idempotency_key = \(idempotencyKey) FOR UPDATE
-                """, logger: logger, { try $0.decode(String.self) }),
+                """, logger: self.logger, { try $0.decode(String.self) }),
                 var message = try await Self.first(connection, """
                     SELECT \(unescaped: PostgresRows.columns) FROM messages WHERE id = \(holder) FOR UPDATE
-                    """, logger: logger, PostgresRows.message),
+                    """, logger: self.logger, PostgresRows.message),
                 message.platform == platform, message.userID == userID, message.campaignID == campaignID
             else { return .notFound }
             if message.isSending { return .notCancelled(message) }
@@ -141,11 +141,11 @@ extension PostgresStore {
                 try await connection.query("""
                     UPDATE messages SET state = 'cancelled', updated_at = \(now)
                     WHERE id = \(message.id) AND state = \(message.state.rawValue)
-                    """, logger: logger)
+                    """, logger: self.logger)
                 if handedOff {
                     try await connection.query("""
                         INSERT INTO revokes(message_id, due_at) VALUES (\(message.id), \(now)) ON CONFLICT DO NOTHING
-                        """, logger: logger)
+                        """, logger: self.logger)
                 }
                 message.state = .cancelled
                 message.updatedAt = now
@@ -159,7 +159,7 @@ extension PostgresStore {
     public func message(id: String) async throws -> StoredMessage? {
         try await connection { connection in
             try await Self.first(connection, "SELECT \(unescaped: PostgresRows.columns) FROM messages WHERE id = \(id)",
-                                 logger: logger, PostgresRows.message)
+                                 logger: self.logger, PostgresRows.message)
         }
     }
 
@@ -168,7 +168,7 @@ extension PostgresStore {
             try await Self.first(connection, """
                 SELECT \(unescaped: PostgresRows.columns) FROM messages
                 WHERE id = (SELECT message_id FROM message_keys WHERE bundle_id = \(bundleID) AND idempotency_key = \(idempotencyKey))
-                """, logger: logger, PostgresRows.message)
+                """, logger: self.logger, PostgresRows.message)
         }
     }
 
@@ -180,7 +180,7 @@ extension PostgresStore {
                 SELECT \(unescaped: PostgresRows.columns) FROM messages
                 WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= \(before)
                 ORDER BY due_at, id LIMIT \(limit)
-                """, logger: logger, PostgresRows.message)
+                """, logger: self.logger, PostgresRows.message)
         }
     }
 
@@ -201,7 +201,7 @@ extension PostgresStore {
                     ORDER BY due_at, id LIMIT \(limit)
                     """
             }
-            return try await Self.rows(connection, query, logger: logger) { row in
+            return try await Self.rows(connection, query, logger: self.logger) { row in
                 let (id, dueAt, state) = try row.decode((String, Int64, String).self)
                 return PendingEntry(id: id, dueAt: dueAt, state: try PostgresRows.state(state))
             }
@@ -220,10 +220,10 @@ extension PostgresStore {
                 UPDATE messages
                 SET sending_since = \(now), send_started_at = coalesce(send_started_at, \(now)),
                     push_started_at = coalesce(push_started_at, \(now)), attempts = attempts + 1, updated_at = \(now),
-                    owner = \(configuration.replicaID), lease_until = \(leaseUntil)
+                    owner = \(self.configuration.replicaID), lease_until = \(leaseUntil)
                 WHERE id = \(id) AND state = \(from.rawValue) AND sending_since IS NULL
                 RETURNING \(unescaped: PostgresRows.columns)
-                """, logger: logger, PostgresRows.message)
+                """, logger: self.logger, PostgresRows.message)
         }
     }
 

@@ -18,11 +18,11 @@ extension PostgresStore {
         try await connection { connection in
             let rows = try await Self.first(connection, """
                 SELECT reltuples::float8 FROM pg_class WHERE oid = 'messages'::regclass
-                """, logger: logger) { try $0.decode(Double.self) } ?? -1
-            if rows < Double(configuration.exactCountRows) {
-                return try await Self.counts(connection, logger: logger, "SELECT state, count(*) FROM messages GROUP BY state")
+                """, logger: self.logger) { try $0.decode(Double.self) } ?? -1
+            if rows < Double(self.configuration.exactCountRows) {
+                return try await Self.counts(connection, logger: self.logger, "SELECT state, count(*) FROM messages GROUP BY state")
             }
-            var counts = try await Self.counts(connection, logger: logger, """
+            var counts = try await Self.counts(connection, logger: self.logger, """
                 SELECT state, count(*) FROM messages WHERE state IN ('scheduled', 'handed_off') GROUP BY state
                 """)
             let statistics = try await Self.first(connection, """
@@ -30,7 +30,7 @@ extension PostgresStore {
                 WHERE tablename = 'messages' AND attname = 'state'
                   AND schemaname = (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                                     WHERE c.oid = 'messages'::regclass)
-                """, logger: logger) { try $0.decode(([String]?, [Double]?).self) }
+                """, logger: self.logger) { try $0.decode(([String]?, [Double]?).self) }
             if let (values, frequencies) = statistics, let values, let frequencies {
                 for (text, frequency) in zip(values, frequencies) {
                     guard let state = MessageState(rawValue: text), state != .scheduled, state != .handedOff else { continue }
@@ -56,7 +56,7 @@ extension PostgresStore {
             try await Self.first(connection, """
                 SELECT min(due_at) FROM messages
                 WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= \(now)
-                """, logger: logger) { try $0.decode(Int64?.self) } ?? nil
+                """, logger: self.logger) { try $0.decode(Int64?.self) } ?? nil
         }
     }
 
@@ -73,23 +73,23 @@ extension PostgresStore {
                 WHERE state NOT IN ('scheduled', 'handed_off') AND updated_at < \(cutoff) AND sending_since IS NULL
                   AND NOT EXISTS (SELECT 1 FROM revokes r WHERE r.message_id = messages.id)
                 ORDER BY updated_at LIMIT \(limit)
-                """, logger: logger) { try $0.decode(String.self) }
+                """, logger: self.logger) { try $0.decode(String.self) }
             guard !candidates.isEmpty else { return PruneBatch(messages: 0, outcomes: 0) }
             _ = try await Self.run(
-                connection, "SELECT 1 FROM message_keys WHERE message_id = ANY(\(candidates)) FOR UPDATE", logger: logger)
+                connection, "SELECT 1 FROM message_keys WHERE message_id = ANY(\(candidates)) FOR UPDATE", logger: self.logger)
             let deleted = try await Self.rows(connection, """
                 DELETE FROM messages
                 WHERE id = ANY(\(candidates)) AND state NOT IN ('scheduled', 'handed_off') AND updated_at < \(cutoff)
                   AND sending_since IS NULL AND NOT EXISTS (SELECT 1 FROM revokes r WHERE r.message_id = messages.id)
                 RETURNING id
-                """, logger: logger) { try $0.decode(String.self) }
+                """, logger: self.logger) { try $0.decode(String.self) }
             guard !deleted.isEmpty else { return PruneBatch(messages: 0, outcomes: 0) }
             let outcomes = try await Self.run(
-                connection, "DELETE FROM outcomes WHERE message_id = ANY(\(deleted)) RETURNING 1", logger: logger)
-            try await connection.query("DELETE FROM handovers WHERE message_id = ANY(\(deleted))", logger: logger)
+                connection, "DELETE FROM outcomes WHERE message_id = ANY(\(deleted)) RETURNING 1", logger: self.logger)
+            try await connection.query("DELETE FROM handovers WHERE message_id = ANY(\(deleted))", logger: self.logger)
             // Only keys these messages still hold (a superseded message's key
             // belongs to its successor).
-            try await connection.query("DELETE FROM message_keys WHERE message_id = ANY(\(deleted))", logger: logger)
+            try await connection.query("DELETE FROM message_keys WHERE message_id = ANY(\(deleted))", logger: self.logger)
             return PruneBatch(messages: deleted.count, outcomes: outcomes)
         }
     }

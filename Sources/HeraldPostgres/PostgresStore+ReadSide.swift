@@ -35,7 +35,7 @@ extension PostgresStore {
                   AND (\(query.campaignID)::text IS NULL OR campaign_id = \(query.campaignID))
                   AND (\(states)::text[] IS NULL OR state = ANY(\(states)))
                 ORDER BY created_at DESC, id DESC LIMIT \(query.limit + 1)
-                """, logger: logger) { row in
+                """, logger: self.logger) { row in
                 MessageSummaryRow(message: try PostgresRows.message(row), milestones: try PostgresRows.milestones(row))
             }
         }
@@ -58,7 +58,7 @@ extension PostgresStore {
                   AND created_at >= \(createdFrom ?? .min) AND created_at < \(createdBefore ?? .max)
                 GROUP BY delivery_method, ab_test, funnel
                 ORDER BY delivery_method, ab_test, funnel
-                """, logger: logger) { try $0.decode((String, Bool, Int64, Int64).self) }
+                """, logger: self.logger) { try $0.decode((String, Bool, Int64, Int64).self) }
         }
         var cohorts: [CohortCounts] = []
         for (methodText, abTest, funnel, count) in groups {
@@ -79,7 +79,7 @@ extension PostgresStore {
 
     /// Runs `body` in a read-only REPEATABLE READ transaction: every query
     /// of it sees one snapshot (a message with its outcomes and marks).
-    func snapshot<T: Sendable>(_ body: @escaping (PostgresConnection) async throws -> T) async throws -> T {
+    func snapshot<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try await connection { connection in
             try await Self.inTransaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: self.logger, body)
         }

@@ -19,6 +19,8 @@ public final class PostgresStore: ServableStore {
     /// The pool's `run()`, owned by the store: cancelled by `close()`.
     private let runner: Task<Void, Never>
     private let closed = Atomic<Bool>(false)
+    /// Ends a call whose connection closes under it (postgres-nio#487).
+    let closeWatch = ClosedConnectionWatch()
     /// Group commit for Schedule: up to 256 to a transaction, 4 at once.
     let scheduleWrites = PostgresBatcher<StoredMessage, ScheduleOutcome>(maximumBatch: 256, maximumInFlight: 4)
     /// Device reads: up to 256 owners to a query, 4 at once.
@@ -98,7 +100,7 @@ public final class PostgresStore: ServableStore {
     /// Runs `body` in one transaction (BEGIN … COMMIT; ROLLBACK when it
     /// throws). A deadlock or serialization failure (the server rolled the
     /// transaction back) runs it again, at most three times in all.
-    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
             let result = try await connection { connection in
                 try await Self.inTransaction(connection, "BEGIN", logger: self.logger, body)
@@ -135,12 +137,12 @@ public final class PostgresStore: ServableStore {
     /// Runs `body` on a pooled connection, mapping the driver's errors to
     /// `StoreError`; retries the whole of it after a deadlock or a
     /// serialization failure.
-    func connection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func connection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         var attempt = 1
         while true {
             guard !closed.load(ordering: .acquiring) else { throw StoreError.closed }
             do {
-                return try await client.withConnection { connection in try await body(connection) }
+                return try await client.withConnection { connection in try await self.closeWatch.run(connection, body) }
             } catch let error as StoreError {
                 throw error
             } catch is CancellationError {
@@ -201,7 +203,7 @@ public final class PostgresStore: ServableStore {
         let writable = try await connection { connection in
             try await Self.first(connection, """
                 SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'
-                """, logger: logger) { try $0.decode(Bool.self) }
+                """, logger: self.logger) { try $0.decode(Bool.self) }
         }
         guard writable == true else {
             throw StoreError.readOnly(path: configuration.redactedURL, detail: "the server is read-only (a standby, or default_transaction_read_only)")
@@ -212,7 +214,7 @@ public final class PostgresStore: ServableStore {
         let location = configuration.redactedURL
         do {
             _ = try await connection { connection in
-                try await Self.first(connection, "SELECT 1", logger: logger) { try $0.decode(Int32.self) }
+                try await Self.first(connection, "SELECT 1", logger: self.logger) { try $0.decode(Int32.self) }
             }
             let failure = lastFailure.withLock { $0 }
             return StoreHealth(kind: "postgres", location: location, ok: failure == nil, lastError: failure)

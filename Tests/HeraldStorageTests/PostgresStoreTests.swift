@@ -92,13 +92,11 @@ struct PostgresStoreTests {
         }
     }
 
-    /// Known hang, off unless `HERALD_TEST_POSTGRES_KNOWN_HANG=1` (issue 13):
-    /// postgres-nio 1.33 writes a query to a connection the server already
-    /// closed without ever completing it (`channel.write(…, promise: nil)`
-    /// in `PostgresConnection.query`), so the case never ends (1 of 3 runs),
-    /// or the next lease gets the dead connection (`serverClosedConnection`).
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_KNOWN_HANG"] == "1",
-                   "postgres-nio hangs a query on a connection the server closed (issue 13)"))
+    /// postgres-nio 1.33 can write a query to a connection the server
+    /// already closed without ever completing it (vapor/postgres-nio#487):
+    /// `ClosedConnectionWatch` ends the call when the connection closes
+    /// (before it, this case never ended in 1 of 3 runs).
+    @Test
     func aConnectionKilledMidTransactionFailsCleanlyAndThePoolRecovers() async throws {
         try await withStore(.postgres) { opened in
             let store = try #require(opened as? PostgresStore)
@@ -118,6 +116,34 @@ struct PostgresStoreTests {
             #expect(try await store.schedule(message) == .scheduled(message, supersededID: nil))
             #expect(try await store.message(id: message.id) == message)
         }
+    }
+
+    /// The watch itself: work that would never end fails as soon as its
+    /// connection closes; one close callback per connection, however many
+    /// calls it served.
+    @Test func workOnAConnectionThatClosesEndsWithAnError() async throws {
+        let configuration = try PostgresTestDatabase.configuration()
+        let connection = try await PostgresConnection.connect(
+            configuration: try configuration.connectionConfiguration(), id: 7, logger: Logger(label: "test"))
+        let watch = ClosedConnectionWatch()
+        for i in 0..<100 {
+            #expect(try await watch.run(connection) { _ in i } == i)
+        }
+        #expect(watch.watchedConnections == 1)
+        let (started, startedSignal) = AsyncStream<Void>.makeStream()
+        let call = Task {
+            try await watch.run(connection) { _ in
+                startedSignal.yield()
+                let (never, _) = AsyncStream<Void>.makeStream()
+                for await _ in never {}
+                return 0
+            }
+        }
+        var starts = started.makeAsyncIterator()
+        _ = await starts.next()
+        try await connection.close()
+        await #expect(throws: StoreError.self) { try await call.value }
+        #expect(watch.watchedConnections == 0)
     }
 
     @Test func theDatabaseDownAtStartIsAClearErrorWithoutThePassword() async throws {

@@ -333,3 +333,25 @@ def thread_cpu_delta(before, after, top=6) -> str:
         rows.append((cpu - b[1], runq - b[2], tid, comm))
     rows.sort(reverse=True)
     return ", ".join(f"{comm}[{tid}] cpu {d:.2f}s runq-wait {w:.2f}s" for d, w, tid, comm in rows[:top] if d > 0.005)
+
+
+def tail_lines(path: str, stop, on_lines):
+    """Follows a growing file (a simulator's --sim-record) until `stop` (a
+    threading.Event) is set: calls on_lines(arrival_time, lines) for each
+    batch of complete lines, polling every 2 ms (waits for the file first)."""
+    while not os.path.exists(path) and not stop.is_set():
+        time.sleep(0.002)
+    if stop.is_set():
+        return
+    with open(path, "rb") as f:
+        buf = b""
+        while not stop.is_set():
+            chunk = f.read()
+            now = time.time()
+            if not chunk:
+                time.sleep(0.002)
+                continue
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            if lines:
+                on_lines(now, lines)

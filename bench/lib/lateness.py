@@ -13,7 +13,7 @@ import os
 import threading
 import time
 
-from herald_bench import (thread_cpu, thread_cpu_delta, Herald, bench_tmp, loadavg, pct, register_users, rmtree, schedule_bulk, token_for)
+from herald_bench import (thread_cpu, thread_cpu_delta, Herald, bench_tmp, loadavg, pct, register_users, rmtree, schedule_bulk, tail_lines, token_for)
 
 
 def main():
@@ -50,22 +50,12 @@ def main():
         late: list[float] = []
         stop = threading.Event()
 
+        def arrived(now, lines):
+            for line in lines:
+                late.append(now - due[json.loads(line)["device_token"]])
+
         def tail():
-            while not os.path.exists(rec) and not stop.is_set():
-                time.sleep(0.002)
-            with open(rec, "rb") as f:
-                buf = b""
-                while not stop.is_set():
-                    chunk = f.read()
-                    now = time.time()
-                    if not chunk:
-                        time.sleep(0.002)
-                        continue
-                    buf += chunk
-                    *lines, buf = buf.split(b"\n")
-                    for line in lines:
-                        token = json.loads(line)["device_token"]
-                        late.append(now - due[token])
+            tail_lines(rec, stop, arrived)
 
         la0 = loadavg()
         cpu0 = h.cpu_seconds()

@@ -23,7 +23,7 @@ import threading
 import time
 
 from herald_bench import (Herald, bench_tmp, framed, h2load, loadavg, pct, register_users, rmtree, schedule_bulk,
-                          schedule_request, token_for, wait_for)
+                          schedule_request, tail_lines, token_for, wait_for)
 
 URL = os.environ.get("HERALD_TEST_POSTGRES_URL", "")
 
@@ -171,24 +171,13 @@ def lateness_run(a, replicas: int) -> dict:
         if time.time() >= t0:
             print("  WARNING: scheduling ran past T0: lateness figures are invalid")
 
+        def arrived(now, lines):
+            got = [now - due[json.loads(line)["device_token"]] for line in lines]
+            with lock:
+                late.extend(got)
+
         def tail(path):
-            while not os.path.exists(path) and not stop.is_set():
-                time.sleep(0.002)
-            if stop.is_set():
-                return
-            with open(path, "rb") as f:
-                buf = b""
-                while not stop.is_set():
-                    chunk = f.read()
-                    now = time.time()
-                    if not chunk:
-                        time.sleep(0.002)
-                        continue
-                    buf += chunk
-                    *lines, buf = buf.split(b"\n")
-                    got = [now - due[json.loads(line)["device_token"]] for line in lines]
-                    with lock:
-                        late.extend(got)
+            tail_lines(path, stop, arrived)
 
         threads = [threading.Thread(target=tail, args=(p,), daemon=True) for p in recs]
         for th in threads:

@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--log-level", default="warning", help="server log level (info logs a line per delivery)")
     ap.add_argument("--perf", default="", help="perf record the server during dispatch into this file")
     ap.add_argument("--mixed", action="store_true", help="iOS-only, then half iOS / half Android; print the ratio")
+    ap.add_argument("--server-arg", action="append", default=[], help="extra `herald serve` argument (repeatable)")
     ap.add_argument("--vs-apns", action="store_true", help="then the APNs client alone to apns-sim; print the ratio")
     ap.add_argument("--apns-connections", type=int, default=1)
     ap.add_argument("--apns-concurrency", type=int, default=1000)
@@ -109,7 +110,7 @@ def measure(a, android: int) -> float:
     returns the first-progress→all dispatch rate."""
     tmp = bench_tmp("herald-bench-dispatch-")
     rec = os.path.join(tmp, "sim.jsonl")
-    args = ["--grace-seconds", "0", "--log-level", a.log_level]
+    args = ["--grace-seconds", "0", "--log-level", a.log_level, *a.server_arg]
     if android:
         args += ["--fcm-rate-per-minute", "100000000"]
     if a.record:

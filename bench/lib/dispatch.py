@@ -69,17 +69,24 @@ def versus_apns(a):
     for r in range(a.rounds):
         print(f"== round {r + 1}/{a.rounds}: dispatch (loadavg {loadavg()})")
         d = measure(a, android=0)
-        c = apns_client_rate(a.n, a.apns_connections, a.apns_concurrency)
+        c, c_cpu = apns_client_rate(a.n, a.apns_connections, a.apns_concurrency)
+        d_cpu = LAST_CPU_US[0]
         pairs.append((d, c))
-        print(f"round {r + 1}: dispatch {d:,.0f} msg/s, APNs client {c:,.0f} msg/s = {d / c:.3f}")
+        print(f"round {r + 1}: dispatch {d:,.0f} msg/s, APNs client {c:,.0f} msg/s = {d / c:.3f}; CPU per message "
+              f"(robust to the machine's load): dispatch server {d_cpu:.0f} µs vs APNs client + apns-sim {c_cpu:.0f} µs "
+              f"= {c_cpu / d_cpu:.3f}")
     d = statistics.median(p[0] for p in pairs)
     c = statistics.median(p[1] for p in pairs)
     print(f"dispatch / APNs client (medians of {len(pairs)}): {d:,.0f} / {c:,.0f} msg/s = {d / c:.3f} "
           f"(budget >= 0.65: {'met' if d / c >= 0.65 else 'MISSED'}); loadavg {loadavg()}")
 
 
-def apns_client_rate(n: int, connections: int, concurrency: int) -> float:
-    """`herald apns-sim --bench-connect` (the APNs client alone) → msg/s."""
+LAST_CPU_US = [float("nan")]  # measure(): the server's CPU per message sent, µs
+
+
+def apns_client_rate(n: int, connections: int, concurrency: int) -> tuple[float, float]:
+    """`herald apns-sim --bench-connect` (the APNs client alone) → (msg/s,
+    client + simulator CPU µs per message)."""
     tmp = bench_tmp("herald-bench-apns-")
     try:
         key, pub, ca = (os.path.join(tmp, f) for f in ("key.p8", "pub.pem", "ca.pem"))
@@ -96,11 +103,15 @@ def apns_client_rate(n: int, connections: int, concurrency: int) -> float:
                                   "--bench-p8", key, *ids, "--bench-count", str(n),
                                   "--bench-connections", str(connections), "--bench-concurrency", str(concurrency)],
                                  check=True, capture_output=True, text=True, timeout=600).stdout.strip()
+            with open(f"/proc/{sim.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            sim_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         finally:
             sim.terminate()
             sim.wait(timeout=60)
-        print(f"APNs client alone: {out}")
-        return float(re.search(r"rate=([\d.]+)/s", out).group(1))
+        client_cpu = sum(float(x) for x in re.findall(r"client_cpu_(?:user|sys)=([\d.]+)s", out))
+        print(f"APNs client alone: {out} sim_cpu={sim_cpu:.2f}s")
+        return float(re.search(r"rate=([\d.]+)/s", out).group(1)), (client_cpu + sim_cpu) / n * 1e6
     finally:
         rmtree(tmp)
 
@@ -181,7 +192,9 @@ def measure(a, android: int) -> float:
         print(f"dispatch: {final}/{ok} SENT; T0→all sent {t_last - t0:.2f} s → {final / max(1e-9, t_last - t0):,.0f} msg/s; "
               f"first progress→all {t_last - t_first:.2f} s → {final / max(1e-9, t_last - t_first):,.0f} msg/s; "
               f"10%→90% {hi - lo:.2f} s → {0.8 * ok / max(1e-9, hi - lo):,.0f} msg/s")
-        print(f"server CPU during dispatch: user {cpu1[0] - cpu0[0]:.2f} s sys {cpu1[1] - cpu0[1]:.2f} s; "
+        LAST_CPU_US[0] = (cpu1[0] - cpu0[0] + cpu1[1] - cpu0[1]) / max(1, final) * 1e6
+        print(f"server CPU during dispatch: user {cpu1[0] - cpu0[0]:.2f} s sys {cpu1[1] - cpu0[1]:.2f} s "
+              f"({LAST_CPU_US[0]:.0f} µs per message); "
               f"VmHWM {st.get('VmHWM')} VmRSS {st.get('VmRSS')}; counts {counts}; loadavg before {la0} after {la1}")
         trace = " ".join(f"{t - t0:+.1f}s:{v}" for t, v in samples[:: max(1, len(samples) // 25)])
         print(f"trace (time after T0: SENT): {trace}")

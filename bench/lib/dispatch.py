@@ -3,6 +3,12 @@ instant T0 (grace 0, traditional), then the rate at which they reach the
 bundled APNs simulator, from Status SENT counts over time (default) or from
 the simulator's record file (--record: a file write per delivery).
 
+--vs-apns (issue 14): in the same run, after the dispatch phase, the APNs
+client alone to `herald apns-sim` (as bench/apns.sh does: the same binary,
+JWT verified, --quiet; --apns-connections × --apns-concurrency in flight,
+the same N), and the ratio dispatch / APNs client against the 0.65 budget.
+--rounds R repeats the pair R times (medians printed at the end).
+
 --mixed (issue 12): in one run, a server with iOS users only, then a fresh
 server with half the users Android (their own bundle, the bundled FCM
 simulator; --fcm-rate-per-minute raised so FCM's quota bucket does not set
@@ -12,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import statistics
+import subprocess
 import time
 
-from herald_bench import (thread_cpu, thread_cpu_delta, Herald, Perf, bench_tmp, loadavg, register_users, rmtree, schedule_bulk, wait_for)
+from herald_bench import (BIN, thread_cpu, thread_cpu_delta, Herald, Perf, bench_tmp, loadavg, register_users, rmtree, schedule_bulk, wait_for)
 
 
 def main():
@@ -27,7 +36,15 @@ def main():
     ap.add_argument("--log-level", default="warning", help="server log level (info logs a line per delivery)")
     ap.add_argument("--perf", default="", help="perf record the server during dispatch into this file")
     ap.add_argument("--mixed", action="store_true", help="iOS-only, then half iOS / half Android; print the ratio")
+    ap.add_argument("--server-arg", action="append", default=[], help="extra `herald serve` argument (repeatable)")
+    ap.add_argument("--vs-apns", action="store_true", help="then the APNs client alone to apns-sim; print the ratio")
+    ap.add_argument("--apns-connections", type=int, default=1)
+    ap.add_argument("--apns-concurrency", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=1, help="with --vs-apns: dispatch/APNs pairs, medians at the end")
     a = ap.parse_args()
+    if a.vs_apns:
+        versus_apns(a)
+        return
     if not a.mixed:
         measure(a, android=0)
         return
@@ -45,12 +62,66 @@ def main():
 ANDROID_BUNDLE = "com.example.droid"
 
 
+def versus_apns(a):
+    """Dispatch rate, then the APNs client's own rate to the simulator, in
+    one run (`--rounds` pairs); prints each pair's ratio and the medians'."""
+    pairs = []
+    for r in range(a.rounds):
+        print(f"== round {r + 1}/{a.rounds}: dispatch (loadavg {loadavg()})")
+        d = measure(a, android=0)
+        c, c_cpu = apns_client_rate(a.n, a.apns_connections, a.apns_concurrency)
+        d_cpu = LAST_CPU_US[0]
+        pairs.append((d, c))
+        print(f"round {r + 1}: dispatch {d:,.0f} msg/s, APNs client {c:,.0f} msg/s = {d / c:.3f}; CPU per message "
+              f"(robust to the machine's load): dispatch server {d_cpu:.0f} µs vs APNs client + apns-sim {c_cpu:.0f} µs "
+              f"= {c_cpu / d_cpu:.3f}")
+    d = statistics.median(p[0] for p in pairs)
+    c = statistics.median(p[1] for p in pairs)
+    print(f"dispatch / APNs client (medians of {len(pairs)}): {d:,.0f} / {c:,.0f} msg/s = {d / c:.3f} "
+          f"(budget >= 0.65: {'met' if d / c >= 0.65 else 'MISSED'}); loadavg {loadavg()}")
+
+
+LAST_CPU_US = [float("nan")]  # measure(): the server's CPU per message sent, µs
+
+
+def apns_client_rate(n: int, connections: int, concurrency: int) -> tuple[float, float]:
+    """`herald apns-sim --bench-connect` (the APNs client alone) → (msg/s,
+    client + simulator CPU µs per message)."""
+    tmp = bench_tmp("herald-bench-apns-")
+    try:
+        key, pub, ca = (os.path.join(tmp, f) for f in ("key.p8", "pub.pem", "ca.pem"))
+        ec = subprocess.run(["openssl", "ecparam", "-genkey", "-name", "prime256v1", "-noout"],
+                            check=True, capture_output=True).stdout
+        subprocess.run(["openssl", "pkcs8", "-topk8", "-nocrypt", "-out", key], input=ec, check=True)
+        subprocess.run(["openssl", "ec", "-in", key, "-pubout", "-out", pub], check=True, capture_output=True)
+        ids = ["--key-id", "BENCHKEY1", "--team-id", "BENCHTEAM1"]
+        sim = subprocess.Popen([BIN, "apns-sim", "--port", "0", "--ca-out", ca, "--public-key", pub, *ids,
+                                "--topics", "com.example.bench", "--quiet"], stdout=subprocess.PIPE, text=True)
+        try:
+            port = sim.stdout.readline().strip().rsplit(":", 1)[1]
+            out = subprocess.run([BIN, "apns-sim", "--bench-connect", f"127.0.0.1:{port}", "--bench-ca", ca,
+                                  "--bench-p8", key, *ids, "--bench-count", str(n),
+                                  "--bench-connections", str(connections), "--bench-concurrency", str(concurrency)],
+                                 check=True, capture_output=True, text=True, timeout=600).stdout.strip()
+            with open(f"/proc/{sim.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            sim_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        finally:
+            sim.terminate()
+            sim.wait(timeout=60)
+        client_cpu = sum(float(x) for x in re.findall(r"client_cpu_(?:user|sys)=([\d.]+)s", out))
+        print(f"APNs client alone: {out} sim_cpu={sim_cpu:.2f}s")
+        return float(re.search(r"rate=([\d.]+)/s", out).group(1)), (client_cpu + sim_cpu) / n * 1e6
+    finally:
+        rmtree(tmp)
+
+
 def measure(a, android: int) -> float:
     """One server, `a.users` users of which the last `android` are Android;
     returns the first-progress→all dispatch rate."""
     tmp = bench_tmp("herald-bench-dispatch-")
     rec = os.path.join(tmp, "sim.jsonl")
-    args = ["--grace-seconds", "0", "--log-level", a.log_level]
+    args = ["--grace-seconds", "0", "--log-level", a.log_level, *a.server_arg]
     if android:
         args += ["--fcm-rate-per-minute", "100000000"]
     if a.record:
@@ -121,7 +192,9 @@ def measure(a, android: int) -> float:
         print(f"dispatch: {final}/{ok} SENT; T0→all sent {t_last - t0:.2f} s → {final / max(1e-9, t_last - t0):,.0f} msg/s; "
               f"first progress→all {t_last - t_first:.2f} s → {final / max(1e-9, t_last - t_first):,.0f} msg/s; "
               f"10%→90% {hi - lo:.2f} s → {0.8 * ok / max(1e-9, hi - lo):,.0f} msg/s")
-        print(f"server CPU during dispatch: user {cpu1[0] - cpu0[0]:.2f} s sys {cpu1[1] - cpu0[1]:.2f} s; "
+        LAST_CPU_US[0] = (cpu1[0] - cpu0[0] + cpu1[1] - cpu0[1]) / max(1, final) * 1e6
+        print(f"server CPU during dispatch: user {cpu1[0] - cpu0[0]:.2f} s sys {cpu1[1] - cpu0[1]:.2f} s "
+              f"({LAST_CPU_US[0]:.0f} µs per message); "
               f"VmHWM {st.get('VmHWM')} VmRSS {st.get('VmRSS')}; counts {counts}; loadavg before {la0} after {la1}")
         trace = " ".join(f"{t - t0:+.1f}s:{v}" for t, v in samples[:: max(1, len(samples) // 25)])
         print(f"trace (time after T0: SENT): {trace}")

@@ -182,25 +182,31 @@ public final class Dispatcher: Sendable {
         guard let entered = await admit(claimed.id, to: Array(routes.keys)) else { return }  // deferred
         await lease.release()  // admitted: the send holds only its routes' slots
 
-        let sent = await withTaskGroup(of: (Device, DeviceResult).self) { group in
-            for route in routes.values {
-                for device in route.devices {
-                    group.addTask {
-                        switch route.route {
-                        case .apns(let client):
-                            (device, await self.send(pushMessage, of: claimed, push: push, to: device, with: client,
-                                                     deadline: deadline, singleAttempt: singleAttempt, pushStart: pushStart))
-                        case .fcm(let sender, let projectID):
-                            (device, await self.sendFCM(pushMessage, of: claimed, push: push, to: device, with: sender,
-                                                        projectID: projectID, deadline: deadline, singleAttempt: singleAttempt,
-                                                        pushStart: pushStart))
-                        }
-                    }
-                }
+        // Rendered before the sends, once per (route, locale) (Dispatcher+Rendering.swift).
+        let sendTime = Timestamp(milliseconds: clock.now())
+        var sends: [DeviceSend] = []
+        for (route, routed) in routes.values {
+            guard case .apns = route else {
+                sends += routed.map { DeviceSend(device: $0, route: route, rendering: nil) }
+                continue
             }
-            var results: [(Device, DeviceResult)] = []
-            for await result in group { results.append(result) }
-            return results
+            let renderings = renderAPNs(pushMessage, of: claimed, push: push, for: routed, now: sendTime)
+            sends += zip(routed, renderings).map { DeviceSend(device: $0, route: route, rendering: $1) }
+        }
+        let context = SendContext(message: pushMessage, stored: claimed, push: push, deadline: deadline,
+                                  singleAttempt: singleAttempt, pushStart: pushStart)
+        let sent: [(Device, DeviceResult)]
+        if sends.count == 1 {
+            sent = [(sends[0].device, await send(sends[0], context))]  // one device: no task group
+        } else {
+            sent = await withTaskGroup(of: (Device, DeviceResult).self) { group in
+                for one in sends {
+                    group.addTask { (one.device, await self.send(one, context)) }
+                }
+                var results: [(Device, DeviceResult)] = []
+                for await result in group { results.append(result) }
+                return results
+            }
         }
         for gate in entered { await reschedule(gate.leave(now: clock.now())) }
         let finished = (unrouted + sent).filter { if case .interrupted = $0.1 { false } else { true } }
@@ -316,29 +322,6 @@ public final class Dispatcher: Sendable {
             let reasons = all.map { "\($0.deviceToken.prefix(8))…: \($0.reason ?? $0.kind.rawValue)" }.joined(separator: "; ")
             try await finish(claimed, from: from, to: .failed, error: reasons, recording: outcomes)
         }
-    }
-
-    private func send(
-        _ message: PushMessage, of stored: StoredMessage, push: Push, to device: Device, with client: any APNsSending,
-        deadline: Timestamp, singleAttempt: Bool, pushStart: Int64
-    ) async -> DeviceResult {
-        let now = Timestamp(milliseconds: clock.now())
-        let rendering: APNsRendering
-        do {
-            switch push {
-            case .alert:
-                rendering = try APNsRenderer.render(
-                    message, locale: device.locale, deviceToken: device.deviceToken, apnsID: UUIDv4.make(), sendTime: now)
-            case .handoff:
-                rendering = try APNsRenderer.renderHandoff(
-                    message, locale: device.locale, deviceToken: device.deviceToken, apnsID: UUIDv4.make(),
-                    sendTime: now, windowEnd: Timestamp(milliseconds: stored.windowEnd))
-            }
-        } catch {
-            return .failed("render: \(error)")
-        }
-        return await send(rendering, to: device, with: client, deadline: deadline, singleAttempt: singleAttempt,
-                          willHandOver: handOvers.hook(messageID: stored.id, deviceToken: device.deviceToken, push: pushStart))
     }
 
     func send(

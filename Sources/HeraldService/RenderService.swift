@@ -1,3 +1,4 @@
+import CInterop
 import GRPCEngine
 import HeraldCore
 import HeraldPrimitives
@@ -50,7 +51,7 @@ struct RenderService: Sendable {
             let sendTime = Timestamp(seconds: milliseconds / 1000, nanoseconds: Int32(milliseconds % 1000) * 1_000_000)
             let rendering = try APNsRenderer.render(
                 message, locale: input.locale, deviceToken: input.deviceToken,
-                apnsID: UUIDv4.make(), sendTime: sendTime)
+                apnsID: Self.apnsID(), sendTime: sendTime)
             response.rendering_case = HERALD__V1__RENDER_RESPONSE__RENDERING_APNS
             response.apns = arena.message(Herald__V1__ApnsRendering.self) { apns in
                 apns.path = arena.string(rendering.path)
@@ -75,6 +76,14 @@ struct RenderService: Sendable {
             fill(&response, resolvedLocale: rendering.resolvedLocale, warnings: rendering.warnings, arena: arena)
         }
         return response
+    }
+
+    /// A random `apns-id` from the thread's buffered getrandom output (the
+    /// system's generator takes two system calls per UUID).
+    private static func apnsID() -> String {
+        var bits: (UInt64, UInt64) = (0, 0)
+        let status = withUnsafeMutableBytes(of: &bits) { cinterop_random_bytes($0.baseAddress, $0.count) }
+        return status == 0 ? UUIDv4.make(randA: bits.0, randB: bits.1) : UUIDv4.make()
     }
 
     private func fill(

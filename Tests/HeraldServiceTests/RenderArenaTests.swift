@@ -157,3 +157,38 @@ struct RenderArenaTests {
         #expect(try reply(valid).resolvedLocale == "l1")
     }
 }
+
+/// `cinterop_random_bytes`: Render's `apns-id` source.
+@Suite("Buffered random bytes", .timeLimit(.minutes(1)))
+struct BufferedRandomTests {
+    @Test func drawsAreDistinctAcrossRefillsAndOversizedRequestsAreRefused() throws {
+        var seen = Set<[UInt8]>()
+        for _ in 0..<5_000 {  // 16 bytes each: 312 refills of the 256-byte buffer
+            var draw = [UInt8](repeating: 0, count: 16)
+            #expect(draw.withUnsafeMutableBytes { cinterop_random_bytes($0.baseAddress, 16) } == 0)
+            seen.insert(draw)
+        }
+        #expect(seen.count == 5_000)
+        #expect(!seen.contains([UInt8](repeating: 0, count: 16)))
+        var big = [UInt8](repeating: 0, count: 257)
+        #expect(big.withUnsafeMutableBytes { cinterop_random_bytes($0.baseAddress, 257) } == -1)
+    }
+
+    @Test func renderGivesEachReplyItsOwnVersion4APNsID() throws {
+        let render = RenderService(policy: AccessPolicy(), now: { 1_800_000_000_000 })
+        let ids = try (0..<100).map { _ in
+            let packed = try render.render(GRPCRequest(path: RenderService.path, message: WireBytes.render(content: WireBytes.plainContent)))
+            return try ProtobufC.withUnpacked(Herald__V1__RenderResponse.self, from: packed) { wire -> String in
+                let apns = try #require(wire.apns?.pointee)
+                let entry = try #require((0..<apns.n_headers).map { apns.headers[$0]!.pointee }
+                    .first { String(cString: $0.key) == "apns-id" })
+                return String(cString: entry.value)
+            }
+        }
+        #expect(Set(ids).count == 100)
+        for id in ids {
+            let bytes = Array(id.utf8)
+            #expect(bytes.count == 36 && bytes[14] == UInt8(ascii: "4") && "89ab".utf8.contains(bytes[19]), "\(id)")
+        }
+    }
+}

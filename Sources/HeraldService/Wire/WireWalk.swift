@@ -81,12 +81,14 @@ struct WireWalk {
         var reader = WireReader(bytes: bytes, offset: start, end: end)
         var seen: UInt64 = 0
         var listIndex = 0
+        var last = -1  // the previous field's index: fields come in order, repeated ones in a row
         while !reader.atEnd {
             guard let field = reader.field() else { return fail() }
-            guard let index = WireDescriptors.fieldIndex(of: field.number, in: descriptor) else {
+            guard let index = WireDescriptors.fieldIndex(of: field.number, in: descriptor, near: last) else {
                 unknownFields = true
                 continue
             }
+            last = index
             let fd = descriptor.pointee.fields[index]
             guard let payload = field.payload else { continue }  // scalars: nothing to check
             switch fd.type {
@@ -241,9 +243,23 @@ enum WireDescriptors {
     /// The index of field `number` in the descriptor's table (sorted by
     /// number, as protoc-c generates it), or nil for an unknown field.
     static func fieldIndex(of number: UInt32, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> Int? {
+        fieldIndex(of: number, in: descriptor, near: -1)
+    }
+
+    /// ``fieldIndex(of:in:)``, trying `hint` and `hint + 1` first (the
+    /// previous field's index: fields come in order, repeated ones in a row).
+    @inline(__always)
+    static func fieldIndex(of number: UInt32, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>, near hint: Int) -> Int? {
         let fields = descriptor.pointee.fields!
+        let count = Int(descriptor.pointee.n_fields)
+        if hint >= 0 && hint < count && fields[hint].id == number { return hint }
+        if hint + 1 >= 0 && hint + 1 < count && fields[hint + 1].id == number { return hint + 1 }
+        return search(number, fields, count)
+    }
+
+    private static func search(_ number: UInt32, _ fields: UnsafePointer<ProtobufCFieldDescriptor>, _ count: Int) -> Int? {
         var low = 0
-        var high = Int(descriptor.pointee.n_fields) - 1
+        var high = count - 1
         while low <= high {
             let mid = (low + high) / 2
             let id = fields[mid].id

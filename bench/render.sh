@@ -10,6 +10,15 @@
 # `-c 16 -m 32` and `-c 1 -m 1`. Prints req/s, p50/p99 latency (from h2load's
 # --log-file) and the server's peak RSS (VmHWM) and CPU time.
 #
+# The anchor: ../shared/anchors/cpp-render (ANCHOR_DIR), a grpc C++ 1.51
+# callback server that only parses the same RenderRequest with the generated
+# C++ classes and answers a copy of Herald's own reply (captured here). It is
+# built once into .build/anchor-cpp-render (needs libgrpc++-dev and
+# protobuf-compiler-grpc; ANCHOR_BIN=path reuses a binary, ANCHOR=0 skips
+# it) and driven with the same bytes and h2load parameters at -c 16 -m 32 and
+# -c 1 -m 1, as the `anchor` rows. Printed ratios: Render rate Herald/anchor
+# and Herald's server CPU per call Render/Health.
+#
 # Usage: bench/render.sh [requests at -c16 -m32] [requests at -c1 -m1]
 #        (default 200000 and 20000; HERALD_BIN, PYTHON override the binary
 #        and the interpreter with grpcio-tools)
@@ -19,13 +28,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 render_figures() {   # one run's output -> `name value` lines for bench/lib/ab.sh
-    awk '($1 == "health" || $1 == "render") && $7 == "req/s" {
+    awk '($1 == "health" || $1 == "render" || $1 == "anchor") && $7 == "req/s" {
         n = $1 "-c" $3; print n "-req/s", $6
         for (i = 1; i <= NF; i++) {
             if ($i == "p50") print n "-p50-us", $(i + 1)
             if ($i == "p99") print n "-p99-us", $(i + 1)
             if ($i == "us/req") print n "-cpu-us/req", $(i - 1)
-        } }'
+        } }
+        $1 == "ratio" { print $2, $3 }'
 }
 source bench/lib/ab.sh
 ab_run render_figures bench/render.sh "$@"
@@ -36,12 +46,17 @@ PYTHON="${PYTHON:-.venv/bin/python}"
 source bench/lib/release.sh
 TMP="$(mktemp -d)"
 SERVER_PID=""
-cleanup() {
-    if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        for _ in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
+ANCHOR_PID=""
+stop() {   # pid: TERM, up to 10 s, then KILL
+    if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
+        kill -TERM "$1" 2>/dev/null || true
+        for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$1" 2>/dev/null || true
     fi
+}
+cleanup() {
+    stop "$SERVER_PID"
+    stop "$ANCHOR_PID"
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -189,23 +204,61 @@ echo "herald pid $SERVER_PID on 127.0.0.1:$PORT; $(nproc) cores, load average $(
 
 "$PYTHON" "$TMP/helper.py" check "$TMP/stubs" "$TMP/render.bin" "127.0.0.1:$PORT"
 
-TICKS="$(getconf CLK_TCK)"
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+# The anchor (see the header): built once, fed the reply Herald just gave.
+ANCHOR_DIR="${ANCHOR_DIR:-../shared/anchors/cpp-render}"
+ANCHOR_PORT=""
+ANCHOR_NOTE=""
+if [[ "${ANCHOR:-1}" == 0 ]]; then
+    ANCHOR_NOTE="skipped (ANCHOR=0)"
+elif [[ -z "${ANCHOR_BIN:-}" ]]; then
+    ANCHOR_BIN=.build/anchor-cpp-render/build/render_server
+    if [[ ! -d "$ANCHOR_DIR" ]]; then
+        ANCHOR_NOTE="not built: $ANCHOR_DIR is missing"
+    elif ! command -v grpc_cpp_plugin >/dev/null || ! pkg-config --exists grpc++; then
+        ANCHOR_NOTE="not built: grpc_cpp_plugin or grpc++ missing (apt-get install libgrpc++-dev protobuf-compiler-grpc)"
+    elif [[ ! -x "$ANCHOR_BIN" || -n "$(find "$ANCHOR_DIR" Protos/herald -newer "$ANCHOR_BIN" -type f | head -1)" ]]; then
+        rm -rf .build/anchor-cpp-render && mkdir -p .build && cp -r "$ANCHOR_DIR" .build/anchor-cpp-render
+        .build/anchor-cpp-render/build.sh "$PWD/Protos" >"$TMP/anchor-build.log" 2>&1 \
+            || ANCHOR_NOTE="not built: build.sh failed: $(tail -n 3 "$TMP/anchor-build.log" | tr '\n' ' ')"
+    fi
+fi
+if [[ -z "$ANCHOR_NOTE" ]]; then
+    "$PYTHON" "$ANCHOR_DIR/capture_response.py" "127.0.0.1:$PORT" "$TMP/stubs" "$TMP/render.bin" "$TMP/reply.bin"
+    ANCHOR_PORT="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    "$ANCHOR_BIN" "$ANCHOR_PORT" "$TMP/reply.bin" >/dev/null 2>"$TMP/anchor.stderr" &
+    ANCHOR_PID=$!
+    for _ in $(seq 200); do   # ≤ 20 s
+        grep -q "listening on" "$TMP/anchor.stderr" 2>/dev/null && break
+        kill -0 "$ANCHOR_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if grep -q "listening on" "$TMP/anchor.stderr"; then
+        echo "anchor: grpc C++ $(pkg-config --modversion grpc++ 2>/dev/null) render_server pid $ANCHOR_PID on 127.0.0.1:$ANCHOR_PORT"
+    else
+        ANCHOR_NOTE="did not start: $(tr '\n' ' ' <"$TMP/anchor.stderr")"
+        stop "$ANCHOR_PID"; ANCHOR_PID=""
+    fi
+fi
+[[ -z "$ANCHOR_NOTE" ]] || echo "anchor: $ANCHOR_NOTE; no anchor rows"
 
-declare -A RATE
-run() {   # name path body clients streams requests
-    local name="$1" path="$2" body="$3" c="$4" m="$5" n="$6"
+TICKS="$(getconf CLK_TCK)"
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+declare -A RATE CPU
+run() {   # name path body clients streams requests [pid port]
+    local name="$1" path="$2" body="$3" c="$4" m="$5" n="$6" pid="${7:-$SERVER_PID}" port="${8:-$PORT}"
     local log="$TMP/$name-c$c-m$m.log" out before after
-    before="$(cpu_ticks)"
+    before="$(cpu_ticks "$pid")"
     # Bounded: -n requests, and every connection closes after 120 s at most.
     out="$(timeout 300 h2load -n "$n" -c "$c" -m "$m" -T 120 -d "$body" \
         -H 'content-type: application/grpc' -H 'te: trailers' --log-file="$log" \
-        "http://127.0.0.1:$PORT$path")"
-    after="$(cpu_ticks)"
+        "http://127.0.0.1:$port$path")"
+    after="$(cpu_ticks "$pid")"
     local rps ok
     rps="$(awk '/^finished in/ {gsub(",", "", $4); print $4}' <<<"$out")"
     ok="$(awk '/^status codes:/ {print $3}' <<<"$out")"
     RATE["$name-c$c"]="$rps"
+    CPU["$name-c$c"]="$(awk -v t=$((after - before)) -v h="$TICKS" -v n="$n" 'BEGIN {print t / h / n * 1e6}')"
     local lat
     lat="$(awk -F'\t' '$2 == 200 {print $3}' "$log" | sort -n | awk '
         { v[NR] = $1 }
@@ -213,17 +266,18 @@ run() {   # name path body clients streams requests
               p50 = v[int((NR - 1) * 0.50) + 1]; p99 = v[int((NR - 1) * 0.99) + 1]
               printf "%.0f %.0f", p50, p99 }')"
     local hwm
-    hwm="$(awk '/VmHWM/ {print $2}' "/proc/$SERVER_PID/status")"
+    hwm="$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")"
     printf '%-7s -c %-2s -m %-2s %9s req/s  2xx %6s/%-6s  p50 %6s us  p99 %6s us  server CPU %5.2f s = %5.1f us/req  VmHWM %5.1f MiB\n' \
         "$name" "$c" "$m" "$rps" "$ok" "$n" ${lat} "$(awk -v t=$((after - before)) -v h="$TICKS" 'BEGIN {print t / h}')" \
-        "$(awk -v t=$((after - before)) -v h="$TICKS" -v n="$n" 'BEGIN {print t / h / n * 1e6}')" \
-        "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')"
+        "${CPU["$name-c$c"]}" "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')"
 }
 
 run health /grpc.health.v1.Health/Check "$TMP/health.bin" 16 32 "$BIG"
 run render /herald.v1.PushService/Render "$TMP/render.bin" 16 32 "$BIG"
+[[ -z "$ANCHOR_PID" ]] || run anchor /herald.v1.PushService/Render "$TMP/render.bin" 16 32 "$BIG" "$ANCHOR_PID" "$ANCHOR_PORT"
 run health /grpc.health.v1.Health/Check "$TMP/health.bin" 1 1 "$SMALL"
 run render /herald.v1.PushService/Render "$TMP/render.bin" 1 1 "$SMALL"
+[[ -z "$ANCHOR_PID" ]] || run anchor /herald.v1.PushService/Render "$TMP/render.bin" 1 1 "$SMALL" "$ANCHOR_PID" "$ANCHOR_PORT"
 
 # A Render after the load still answers correctly.
 "$PYTHON" "$TMP/helper.py" check "$TMP/stubs" "$TMP/render.bin" "127.0.0.1:$PORT" >/dev/null
@@ -231,4 +285,16 @@ run render /herald.v1.PushService/Render "$TMP/render.bin" 1 1 "$SMALL"
 awk -v r="${RATE[render-c16]}" -v h="${RATE[health-c16]}" 'BEGIN {
     ratio = r / h
     printf "Render / Health at -c 16 -m 32: %.2f (budget >= 0.75: %s)\n", ratio, (ratio >= 0.75 ? "met" : "NOT met") }'
+# Issue 14's budgets, as `ratio NAME VALUE` lines (bench/lib/ab.sh takes their medians).
+awk -v r="${CPU[render-c16]}" -v h="${CPU[health-c16]}" 'BEGIN {
+    ratio = r / h
+    printf "ratio render/health-cpu-c16 %.2f   Herald server CPU per call, Render / Health at -c 16 -m 32 (budget <= 4: %s)\n", ratio, (ratio <= 4 ? "met" : "NOT met") }'
+if [[ -n "$ANCHOR_PID" ]]; then
+    for c in 16 1; do
+        awk -v r="${RATE[render-c$c]}" -v a="${RATE[anchor-c$c]}" -v c="$c" 'BEGIN {
+            ratio = r / a
+            printf "ratio render/anchor-rate-c%s %.2f   Render rate, Herald / grpc C++ anchor at -c %s%s\n", c, ratio, c,
+                (c == 16 ? sprintf(" (budget >= 3: %s)", ratio >= 3 ? "met" : "NOT met") : "") }'
+    done
+fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -16,9 +16,11 @@ if [[ "${1:-}" == "--test" ]]; then
   # github.com/golang/protobuf: its 1.5 shim handles protoc-gen-go's APIv2
   # messages (1.3, which apt would otherwise pick, panics on them).
   # PostgreSQL: the throwaway cluster the PostgreSQL store tests run
-  # against (scripts/pg-test-cluster.sh).
+  # against (scripts/pg-test-cluster.sh). grpc C++: bench/render.sh builds the
+  # grpc C++ Render anchor (../shared/anchors/cpp-render) with them.
   packages+=(protobuf-compiler golang-go protoc-gen-go protoc-gen-go-grpc golang-google-protobuf-dev
-             golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev systemd postgresql)
+             golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev systemd postgresql
+             libgrpc++-dev protobuf-compiler-grpc)
 fi
 missing=()
 for p in "${packages[@]}"; do

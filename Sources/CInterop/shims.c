@@ -1,2 +1,2 @@
-// CInterop is header-only; this file gives SwiftPM a source to compile.
+// The shims are header-only (CInterop.h); arena.c holds the bump arena.
 #include "CInterop.h"

@@ -1,3 +1,4 @@
+import CInterop
 import GRPCEngine
 import HeraldCore
 import HeraldPrimitives
@@ -14,45 +15,55 @@ struct RenderService: Sendable {
 
     func render(_ request: GRPCRequest) throws -> [UInt8] {
         let caller = try policy.authenticate(request.metadata)
-        let input = try ProtobufC.withUnpacked(Herald__V1__RenderRequest.self, from: request.message) { wire in
-            var decoder = RequestDecoder()
-            let message = decoder.messageInput(
-                bundleID: wire.bundle_id, platform: wire.platform, content: wire.content,
-                priority: wire.priority,
-                ttlSeconds: wire.ttl_case == HERALD__V1__RENDER_REQUEST__TTL_TTL_SECONDS ? wire.ttl_seconds : nil,
-                collapseID: wire.collapse_id, ios: wire.ios, android: wire.android,
-                idempotencyKey: wire.idempotency_key)
-            let input = RenderInput(
-                message: message,
-                locale: decoder.localeTag(wire.locale, "locale"),
-                deviceToken: decoder.optionalString(wire.device_token, "device_token"))
-            try decoder.finish()
-            return input
+        // One arena holds the parsed request and the reply's structs; it is
+        // reset when the reply has been packed.
+        return try ProtobufC.withArena { arena in
+            let input = try ProtobufC.withUnpacked(
+                Herald__V1__RenderRequest.self, from: request.message, arena: arena
+            ) { wire in
+                var decoder = RequestDecoder()
+                let message = decoder.messageInput(
+                    bundleID: wire.bundle_id, platform: wire.platform, content: wire.content,
+                    priority: wire.priority,
+                    ttlSeconds: wire.ttl_case == HERALD__V1__RENDER_REQUEST__TTL_TTL_SECONDS ? wire.ttl_seconds : nil,
+                    collapseID: wire.collapse_id, ios: wire.ios, android: wire.android,
+                    idempotencyKey: wire.idempotency_key)
+                let input = RenderInput(
+                    message: message,
+                    locale: decoder.localeTag(wire.locale, "locale"),
+                    deviceToken: decoder.optionalString(wire.device_token, "device_token"))
+                try decoder.finish()
+                return input
+            }
+            try policy.authorize(caller, bundleID: input.message.bundleID)
+            let message = try Validator.validate(input, generateIdempotencyKey: UUIDv4.make)
+            var response = try reply(message, input, arena: arena)
+            return ProtobufC.pack(&response)
         }
-        try policy.authorize(caller, bundleID: input.message.bundleID)
-        let message = try Validator.validate(input, generateIdempotencyKey: UUIDv4.make)
-        let milliseconds = now()
-        let sendTime = Timestamp(seconds: milliseconds / 1000, nanoseconds: Int32(milliseconds % 1000) * 1_000_000)
+    }
 
-        let arena = CArena()
+    /// The reply's structs, in `arena`.
+    private func reply(_ message: PushMessage, _ input: RenderInput, arena: ProtobufCArena) throws -> Herald__V1__RenderResponse {
         var response = Herald__V1__RenderResponse.initialized()
         switch message.platform {
         case .ios:
+            let milliseconds = now()
+            let sendTime = Timestamp(seconds: milliseconds / 1000, nanoseconds: Int32(milliseconds % 1000) * 1_000_000)
             let rendering = try APNsRenderer.render(
                 message, locale: input.locale, deviceToken: input.deviceToken,
-                apnsID: UUIDv4.make(), sendTime: sendTime)
+                apnsID: Self.apnsID(), sendTime: sendTime)
             response.rendering_case = HERALD__V1__RENDER_RESPONSE__RENDERING_APNS
             response.apns = arena.message(Herald__V1__ApnsRendering.self) { apns in
                 apns.path = arena.string(rendering.path)
-                let entries = rendering.headers.map { header in
+                let headers = rendering.headers
+                apns.n_headers = headers.count
+                apns.headers = arena.pointerArray(count: headers.count) { index in
                     arena.message(Herald__V1__ApnsRendering__HeadersEntry.self) {
-                        $0.key = arena.string(header.name)
-                        $0.value = arena.string(header.value)
+                        $0.key = arena.string(headers[index].name)
+                        $0.value = arena.string(headers[index].value)
                     }
                 }
-                apns.n_headers = entries.count
-                apns.headers = arena.pointerArray(entries)
-                apns.payload_json = arena.string(rendering.payloadJSON)
+                apns.payload_json = arena.string(bytes: rendering.payload)
                 apns.payload_bytes = UInt32(rendering.payload.count)
             }
             fill(&response, resolvedLocale: rendering.resolvedLocale, warnings: rendering.warnings, arena: arena)
@@ -64,13 +75,27 @@ struct RenderService: Sendable {
             }
             fill(&response, resolvedLocale: rendering.resolvedLocale, warnings: rendering.warnings, arena: arena)
         }
-        return withExtendedLifetime(arena) { ProtobufC.pack(&response) }
+        return response
     }
 
-    private func fill(_ response: inout Herald__V1__RenderResponse, resolvedLocale: String?, warnings: [String], arena: CArena) {
+    /// A random `apns-id` from the thread's buffered getrandom output (the
+    /// system's generator takes two system calls per UUID).
+    private static func apnsID() -> String {
+        var bits: (UInt64, UInt64) = (0, 0)
+        let status = withUnsafeMutableBytes(of: &bits) { cinterop_random_bytes($0.baseAddress, $0.count) }
+        return status == 0 ? UUIDv4.make(randA: bits.0, randB: bits.1) : UUIDv4.make()
+    }
+
+    private func fill(
+        _ response: inout Herald__V1__RenderResponse, resolvedLocale: String?, warnings: [String], arena: ProtobufCArena
+    ) {
         response.resolved_locale = arena.string(resolvedLocale ?? "")
-        let strings = warnings.map { arena.string($0) }
-        response.n_warnings = strings.count
-        response.warnings = arena.pointerArray(strings)
+        response.n_warnings = warnings.count
+        response.warnings = warnings.isEmpty ? nil : {
+            let array = arena.allocate(MemoryLayout<UnsafeMutablePointer<CChar>?>.stride * warnings.count)
+                .bindMemory(to: UnsafeMutablePointer<CChar>?.self, capacity: warnings.count)
+            for (index, warning) in warnings.enumerated() { (array + index).initialize(to: arena.string(warning)) }
+            return array
+        }()
     }
 }

@@ -1,6 +1,7 @@
 // The one thin C-interop module: system headers Swift imports, and static
 // inline shims (prefixed `cinterop_`) for what Swift cannot import directly
-// (function-like macros, variadic calls).
+// (function-like macros, variadic calls), and the per-call bump arena
+// (arena.c) protobuf-c decodes into.
 #ifndef HERALD_CINTEROP_H
 #define HERALD_CINTEROP_H
 
@@ -131,5 +132,52 @@ static inline int cinterop_set_current_thread_niceness(int niceness) {
     return 0;
 #endif
 }
+
+// --- Bump arena (Sources/CInterop/arena.c) ----------------------------------
+
+/// Bytes of the per-thread arena's block: a typical request's protobuf-c
+/// structs and its reply fit; what does not fit is malloc'd and freed at the
+/// reset, so the block never grows.
+#define CINTEROP_ARENA_CAPACITY (32 * 1024)
+
+/// A bump allocator with a fixed block, usable as a protobuf-c allocator:
+/// `free` is a no-op, and everything is released by `cinterop_arena_reset`.
+typedef struct cinterop_arena {
+    /// Pass to protobuf_c_message_unpack; never free the message with it.
+    ProtobufCAllocator allocator;
+    size_t capacity;
+    size_t used;
+    /// Allocations that did not fit in the block, since creation (for tests).
+    size_t overflow_allocations;
+    struct cinterop_arena_overflow *overflow;
+    int in_use;
+    int thread_owned;
+    _Alignas(max_align_t) unsigned char block[];
+} cinterop_arena;
+
+/// A new arena with a `capacity`-byte block; NULL when out of memory.
+cinterop_arena *cinterop_arena_create(size_t capacity);
+/// Frees the arena and everything allocated from it (NULL: nothing).
+void cinterop_arena_destroy(cinterop_arena *arena);
+/// `size` bytes aligned for any type, from the block or (past it) from
+/// malloc; NULL when out of memory.
+void *cinterop_arena_alloc(cinterop_arena *arena, size_t size);
+/// Releases every allocation: the block is reused, overflow is freed.
+void cinterop_arena_reset(cinterop_arena *arena);
+/// The calling thread's arena (created on first use), or a private one when
+/// the thread's is already in use; NULL when out of memory. Pair with
+/// `cinterop_arena_release` on the same thread.
+cinterop_arena *cinterop_arena_acquire(void);
+/// Resets a thread's arena for the next call, or destroys a private one.
+void cinterop_arena_release(cinterop_arena *arena);
+
+// --- Random bytes (Sources/CInterop/random.c) ---------------------------------
+
+/// Copies `count` (at most 256) bytes of getrandom(2) output into `bytes`,
+/// from a per-thread buffer refilled 256 bytes at a time (one system call per
+/// 16 UUIDs instead of two per UUID); bytes handed out are zeroed in the
+/// buffer. Not fork-safe: a forked child would repeat its parent's bytes
+/// (Herald never forks). Returns 0, or -1 with errno set.
+int cinterop_random_bytes(void *bytes, size_t count);
 
 #endif

@@ -12,7 +12,9 @@ public enum UUIDv4 {
         make(randA: generator.next(), randB: generator.next())
     }
 
-    private static func make(randA: UInt64, randB: UInt64) -> String {
+    /// A version-4 UUID from 128 bits the caller drew from a CSPRNG (the
+    /// version and variant bits are overwritten).
+    public static func make(randA: UInt64, randB: UInt64) -> String {
         let high = (randA & ~0xF000) | 0x4000                    // version 4
         let low = (randB & ~(0xC000 << 48)) | (0x8000 << 48)      // RFC 9562 variant
         return UUIDText.format(high: high, low: low)

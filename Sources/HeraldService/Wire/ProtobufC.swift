@@ -26,6 +26,16 @@ enum ProtobufC {
     static func withUnpacked<M: GeneratedMessage, R>(
         _ type: M.Type, from bytes: [UInt8], _ body: (borrowing M) throws -> R
     ) throws -> R {
+        let parsed = try parse(M.self, bytes, allocator: nil)
+        defer { protobuf_c_message_free_unpacked(parsed, nil) }
+        return try body(UnsafeMutableRawPointer(parsed).assumingMemoryBound(to: M.self).pointee)
+    }
+
+    /// Walks `bytes` (``WireWalk``), rewrites them when needed and unpacks
+    /// them with `allocator` (nil: malloc).
+    static func parse<M: GeneratedMessage>(
+        _ type: M.Type, _ bytes: [UInt8], allocator: UnsafeMutablePointer<ProtobufCAllocator>?
+    ) throws -> UnsafeMutablePointer<ProtobufCMessage> {
         let descriptor = M.descriptor
         let parsed = try bytes.withUnsafeBytes { buffer -> UnsafeMutablePointer<ProtobufCMessage>? in
             let walk = WireWalk(buffer, descriptor: descriptor)
@@ -34,25 +44,25 @@ enum ProtobufC {
             }
             if walk.repeatedMessages && !walk.malformed {
                 let merged = WireRewrite.rewrite(buffer, descriptor: descriptor)
-                return merged.withUnsafeBytes { unpack(descriptor, $0) }
+                return merged.withUnsafeBytes { unpack(descriptor, $0, allocator) }
             }
-            return unpack(descriptor, buffer)
+            return unpack(descriptor, buffer, allocator)
         }
         guard let parsed else {
             throw GRPCStatus(.invalidArgument, "request is not a valid \(M.fullName) message (\(bytes.count) bytes)")
         }
-        defer { protobuf_c_message_free_unpacked(parsed, nil) }
-        return try body(UnsafeMutableRawPointer(parsed).assumingMemoryBound(to: M.self).pointee)
+        return parsed
     }
 
     private static func unpack(
-        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ buffer: UnsafeRawBufferPointer
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ buffer: UnsafeRawBufferPointer,
+        _ allocator: UnsafeMutablePointer<ProtobufCAllocator>?
     ) -> UnsafeMutablePointer<ProtobufCMessage>? {
         // protobuf-c wants a valid pointer even for the empty message.
         var empty: UInt8 = 0
         return buffer.baseAddress.map {
-            protobuf_c_message_unpack(descriptor, nil, buffer.count, $0.assumingMemoryBound(to: UInt8.self))
-        } ?? protobuf_c_message_unpack(descriptor, nil, 0, &empty)
+            protobuf_c_message_unpack(descriptor, allocator, buffer.count, $0.assumingMemoryBound(to: UInt8.self))
+        } ?? protobuf_c_message_unpack(descriptor, allocator, 0, &empty)
     }
 
     /// `bytes` (a valid `M`) without unknown fields and without the named

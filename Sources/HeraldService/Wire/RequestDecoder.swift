@@ -90,8 +90,9 @@ struct RequestDecoder {
                     reason: "has \(text.n_translations) locales; the limit is \(Validator.Limits.localesPerText) locales per text"))
                 return nil
             }
-            var translations: [String: String] = [:]
-            translations.reserveCapacity(text.n_translations)
+            // Sized at creation: `reserveCapacity` on a dictionary is not
+            // specialized and looks its storage type up at run time.
+            var translations = [String: String](minimumCapacity: text.n_translations)
             for index in 0..<text.n_translations {
                 guard let entry = text.translations[index]?.pointee else { continue }
                 let locale = localeTag(entry.key, "\(field()).translations") ?? ""
@@ -125,8 +126,7 @@ struct RequestDecoder {
                 field: field(), reason: "has \(object.n_fields) keys; the limit is \(Validator.Limits.objectKeys) keys per object"))
             return [:]
         }
-        var result: [String: JSONValue] = [:]
-        result.reserveCapacity(object.n_fields)
+        var result = [String: JSONValue](minimumCapacity: object.n_fields)
         for index in 0..<object.n_fields {
             guard let entry = object.fields[index]?.pointee else { continue }
             let key = string(entry.key, field())

@@ -1,5 +1,6 @@
 import CInterop
 import HeraldCore
+import HeraldProtos
 
 /// One linear pass over a serialized request, driven by the generated
 /// protobuf-c descriptors, before protobuf-c parses it.
@@ -41,11 +42,13 @@ struct WireWalk {
     private(set) var malformed = false
 
     private let bytes: UnsafeRawBufferPointer
+    private let wellKnown = MessageKind.WellKnown()
     private var path: [PathPart] = []
 
     /// Walks `bytes` as a `descriptor` message.
     init(_ bytes: UnsafeRawBufferPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>) {
         self.bytes = bytes
+        path.reserveCapacity(16)  // one allocation for the usual depth
         _ = walk(from: 0, to: bytes.count, descriptor, depthLeft: Self.nestingLimit)
     }
 
@@ -74,16 +77,18 @@ struct WireWalk {
     private mutating func walk(
         from start: Int, to end: Int, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, depthLeft: Int
     ) -> Bool {
-        let kind = MessageKind(descriptor)
+        let kind = MessageKind(descriptor, wellKnown)
         var reader = WireReader(bytes: bytes, offset: start, end: end)
         var seen: UInt64 = 0
         var listIndex = 0
+        var last = -1  // the previous field's index: fields come in order, repeated ones in a row
         while !reader.atEnd {
             guard let field = reader.field() else { return fail() }
-            guard let index = WireDescriptors.fieldIndex(of: field.number, in: descriptor) else {
+            guard let index = WireDescriptors.fieldIndex(of: field.number, in: descriptor, near: last) else {
                 unknownFields = true
                 continue
             }
+            last = index
             let fd = descriptor.pointee.fields[index]
             guard let payload = field.payload else { continue }  // scalars: nothing to check
             switch fd.type {
@@ -107,7 +112,7 @@ struct WireWalk {
                 }
                 let sub = fd.descriptor!.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
                 var entered = part(for: fd, kind: kind, listIndex: listIndex)
-                if MessageKind(sub) == .mapEntry {
+                if MessageKind(sub, wellKnown) == .mapEntry {
                     switch mapKey(in: payload) {
                     case .nul:
                         problem = .nul(field: render(path + [entered], keyProblem: true))
@@ -198,19 +203,38 @@ struct WireWalk {
 enum MessageKind: Equatable {
     case structObject, value, listValue, mapEntry, other
 
-    init(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) {
-        let d = descriptor.pointee
-        if d.n_fields == 2, strcmp(d.fields[0].name, "key") == 0, strcmp(d.fields[1].name, "value") == 0 {
-            self = .mapEntry
-        } else if strcmp(d.name, "google.protobuf.Struct") == 0 {
+    /// The addresses of the generated `Struct`, `Value` and `ListValue`
+    /// descriptors: found once per walk (a `static let` would cost a
+    /// `swift_once` per message), compared by address.
+    struct WellKnown {
+        let structObject = UInt(bitPattern: Google__Protobuf__Struct.descriptor)
+        let value = UInt(bitPattern: Google__Protobuf__Value.descriptor)
+        let listValue = UInt(bitPattern: Google__Protobuf__ListValue.descriptor)
+    }
+
+    init(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ wellKnown: WellKnown = WellKnown()) {
+        let address = UInt(bitPattern: descriptor)
+        if address == wellKnown.structObject {
             self = .structObject
-        } else if strcmp(d.name, "google.protobuf.Value") == 0 {
+        } else if address == wellKnown.value {
             self = .value
-        } else if strcmp(d.name, "google.protobuf.ListValue") == 0 {
+        } else if address == wellKnown.listValue {
             self = .listValue
+        } else if descriptor.pointee.n_fields == 2, Self.named(descriptor.pointee.fields[0].name, "key"),
+                  Self.named(descriptor.pointee.fields[1].name, "value") {
+            self = .mapEntry
         } else {
             self = .other
         }
+    }
+
+    /// Whether the C string `name` is `expected` (ASCII), without a libc call.
+    private static func named(_ name: UnsafePointer<CChar>, _ expected: StaticString) -> Bool {
+        let bytes = expected.utf8Start
+        for index in 0..<expected.utf8CodeUnitCount where UInt8(bitPattern: name[index]) != bytes[index] {
+            return false
+        }
+        return name[expected.utf8CodeUnitCount] == 0
     }
 }
 
@@ -219,9 +243,23 @@ enum WireDescriptors {
     /// The index of field `number` in the descriptor's table (sorted by
     /// number, as protoc-c generates it), or nil for an unknown field.
     static func fieldIndex(of number: UInt32, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> Int? {
+        fieldIndex(of: number, in: descriptor, near: -1)
+    }
+
+    /// ``fieldIndex(of:in:)``, trying `hint` and `hint + 1` first (the
+    /// previous field's index: fields come in order, repeated ones in a row).
+    @inline(__always)
+    static func fieldIndex(of number: UInt32, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>, near hint: Int) -> Int? {
         let fields = descriptor.pointee.fields!
+        let count = Int(descriptor.pointee.n_fields)
+        if hint >= 0 && hint < count && fields[hint].id == number { return hint }
+        if hint + 1 >= 0 && hint + 1 < count && fields[hint + 1].id == number { return hint + 1 }
+        return search(number, fields, count)
+    }
+
+    private static func search(_ number: UInt32, _ fields: UnsafePointer<ProtobufCFieldDescriptor>, _ count: Int) -> Int? {
         var low = 0
-        var high = Int(descriptor.pointee.n_fields) - 1
+        var high = count - 1
         while low <= high {
             let mid = (low + high) / 2
             let id = fields[mid].id
@@ -270,6 +308,7 @@ struct WireReader {
         return WireField(number: UInt32(key >> 3), wireType: wireType, range: start..<offset, payload: payload)
     }
 
+    @inline(__always)
     mutating func varint() -> UInt64? {
         var value: UInt64 = 0
         var shift: UInt64 = 0

@@ -70,6 +70,34 @@ enum PostgresRows {
             """, logger: logger)
     }
 
+    /// Records many devices' results (none of them DISPLAYED or OPENED: no
+    /// milestone to stamp) in one statement, in order; 1,000 to a statement.
+    static func insert(_ connection: PostgresConnection, _ outcomes: [DeviceOutcome], logger: Logger) async throws {
+        var start = 0
+        while start < outcomes.count {
+            let chunk = outcomes[start..<min(start + 1_000, outcomes.count)]
+            start += chunk.count
+            var sql = PostgresQuery.StringInterpolation(literalCapacity: 48 * chunk.count, interpolationCount: 9 * chunk.count)
+            sql.appendLiteral("""
+                INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment) VALUES
+                """)
+            for (index, outcome) in chunk.enumerated() {
+                precondition(outcome.kind != .displayed && outcome.kind != .opened, "a milestone to stamp: insert one by one")
+                sql.appendLiteral(index == 0 ? " (" : ", (")
+                sql.appendInterpolation(outcome.messageID); sql.appendLiteral(", ")
+                sql.appendInterpolation(outcome.deviceToken); sql.appendLiteral(", ")
+                sql.appendInterpolation(outcome.kind.rawValue); sql.appendLiteral(", ")
+                sql.appendInterpolation(outcome.apnsID); sql.appendLiteral(", ")
+                sql.appendInterpolation(outcome.reason); sql.appendLiteral(", ")
+                sql.appendInterpolation(outcome.at); sql.appendLiteral(", ")
+                sql.appendInterpolation(outcome.httpStatus.map { Int32(clamping: $0) }); sql.appendLiteral(", ")
+                sql.appendInterpolation(outcome.attempts.map { Int32(clamping: $0) }); sql.appendLiteral(", ")
+                sql.appendInterpolation(outcome.environment?.rawValue); sql.appendLiteral(")")
+            }
+            try await connection.query(PostgresQuery(stringInterpolation: sql), logger: logger)
+        }
+    }
+
     /// Records one device's result, and stamps the message's milestone for
     /// the app's DISPLAYED / OPENED reports (the first one wins).
     static func insert(_ connection: PostgresConnection, _ outcome: DeviceOutcome, logger: Logger) async throws {

@@ -53,9 +53,16 @@ extension PostgresStore {
             let ending = zip(items, allowed).filter(\.1).map(\.0.id)
             guard !ending.isEmpty else { return allowed }
             try await connection.query("DELETE FROM handovers WHERE message_id = ANY(\(ending)::text[])", logger: self.logger)
+            // Every allowed item's outcomes in one statement, in order (the
+            // app's DISPLAYED / OPENED reports stamp a milestone: one by one).
+            let outcomes = zip(items, allowed).filter(\.1).flatMap(\.0.outcomes)
+            if outcomes.contains(where: { $0.kind == .displayed || $0.kind == .opened }) {
+                for outcome in outcomes { try await PostgresRows.insert(connection, outcome, logger: self.logger) }
+            } else {
+                try await PostgresRows.insert(connection, outcomes, logger: self.logger)
+            }
             var applied = [Bool](repeating: false, count: items.count)
             for (index, item) in items.enumerated() where allowed[index] {
-                for outcome in item.outcomes { try await PostgresRows.insert(connection, outcome, logger: self.logger) }
                 let target = item.to.rawValue
                 applied[index] = try await Self.run(connection, """
                     UPDATE messages

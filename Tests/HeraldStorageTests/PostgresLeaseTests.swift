@@ -122,6 +122,34 @@ struct PostgresLeaseTests {
         }
     }
 
+    /// The batch's one UPDATE applies each item's own values, a missing
+    /// value (nil) leaving the column as it was, and a stale `from` changes nothing.
+    @Test func aBatchOfTransitionsAppliesEachItemsOwnValues() async throws {
+        try await withReplicas(["a"]) { replicas, _ in
+            let a = replicas[0]
+            let messages = (0..<4).map { makeMessage(id: "m-\($0)", key: "k\($0)", dueAt: now) }
+            try await a.importMessages(messages)
+            #expect(try await a.claimDue(before: now, limit: 10, now: now).count == 4)
+            let applied = try await a.transitions([
+                Transition(id: "m-0", from: .scheduled, to: .handedOff, dueAt: now + 9_000, apnsID: nil, lastError: nil,
+                           now: now + 1, outcomes: []),
+                Transition(id: "m-1", from: .scheduled, to: .failed, dueAt: nil, apnsID: nil, lastError: "gone",
+                           now: now + 2, outcomes: []),
+                Transition(id: "m-2", from: .scheduled, to: .sent, dueAt: nil, apnsID: "apns-2", lastError: nil,
+                           now: now + 3, outcomes: []),
+                Transition(id: "m-3", from: .handedOff, to: .sent, dueAt: nil, apnsID: "stale", lastError: nil,
+                           now: now + 4, outcomes: []),
+            ])
+            #expect(applied == [true, true, true, false])
+            let (m0, m1, m2, m3) = (try await a.message(id: "m-0"), try await a.message(id: "m-1"),
+                                    try await a.message(id: "m-2"), try await a.message(id: "m-3"))
+            #expect(m0?.state == .handedOff && m0?.dueAt == now + 9_000 && m0?.apnsID == nil && m0?.sendingSince == nil)
+            #expect(m1?.state == .failed && m1?.lastError == "gone" && m1?.dueAt == now && m1?.updatedAt == now + 2)
+            #expect(m2?.state == .sent && m2?.apnsID == "apns-2" && m2?.lastError == nil)
+            #expect(m3?.state == .scheduled && m3?.apnsID == nil && m3?.sendingSince != nil)
+        }
+    }
+
     @Test func theDisplayedReportIsAppliedByAnyReplica() async throws {
         try await withReplicas(["a", "b"]) { replicas, _ in
             let (a, b) = (replicas[0], replicas[1])

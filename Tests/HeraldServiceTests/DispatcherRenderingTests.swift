@@ -19,10 +19,11 @@ struct DispatcherRenderingTests {
             DispatcherTests.requestBytes(bundle: DispatcherTests.bundle, key: "k", ttl: nil), idempotencyKey: "k")
         let ids = (0..<4).map { _ in UUIDv4.make() }
         let locales = ["en", "fr", "en", "en"]
-        let made = try zip(locales, ids).map { locale, id in
-            try renderings.rendering(locale: locale, apnsID: id) { apnsID throws(RenderError) in
+        let made = try zip(zip(locales, ids), Self.tokens).map { localeAndID, token in
+            let (locale, id) = localeAndID
+            return try renderings.rendering(locale: locale, deviceToken: token, apnsID: id) { apnsID throws(RenderError) in
                 rendered.append(locale)
-                return try APNsRenderer.render(message, locale: locale, deviceToken: nil, apnsID: apnsID,
+                return try APNsRenderer.render(message, locale: locale, deviceToken: token, apnsID: apnsID,
                                                sendTime: Timestamp(milliseconds: 1_800_000_000_000))
             }.get()
         }
@@ -30,13 +31,14 @@ struct DispatcherRenderingTests {
         #expect(made.map { $0.header("apns-id") } == ids)
         #expect(made.map { $0.headers.count } == Array(repeating: made[0].headers.count, count: 4))
         #expect(made[2].payload == made[0].payload && made[3].payload == made[0].payload)
+        #expect(made.map(\.path) == Self.tokens.map { "/3/device/" + $0 })  // each copy names its own device
     }
 
     @Test func aFailedRenderFailsEveryDeviceOfThatLocaleWithoutRenderingAgain() {
         var renderings = APNsRenderings()
         var calls = 0
         for _ in 0..<3 {
-            let made = renderings.rendering(locale: "en", apnsID: UUIDv4.make()) { _ throws(RenderError) in
+            let made = renderings.rendering(locale: "en", deviceToken: nil, apnsID: UUIDv4.make()) { _ throws(RenderError) in
                 calls += 1
                 throw RenderError.disabled(.ios)
             }

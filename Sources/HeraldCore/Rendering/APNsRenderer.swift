@@ -275,7 +275,9 @@ public enum APNsRenderer {
 
     // MARK: Building
 
-    static func path(_ token: String?) -> String {
+    /// `:path` for a device token (`/3/device/<token>`, lowercased; a
+    /// placeholder without one).
+    public static func path(_ token: String?) -> String {
         guard let token, !token.isEmpty else { return "/3/device/" + placeholderToken }
         if hasUppercase(token) { return "/3/device/" + token.lowercased() }
         // One allocation, filled in place.

@@ -5,27 +5,31 @@ import HeraldStorage
 
 /// One push's APNs renderings, made once per device locale: the devices of
 /// a message that share a locale get the same payload and headers (the
-/// renderer reads nothing else of the device); only `apns-id` is each
-/// request's own. A user with ten devices in one locale costs one render.
+/// renderer reads nothing else of the device but its token, which only
+/// names the `:path`); `apns-id` and the path are each request's own. A
+/// user with ten devices in one locale costs one render.
 struct APNsRenderings {
     private var byLocale: [String: Result<APNsRendering, RenderError>] = [:]
 
     /// The rendering for a device in `locale`: rendered by `render` the first
-    /// time that locale is asked for, then copied with `apnsID` as its id.
+    /// time that locale is asked for, then copied with `apnsID` as its id
+    /// and `deviceToken`'s path.
     mutating func rendering(
-        locale: String, apnsID: String, _ render: (String) throws(RenderError) -> APNsRendering
+        locale: String, deviceToken: String?, apnsID: String, _ render: (String) throws(RenderError) -> APNsRendering
     ) -> Result<APNsRendering, RenderError> {
         if let made = byLocale[locale] {
-            return made.map { Self.with($0, apnsID: apnsID) }
+            return made.map { Self.with($0, apnsID: apnsID, deviceToken: deviceToken) }
         }
         let made = Result { () throws(RenderError) -> APNsRendering in try render(apnsID) }
         byLocale[locale] = made
         return made
     }
 
-    /// `rendering` with its `apns-id` header set to `apnsID`.
-    static func with(_ rendering: APNsRendering, apnsID: String) -> APNsRendering {
+    /// `rendering` with its `apns-id` header set to `apnsID` and its path to `deviceToken`'s.
+    static func with(_ rendering: APNsRendering, apnsID: String, deviceToken: String?) -> APNsRendering {
         var copy = rendering
+        copy.path = APNsRenderer.path(deviceToken)
+        copy.placeholderPath = deviceToken?.isEmpty ?? true
         if let index = copy.headers.firstIndex(where: { $0.name == "apns-id" }) {
             copy.headers[index].value = apnsID
         }
@@ -40,7 +44,8 @@ extension Dispatcher {
     ) -> [Result<APNsRendering, RenderError>] {
         var renderings = APNsRenderings()
         return devices.map { device in
-            renderings.rendering(locale: device.locale, apnsID: UUIDv4.make()) { apnsID throws(RenderError) in
+            renderings.rendering(locale: device.locale, deviceToken: device.deviceToken, apnsID: UUIDv4.make()) {
+                apnsID throws(RenderError) in
                 switch push {
                 case .alert:
                     try APNsRenderer.render(

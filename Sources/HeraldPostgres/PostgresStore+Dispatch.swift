@@ -61,50 +61,47 @@ extension PostgresStore {
             } else {
                 try await PostgresRows.insert(connection, outcomes, logger: self.logger)
             }
-            let updating = items.indices.filter { allowed[$0] }
-            // One statement for the batch when each message appears once
-            // (UPDATE … FROM would apply only one of two rows for one message).
-            if updating.count > 1, Set(updating.map { items[$0].id }).count == updating.count {
-                let batch = updating.map { items[$0] }
-                let changed = Set(try await Self.rows(connection, """
-                    UPDATE messages AS m
-                    SET state = v.target, due_at = coalesce(v.due, m.due_at), apns_id = coalesce(v.apns, m.apns_id),
-                        last_error = coalesce(v.err, m.last_error), sending_since = NULL, push_started_at = NULL,
-                        owner = NULL, lease_until = NULL, updated_at = v.at,
-                        handed_off_at = CASE WHEN v.target = 'handed_off' THEN coalesce(m.handed_off_at, v.at) ELSE m.handed_off_at END,
-                        sent_at = CASE WHEN v.target = 'sent' THEN coalesce(m.sent_at, v.at) ELSE m.sent_at END,
-                        displayed_at = CASE WHEN v.target = 'displayed' THEN coalesce(m.displayed_at, v.at) ELSE m.displayed_at END
-                    FROM (SELECT id, source, target, CASE WHEN has_due THEN due END AS due,
-                                 CASE WHEN has_apns THEN apns END AS apns, CASE WHEN has_err THEN err END AS err, at
-                          FROM unnest(\(batch.map(\.id))::text[], \(batch.map(\.from.rawValue))::text[],
-                                      \(batch.map(\.to.rawValue))::text[], \(batch.map { $0.dueAt ?? 0 })::bigint[],
-                                      \(batch.map { $0.dueAt != nil })::bool[], \(batch.map { $0.apnsID ?? "" })::text[],
-                                      \(batch.map { $0.apnsID != nil })::bool[], \(batch.map { $0.lastError ?? "" })::text[],
-                                      \(batch.map { $0.lastError != nil })::bool[], \(batch.map(\.now))::bigint[])
-                               AS u(id, source, target, due, has_due, apns, has_apns, err, has_err, at)) AS v
-                    WHERE m.id = v.id AND m.state = v.source
-                    RETURNING m.id
-                    """, logger: self.logger) { try $0.decode(String.self) })
-                return items.indices.map { allowed[$0] && changed.contains(items[$0].id) }
-            }
+            // One UPDATE per round: UPDATE … FROM applies one source row per
+            // message, so a message named twice in the batch (rare) goes in
+            // the next round, after its earlier transition.
             var applied = [Bool](repeating: false, count: items.count)
-            for index in updating {
-                let item = items[index]
-                let target = item.to.rawValue
-                applied[index] = try await Self.run(connection, """
-                    UPDATE messages
-                    SET state = \(target), due_at = coalesce(\(item.dueAt), due_at), apns_id = coalesce(\(item.apnsID), apns_id),
-                        last_error = coalesce(\(item.lastError), last_error), sending_since = NULL, push_started_at = NULL,
-                        owner = NULL, lease_until = NULL, updated_at = \(item.now),
-                        handed_off_at = CASE WHEN \(target) = 'handed_off' THEN coalesce(handed_off_at, \(item.now)) ELSE handed_off_at END,
-                        sent_at = CASE WHEN \(target) = 'sent' THEN coalesce(sent_at, \(item.now)) ELSE sent_at END,
-                        displayed_at = CASE WHEN \(target) = 'displayed' THEN coalesce(displayed_at, \(item.now)) ELSE displayed_at END
-                    WHERE id = \(item.id) AND state = \(item.from.rawValue)
-                    RETURNING 1
-                    """, logger: self.logger) > 0
+            var rest = items.indices.filter { allowed[$0] }
+            while !rest.isEmpty {
+                var named = Set<String>(), round: [Int] = [], later: [Int] = []
+                for index in rest {
+                    if named.insert(items[index].id).inserted { round.append(index) } else { later.append(index) }
+                }
+                let changed = try await Self.update(connection, round.map { items[$0] }, logger: self.logger)
+                for index in round { applied[index] = changed.contains(items[index].id) }
+                rest = later
             }
             return applied
         }
+    }
+
+    /// Moves each of `batch` (each message once) on in one statement; the
+    /// ids of those whose `from` state still held. A nil value leaves its
+    /// column as it was.
+    private static func update(_ connection: PostgresConnection, _ batch: [Transition], logger: Logger) async throws -> Set<String> {
+        Set(try await rows(connection, """
+            UPDATE messages AS m
+            SET state = v.target, due_at = coalesce(v.due, m.due_at), apns_id = coalesce(v.apns, m.apns_id),
+                last_error = coalesce(v.err, m.last_error), sending_since = NULL, push_started_at = NULL,
+                owner = NULL, lease_until = NULL, updated_at = v.at,
+                handed_off_at = CASE WHEN v.target = 'handed_off' THEN coalesce(m.handed_off_at, v.at) ELSE m.handed_off_at END,
+                sent_at = CASE WHEN v.target = 'sent' THEN coalesce(m.sent_at, v.at) ELSE m.sent_at END,
+                displayed_at = CASE WHEN v.target = 'displayed' THEN coalesce(m.displayed_at, v.at) ELSE m.displayed_at END
+            FROM (SELECT id, source, target, CASE WHEN has_due THEN due END AS due,
+                         CASE WHEN has_apns THEN apns END AS apns, CASE WHEN has_err THEN err END AS err, at
+                  FROM unnest(\(batch.map(\.id))::text[], \(batch.map(\.from.rawValue))::text[],
+                              \(batch.map(\.to.rawValue))::text[], \(batch.map { $0.dueAt ?? 0 })::bigint[],
+                              \(batch.map { $0.dueAt != nil })::bool[], \(batch.map { $0.apnsID ?? "" })::text[],
+                              \(batch.map { $0.apnsID != nil })::bool[], \(batch.map { $0.lastError ?? "" })::text[],
+                              \(batch.map { $0.lastError != nil })::bool[], \(batch.map(\.now))::bigint[])
+                       AS u(id, source, target, due, has_due, apns, has_apns, err, has_err, at)) AS v
+            WHERE m.id = v.id AND m.state = v.source
+            RETURNING m.id
+            """, logger: logger) { try $0.decode(String.self) })
     }
 
     public func recordOutcome(_ outcome: DeviceOutcome) async throws {

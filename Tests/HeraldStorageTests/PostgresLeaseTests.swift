@@ -150,6 +150,26 @@ struct PostgresLeaseTests {
         }
     }
 
+    /// A message named twice in one batch: its transitions apply in order.
+    @Test func aMessageTwiceInOneBatchMovesOnInOrder() async throws {
+        try await withReplicas(["a"]) { replicas, _ in
+            let a = replicas[0]
+            try await a.importMessages([makeMessage(id: "m-twice", key: "k", dueAt: now), makeMessage(id: "m-other", key: "o", dueAt: now)])
+            #expect(try await a.claimDue(before: now, limit: 10, now: now).count == 2)
+            let applied = try await a.transitions([
+                Transition(id: "m-twice", from: .scheduled, to: .handedOff, dueAt: now + 9_000, apnsID: nil, lastError: nil,
+                           now: now + 1, outcomes: []),
+                Transition(id: "m-other", from: .scheduled, to: .sent, dueAt: nil, apnsID: nil, lastError: nil,
+                           now: now + 1, outcomes: []),
+                Transition(id: "m-twice", from: .handedOff, to: .displayed, dueAt: nil, apnsID: nil, lastError: nil,
+                           now: now + 2, outcomes: []),
+            ])
+            #expect(applied == [true, true, true])
+            #expect(try await a.message(id: "m-twice")?.state == .displayed)
+            #expect(try await a.message(id: "m-other")?.state == .sent)
+        }
+    }
+
     @Test func theDisplayedReportIsAppliedByAnyReplica() async throws {
         try await withReplicas(["a", "b"]) { replicas, _ in
             let (a, b) = (replicas[0], replicas[1])

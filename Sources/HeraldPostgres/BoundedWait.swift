@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Waits for a task's end, but not longer than a bound: `await task.value`
 /// cannot be cancelled, so a task that never ends would hold its waiter for
 /// good (a shutdown that never finishes).
@@ -18,17 +16,6 @@ enum BoundedWait {
                 timer.cancel()
                 once.resume(returning: true)
             }
-        }
-    }
-
-    /// The first of several racing resumes wins; the others do nothing.
-    private final class ResumeOnce: Sendable {
-        private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
-
-        init(_ continuation: CheckedContinuation<Bool, Never>) { self.continuation = Mutex(continuation) }
-
-        func resume(returning value: Bool) {
-            continuation.withLock { $0.take() }?.resume(returning: value)
         }
     }
 }

@@ -35,10 +35,9 @@ final class ClosedConnectionWatch: Sendable {
         let work = Mutex<Task<Void, Never>?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                let once = Mutex<CheckedContinuation<T, any Error>?>(continuation)
+                let once = ResumeOnce(continuation)
                 let (waiter, isNew) = add(connection.id) {
-                    once.withLock { $0.take() }?.resume(throwing: StoreError.database(
-                        "the PostgreSQL server closed the connection during the call"))
+                    once.resume(throwing: StoreError.database("the PostgreSQL server closed the connection during the call"))
                     work.withLock { $0 }?.cancel()
                 }
                 if isNew {
@@ -47,7 +46,7 @@ final class ClosedConnectionWatch: Sendable {
                 let task = Task {
                     let result: Result<T, any Error>
                     do { result = .success(try await body(connection)) } catch { result = .failure(error) }
-                    once.withLock { $0.take() }?.resume(with: result)
+                    once.resume(with: result)
                     self.remove(connection.id, waiter)
                 }
                 work.withLock { $0 = task }

@@ -77,24 +77,16 @@ enum PostgresRows {
         while start < outcomes.count {
             let chunk = outcomes[start..<min(start + 1_000, outcomes.count)]
             start += chunk.count
-            var sql = PostgresQuery.StringInterpolation(literalCapacity: 48 * chunk.count, interpolationCount: 9 * chunk.count)
-            sql.appendLiteral("""
+            let query = BoundRows.query("""
                 INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment) VALUES
-                """)
-            for (index, outcome) in chunk.enumerated() {
+                """, chunk, perRow: 9) { outcome, row in
                 precondition(outcome.kind != .displayed && outcome.kind != .opened, "a milestone to stamp: insert one by one")
-                sql.appendLiteral(index == 0 ? " (" : ", (")
-                sql.appendInterpolation(outcome.messageID); sql.appendLiteral(", ")
-                sql.appendInterpolation(outcome.deviceToken); sql.appendLiteral(", ")
-                sql.appendInterpolation(outcome.kind.rawValue); sql.appendLiteral(", ")
-                sql.appendInterpolation(outcome.apnsID); sql.appendLiteral(", ")
-                sql.appendInterpolation(outcome.reason); sql.appendLiteral(", ")
-                sql.appendInterpolation(outcome.at); sql.appendLiteral(", ")
-                sql.appendInterpolation(outcome.httpStatus.map { Int32(clamping: $0) }); sql.appendLiteral(", ")
-                sql.appendInterpolation(outcome.attempts.map { Int32(clamping: $0) }); sql.appendLiteral(", ")
-                sql.appendInterpolation(outcome.environment?.rawValue); sql.appendLiteral(")")
+                row.bind(outcome.messageID); row.bind(outcome.deviceToken); row.bind(outcome.kind.rawValue)
+                row.bind(outcome.apnsID); row.bind(outcome.reason); row.bind(outcome.at)
+                row.bind(outcome.httpStatus.map { Int32(clamping: $0) }); row.bind(outcome.attempts.map { Int32(clamping: $0) })
+                row.bind(outcome.environment?.rawValue)
             }
-            try await connection.query(PostgresQuery(stringInterpolation: sql), logger: logger)
+            try await connection.query(query, logger: logger)
         }
     }
 
@@ -157,32 +149,55 @@ extension PostgresStore {
     static func insertMessages(_ connection: PostgresConnection, _ messages: [StoredMessage], logger: Logger) async throws {
         guard !messages.isEmpty else { return }
         precondition(messages.count <= 3_000, "65,535 bound parameters at most")
-        var sql = PostgresQuery.StringInterpolation(literalCapacity: 64 * messages.count, interpolationCount: 21 * messages.count)
-        sql.appendLiteral("INSERT INTO messages(\(PostgresRows.columns)) VALUES ")
-        for (index, m) in messages.enumerated() {
-            sql.appendLiteral(index == 0 ? "(" : ", (")
-            sql.appendInterpolation(m.id); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.bundleID); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.platform.rawValue); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.userID); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.campaignID); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.idempotencyKey); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.deliveryMethod.rawValue); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.abTest); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.windowStart); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.windowEnd); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.dueAt); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.state.rawValue); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.createdAt); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.updatedAt); sql.appendLiteral(", ")
-            sql.appendInterpolation(Int32(clamping: m.attempts)); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.lastError); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.apnsID); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.sendingSince); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.sendStartedAt); sql.appendLiteral(", ")
-            sql.appendInterpolation(m.pushStartedAt); sql.appendLiteral(", ")
-            sql.appendInterpolation(ByteBuffer(bytes: m.request)); sql.appendLiteral(")")
+        let query = BoundRows.query("INSERT INTO messages(\(PostgresRows.columns)) VALUES", messages, perRow: 21) { m, row in
+            row.bind(m.id); row.bind(m.bundleID); row.bind(m.platform.rawValue); row.bind(m.userID); row.bind(m.campaignID)
+            row.bind(m.idempotencyKey); row.bind(m.deliveryMethod.rawValue); row.bind(m.abTest); row.bind(m.windowStart)
+            row.bind(m.windowEnd); row.bind(m.dueAt); row.bind(m.state.rawValue); row.bind(m.createdAt); row.bind(m.updatedAt)
+            row.bind(Int32(clamping: m.attempts)); row.bind(m.lastError); row.bind(m.apnsID); row.bind(m.sendingSince)
+            row.bind(m.sendStartedAt); row.bind(m.pushStartedAt); row.bind(ByteBuffer(bytes: m.request))
         }
-        try await connection.query(PostgresQuery(stringInterpolation: sql), logger: logger)
+        try await connection.query(query, logger: logger)
+    }
+}
+
+/// A multi-row `VALUES` list of bound parameters (`PostgresRows`' batch
+/// inserts): `head`, then one parenthesized row per element, each value a
+/// bound parameter, never SQL text.
+struct BoundRows {
+    private var sql: PostgresQuery.StringInterpolation
+    private var first = true
+
+    private init(_ sql: PostgresQuery.StringInterpolation) { self.sql = sql }
+
+    /// `head (…), (…)`: `fill` binds each element's `perRow` values in column order.
+    static func query<Rows: Collection>(
+        _ head: String, _ rows: Rows, perRow: Int, _ fill: (Rows.Element, inout BoundRows) -> Void
+    ) -> PostgresQuery {
+        var sql = PostgresQuery.StringInterpolation(literalCapacity: head.utf8.count + 8 * perRow * rows.count,
+                                                    interpolationCount: perRow * rows.count)
+        sql.appendLiteral(head)
+        var row = BoundRows(sql)
+        for (index, element) in rows.enumerated() {
+            row.sql.appendLiteral(index == 0 ? " (" : ", (")
+            row.first = true
+            fill(element, &row)
+            row.sql.appendLiteral(")")
+        }
+        return PostgresQuery(stringInterpolation: row.sql)
+    }
+
+    mutating func bind<Value: PostgresDynamicTypeEncodable>(_ value: Value) {
+        separate()
+        sql.appendInterpolation(value)
+    }
+
+    mutating func bind<Value: PostgresDynamicTypeEncodable>(_ value: Value?) {
+        separate()
+        sql.appendInterpolation(value)
+    }
+
+    private mutating func separate() {
+        if !first { sql.appendLiteral(", ") }
+        first = false
     }
 }

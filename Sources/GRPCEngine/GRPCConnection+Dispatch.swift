@@ -53,6 +53,53 @@ extension GRPCConnection {
                 }
                 loop.execute { self.asyncFinished(bound.value, result) }
             }
+        case .deferred(let inlineBytes, let body):
+            startDeferred(stream, request, inlineBytes: inlineBytes, body)
+        }
+    }
+
+    /// A `.deferred` call: started on the loop (or the compute threads past
+    /// `inlineBytes`), answered through its `GRPCReply` from wherever its
+    /// wait ended; the answer is sent on this loop. Cancelled (the reply's
+    /// `onCancel`) on deadline, RST_STREAM or connection loss.
+    func startDeferred(
+        _ stream: GRPCStream, _ request: GRPCRequest, inlineBytes: Int,
+        _ body: @escaping @Sendable (GRPCRequest, GRPCReply) throws -> Void
+    ) {
+        stream.machine.handlerStarted()
+        let cancellation = GRPCCallCancellation()
+        stream.cancellation = cancellation
+        let loop = eventLoop
+        let bound = NIOLoopBound(stream, eventLoop: loop)
+        let reply = GRPCReply(loop: loop, cancellation: cancellation) { [self] result in
+            if loop.inEventLoop {
+                asyncFinished(bound.value, result)
+            } else {
+                loop.execute { self.asyncFinished(bound.value, result) }
+            }
+        }
+        if request.message.count <= inlineBytes {
+            do { try body(request, reply) } catch { reply.answer(.failure(error)) }
+            return
+        }
+        let shared = self.shared
+        let limit = shared.configuration.maxQueuedComputeCalls
+        guard shared.computeCalls.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
+            shared.computeCalls.subtract(1, ordering: .relaxed)
+            reply.answer(.failure(GRPCStatus(.resourceExhausted,
+                "server busy: \(limit) large calls already queued (maxQueuedComputeCalls); retry later")))
+            return
+        }
+        shared.computePool.submit { poolState in
+            defer { shared.computeCalls.subtract(1, ordering: .relaxed) }
+            ComputeThread.lowerPriority()
+            if poolState != .active || cancellation.isCancelled {
+                reply.answer(.failure(CancellationError()))
+            } else if let deadline = request.deadlineBox, deadline.hasPassed {
+                reply.answer(.failure(GRPCStatus(.deadlineExceeded, "deadline exceeded while queued")))
+            } else {
+                do { try body(request, reply) } catch { reply.answer(.failure(error)) }
+            }
         }
     }
 
@@ -111,6 +158,8 @@ extension GRPCConnection {
 
     func asyncFinished(_ stream: GRPCStream, _ result: Result<[UInt8], any Error>) {
         stream.task = nil
+        // Answered: ending the stream later is not a cancellation.
+        stream.cancellation = nil
         guard stream.machine.handlerFinished(), session != nil else { return }
         switch result {
         case .success(let response): respondOK(stream, response)

@@ -53,6 +53,12 @@ public enum GRPCUnaryHandler: Sendable {
     /// lower OS priority), so a large request never delays Health or small calls
     /// on the same loop.
     case compute(inlineBytes: Int, @Sendable (GRPCRequest) throws -> [UInt8])
+    /// Starts the call where `.compute` would run it (on the loop up to
+    /// `inlineBytes` of request, else on the compute threads) and answers
+    /// later through its `GRPCReply`, from any thread: no Task. For a call
+    /// whose wait is a callback (a store write committing on its own
+    /// thread). Throwing before handing the reply on answers with that error.
+    case deferred(inlineBytes: Int, @Sendable (GRPCRequest, GRPCReply) throws -> Void)
 }
 
 /// A registered method: how it runs and who may call it. A class: each call

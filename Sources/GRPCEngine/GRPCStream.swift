@@ -201,10 +201,28 @@ final class GRPCCallDeadline: Sendable {
 /// deadline, connection loss), so queued work is skipped.
 final class GRPCCallCancellation: Sendable {
     private let flag = Atomic<Bool>(false)
+    /// What a deferred call asked to run on cancellation (`GRPCReply.onCancel`).
+    private let hook = Mutex<(@Sendable () -> Void)?>(nil)
 
     var isCancelled: Bool { flag.load(ordering: .relaxed) }
 
-    func cancel() { flag.store(true, ordering: .relaxed) }
+    func cancel() {
+        guard !flag.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        hook.withLock { hook -> (@Sendable () -> Void)? in
+            defer { hook = nil }
+            return hook
+        }?()
+    }
+
+    /// Runs `body` on `cancel()`, or at once if that already happened.
+    func onCancel(_ body: @escaping @Sendable () -> Void) {
+        let now = hook.withLock { hook -> Bool in
+            if flag.load(ordering: .acquiring) { return true }
+            hook = body
+            return false
+        }
+        if now { body() }
+    }
 }
 
 /// The compute threads' priority.

@@ -47,4 +47,36 @@ enum DomainStatus {
             do { return try await body(request) } catch { throw status(for: error) ?? error }
         }
     }
+
+    /// The same for a handler answering through a `GRPCReply` (no Task):
+    /// its thrown errors and failed answers become their gRPC status.
+    static func deferred(
+        inlineBytes: Int, _ body: @escaping @Sendable (GRPCRequest, DomainReply) throws -> Void
+    ) -> GRPCUnaryHandler {
+        .deferred(inlineBytes: inlineBytes) { request, reply in
+            do { try body(request, DomainReply(reply)) } catch { throw status(for: error) ?? error }
+        }
+    }
+}
+
+/// A `GRPCReply` whose failures are mapped like `DomainStatus`'s handlers'.
+struct DomainReply: Sendable {
+    let reply: GRPCReply
+
+    init(_ reply: GRPCReply) { self.reply = reply }
+
+    /// Runs `body` (once) if the call ends unanswered; see `GRPCReply.onCancel`.
+    func onCancel(_ body: @escaping @Sendable () -> Void) { reply.onCancel(body) }
+
+    /// Answers with `body`'s bytes or mapped error, run on the call's loop.
+    func answerOnLoop(_ body: @escaping @Sendable () throws -> [UInt8]) {
+        reply.answerOnLoop {
+            do { return try body() } catch { throw DomainStatus.status(for: error) ?? error }
+        }
+    }
+
+    /// Answers with `error`, mapped.
+    func fail(_ error: any Error) {
+        reply.answer(.failure(DomainStatus.status(for: error) ?? error))
+    }
 }

@@ -45,18 +45,26 @@ final class WriteAbandonment: Sendable {
     }
 }
 
-/// A write whose caller awaits a `T` through a continuation. `run` (writer
+extension CallbackWriteJob {
+    /// A write whose caller awaits its `T` through a continuation.
+    convenience init(body: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>,
+                     abandonment: WriteAbandonment? = nil) {
+        self.init(body: body, completion: { continuation.resume(with: $0) }, abandonment: abandonment)
+    }
+}
+
+/// A write whose caller learns its `T` through `completion`. `run` (writer
 /// thread) keeps the result for `finish` (writer or WAL-sync thread).
-final class ContinuationWriteJob<T: Sendable>: WriteJob, Sendable {
+final class CallbackWriteJob<T: Sendable>: WriteJob, Sendable {
     private let body: @Sendable (Database) throws -> T
-    private let continuation: CheckedContinuation<T, any Error>
+    private let completion: @Sendable (Result<T, any Error>) -> Void
     private let result = Mutex<Result<T, any Error>?>(nil)
     let abandonment: WriteAbandonment?
 
-    init(body: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>,
+    init(body: @escaping @Sendable (Database) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void,
          abandonment: WriteAbandonment? = nil) {
         self.body = body
-        self.continuation = continuation
+        self.completion = completion
         self.abandonment = abandonment
     }
 
@@ -77,11 +85,11 @@ final class ContinuationWriteJob<T: Sendable>: WriteJob, Sendable {
 
     func finish(commitError: (any Error)?) {
         if let commitError {
-            continuation.resume(throwing: commitError)
+            completion(.failure(commitError))
         } else if let result = result.withLock({ $0 }) {
-            continuation.resume(with: result)
+            completion(result)
         } else {
-            continuation.resume(throwing: StoreError.closed)
+            completion(.failure(StoreError.closed))
         }
     }
 }
@@ -129,7 +137,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// Queues `body` and awaits its commit.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            enqueue(ContinuationWriteJob(body: body, continuation: continuation))
+            enqueue(CallbackWriteJob(body: body, continuation: continuation))
         }
     }
 
@@ -142,11 +150,21 @@ final class GroupCommitWriter: @unchecked Sendable {
     ) async throws -> T {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                enqueue(ContinuationWriteJob(body: body, continuation: continuation, abandonment: abandonment))
+                enqueue(CallbackWriteJob(body: body, continuation: continuation, abandonment: abandonment))
             }
         } onCancel: {
             abandonment.cancel()
         }
+    }
+
+    /// Queues `body`; `completion` gets its result after the commit (or
+    /// `StoreError.abandoned` if `abandonment` said so first), on the writer
+    /// or WAL-sync thread: it must not block.
+    func write<T: Sendable>(
+        abandonment: WriteAbandonment, _ body: @escaping @Sendable (Database) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        enqueue(CallbackWriteJob(body: body, completion: completion, abandonment: abandonment))
     }
 
     private func enqueue(_ job: any WriteJob) {

@@ -53,6 +53,16 @@ extension SQLiteStore {
     }
 
     public func devices(bundleID: String, platform: Platform, userID: String) async throws -> [Device] {
+        try readDevices(bundleID: bundleID, platform: platform, userID: userID)
+    }
+
+    public var readsLocally: Bool { true }
+
+    public func localDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device]? {
+        try readDevices(bundleID: bundleID, platform: platform, userID: userID)
+    }
+
+    private func readDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device] {
         try read { db in
             let s = try db.cached("""
                 SELECT bundle_id, device_token, platform, user_id, locale, timezone, environment,

@@ -5,31 +5,47 @@ extension SQLiteStore {
 
     public func schedule(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
         try await writer.write(abandonment: WriteAbandonment(deadline: deadline)) { db in
-            var supersededID: String?
-            if let key = message.idempotencyKey {
-                if let existing = try MessageRows.live(db, bundleID: message.bundleID, key: key) {
-                    if existing.keySpent {
-                        return .alreadyExists(existing)
-                    }
-                    if existing.state == .scheduled {
-                        try MessageRows.setState(db, id: existing.id, from: .scheduled, to: .superseded, now: message.createdAt)
-                        supersededID = existing.id
-                    }
-                }
-                try MessageRows.insert(db, message)
-                try db.run("""
-                    INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES (?1, ?2, ?3)
-                    ON CONFLICT(bundle_id, idempotency_key) DO UPDATE SET message_id = excluded.message_id
-                    """) {
-                    try $0.bind(message.bundleID, at: 1)
-                    try $0.bind(key, at: 2)
-                    try $0.bind(message.id, at: 3)
-                }
-            } else {
-                try MessageRows.insert(db, message)
-            }
-            return .scheduled(message, supersededID: supersededID)
+            try Self.schedule(message, db)
         }
+    }
+
+    /// The callback form: a write job whose completion runs on the writer
+    /// (or WAL-sync) thread, with no Task or continuation in between.
+    public func schedule(
+        _ message: StoredMessage, deadline: ContinuousClock.Instant?,
+        completion: @escaping @Sendable (Result<ScheduleOutcome, any Error>) -> Void
+    ) -> @Sendable () -> Void {
+        let abandonment = WriteAbandonment(deadline: deadline)
+        writer.write(abandonment: abandonment, { db in try Self.schedule(message, db) }, completion: completion)
+        return { abandonment.cancel() }
+    }
+
+    /// One Schedule inside the writer's transaction (see `HeraldStore.schedule`).
+    private static func schedule(_ message: StoredMessage, _ db: Database) throws -> ScheduleOutcome {
+        var supersededID: String?
+        if let key = message.idempotencyKey {
+            if let existing = try MessageRows.live(db, bundleID: message.bundleID, key: key) {
+                if existing.keySpent {
+                    return .alreadyExists(existing)
+                }
+                if existing.state == .scheduled {
+                    try MessageRows.setState(db, id: existing.id, from: .scheduled, to: .superseded, now: message.createdAt)
+                    supersededID = existing.id
+                }
+            }
+            try MessageRows.insert(db, message)
+            try db.run("""
+                INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES (?1, ?2, ?3)
+                ON CONFLICT(bundle_id, idempotency_key) DO UPDATE SET message_id = excluded.message_id
+                """) {
+                try $0.bind(message.bundleID, at: 1)
+                try $0.bind(key, at: 2)
+                try $0.bind(message.id, at: 3)
+            }
+        } else {
+            try MessageRows.insert(db, message)
+        }
+        return .scheduled(message, supersededID: supersededID)
     }
 
     public func cancel(

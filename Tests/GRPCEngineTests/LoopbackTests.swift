@@ -18,6 +18,8 @@ final class TestServer: Sendable {
     let sends: SendCounter
     /// Each `yield()` lets one `/test.Stream/UntilReleased` call say "bye" and return.
     let release: AsyncStream<Void>.Continuation
+    /// The replies of `/test.Deferred/Hang` calls, never answered by the handler.
+    let parked: ParkedReplies
 
     init(configure: (inout GRPCServerConfiguration) -> Void = { _ in }) async throws {
         var configuration = GRPCServerConfiguration()
@@ -106,6 +108,30 @@ final class TestServer: Sendable {
             for await _ in releaseStream { break }  // one such call per server
             try await writer.send(Array("bye".utf8))
         })
+        let parked = ParkedReplies()
+        self.parked = parked
+        // Deferred calls: answered from another thread, no Task. Requests over
+        // 8 bytes start on the compute threads.
+        server.register("/test.Deferred/Echo", .deferred(inlineBytes: 8) { request, reply in
+            let reversed = Array(request.message.reversed())
+            DispatchQueue.global().async {
+                reply.answer(.success(reversed))
+                reply.answer(.success(Array("second answer".utf8)))  // dropped
+            }
+        })
+        server.register("/test.Deferred/OnLoop", .deferred(inlineBytes: 8) { request, reply in
+            let message = request.message
+            DispatchQueue.global().async { reply.answerOnLoop { message + Array("!".utf8) } }
+        })
+        server.register("/test.Deferred/Throw", .deferred(inlineBytes: 8) { _, _ in
+            throw GRPCStatus(.notFound, "thrown before the reply was handed on")
+        })
+        server.register("/test.Deferred/Hang", .deferred(inlineBytes: 8) { request, reply in
+            let key = request.metadata["x-key"] ?? ""
+            reply.onCancel { continuation.yield(key) }
+            parked.park(reply)
+            enteredContinuation.yield()
+        })
         self.server = server
         self.port = try await server.start().port
     }
@@ -113,6 +139,11 @@ final class TestServer: Sendable {
     var base: String { "http://127.0.0.1:\(port)" }
 
     func stop() async { await server.shutdownGracefully(timeout: .seconds(5)) }
+}
+
+final class ParkedReplies: Sendable {
+    let replies = Mutex<[GRPCReply]>([])
+    func park(_ reply: GRPCReply) { replies.withLock { $0.append(reply) } }
 }
 
 final class SendCounter: Sendable {

@@ -58,4 +58,57 @@ struct AbandonedWriteTests {
             #expect(try await store.message(id: message.id) == nil)
         }
     }
+
+    // The callback form (the Schedule RPC's, no Task): the same rules.
+
+    @Test func givenUpWhileQueuedThroughTheCallbackIsNotStored() async throws {
+        try await withStore { (store: SQLiteStore, _: String) async throws -> Void in
+            let (gate, release) = await holdWriter(store)
+            let dropped = makeMessage(key: "given-up")
+            let kept = makeMessage(key: "kept")
+            let (results, sink) = AsyncStream<(String, Result<ScheduleOutcome, any Error>)>.makeStream()
+            let giveUp = store.schedule(dropped, deadline: nil) { sink.yield(("dropped", $0)) }
+            _ = store.schedule(kept, deadline: nil) { sink.yield(("kept", $0)) }
+            while store.writer.queuedCount < 2 { await Task.yield() }
+            giveUp()
+            giveUp()  // twice is once
+            release.signal()
+            try await gate.value
+            var seen: [String: Result<ScheduleOutcome, any Error>] = [:]
+            for await (name, result) in results {
+                seen[name] = result
+                if seen.count == 2 { break }
+            }
+            #expect(throws: StoreError.abandoned) { try seen["dropped"]?.get() }
+            guard case .scheduled(let stored, nil)? = try seen["kept"]?.get() else {
+                Issue.record("kept: \(String(describing: seen["kept"]))")
+                return
+            }
+            #expect(stored == kept)
+            #expect(try await store.message(id: dropped.id) == nil)
+            #expect(try await store.message(id: kept.id) == kept)
+        }
+    }
+
+    @Test func aSpentKeyThroughTheCallbackIsAlreadyExistsAndAPastDeadlineIsAbandoned() async throws {
+        try await withStore { (store: SQLiteStore, _: String) async throws -> Void in
+            let first = makeMessage(key: "k")
+            _ = try await store.schedule(first)
+            _ = try await store.claim(id: first.id, from: .scheduled, now: 1)
+            let (results, sink) = AsyncStream<(String, Result<ScheduleOutcome, any Error>)>.makeStream()
+            _ = store.schedule(makeMessage(key: "k"), deadline: nil) { sink.yield(("spent", $0)) }
+            _ = store.schedule(makeMessage(key: "late"), deadline: .now - .seconds(1)) { sink.yield(("late", $0)) }
+            var seen: [String: Result<ScheduleOutcome, any Error>] = [:]
+            for await (name, result) in results {
+                seen[name] = result
+                if seen.count == 2 { break }
+            }
+            guard case .alreadyExists(let existing)? = try seen["spent"]?.get() else {
+                Issue.record("a spent key must be ALREADY_EXISTS")
+                return
+            }
+            #expect(existing.id == first.id)
+            #expect(throws: StoreError.abandoned) { try seen["late"]?.get() }
+        }
+    }
 }

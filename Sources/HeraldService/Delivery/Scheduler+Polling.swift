@@ -76,9 +76,13 @@ extension Scheduler {
     /// Returns at the next poll time (or the earliest due time seen by
     /// `schedule`, when sooner), at a wake-up, or when cancelled.
     private func waitForPoll() async {
+        drainInbox()
         let until = min(clock.now() + pollMilliseconds, hint)
         waitingUntil = until
-        defer { waitingUntil = .max }
+        defer {
+            waitingUntil = .max
+            drainInbox()
+        }
         await sleepOrWake(until: until)
     }
 

@@ -54,7 +54,11 @@ public actor Scheduler {
 
     /// Wakes the loop: a new earlier due time, a load, `stop()`.
     let wakeups = WakeSignal()
-    var waitingUntil: Int64 = .max
+    var waitingUntil: Int64 = .max {
+        didSet { inbox.setSleepsUntil(waitingUntil) }
+    }
+    /// Changes from `enqueue` (any thread), folded in by `drainInbox`.
+    nonisolated let inbox = ScheduleInbox()
     var stopped = false
     var inFlight = 0
     private var slotWaiters: [CheckedContinuation<Void, Never>] = []
@@ -73,13 +77,42 @@ public actor Scheduler {
     }
 
     /// How many messages wait for an action.
-    public var pendingCount: Int { index.count }
+    public var pendingCount: Int {
+        drainInbox()
+        return index.count
+    }
 
     /// The earliest due time in the index.
-    public func earliestDue() -> Int64? { index.peekDueAt() }
+    public func earliestDue() -> Int64? {
+        drainInbox()
+        return index.peekDueAt()
+    }
+
+    /// `schedule(id:dueAt:)` (after `unschedule(id:)` of `supersededID`)
+    /// from any thread, without an `await`: queued for the loop, which is
+    /// woken only when the due time is sooner than it planned to wake.
+    public nonisolated func enqueue(id: String, dueAt: Int64, superseding supersededID: String? = nil) {
+        if let supersededID { _ = inbox.append(.unschedule(id: supersededID)) }
+        if inbox.append(.schedule(id: id, dueAt: dueAt)) { wakeups.signal() }
+    }
+
+    /// Applies what `enqueue` queued, in order.
+    func drainInbox() {
+        for change in inbox.take() {
+            switch change {
+            // As `schedule`/`unschedule`, without the wake-up: the loop
+            // drains only where it is about to look at the index.
+            case .schedule(let id, let dueAt):
+                if shared != nil { hint = min(hint, dueAt) } else { index.insert(id: id, dueAt: dueAt) }
+            case .unschedule(let id):
+                index.remove(id: id)
+            }
+        }
+    }
 
     /// Schedules (or reschedules) `id` at `dueAt`.
     public func schedule(id: String, dueAt: Int64) {
+        drainInbox()  // what was enqueued before comes first
         if shared != nil {
             // Stored already: the poll finds it; only wake it sooner.
             hint = min(hint, dueAt)
@@ -97,6 +130,7 @@ public actor Scheduler {
 
     /// Drops `id` (cancelled, superseded).
     public func unschedule(id: String) {
+        drainInbox()  // a Cancel must not be overtaken by the Schedule it cancels
         index.remove(id: id)
     }
 
@@ -124,6 +158,7 @@ public actor Scheduler {
     public func run(dispatch: @escaping @Sendable (String, DispatchLease) async -> Void) async {
         await withDiscardingTaskGroup { group in
             while !stopped && !Task.isCancelled {
+                drainInbox()
                 let due = index.popDue(now: clock.now(), limit: 256)
                 if due.isEmpty {
                     await waitForWork()
@@ -150,9 +185,13 @@ public actor Scheduler {
     /// Returns at the earliest due time, at a wake-up, or when cancelled:
     /// the clock's sleep and the wake-up race as children of one group.
     private func waitForWork() async {
+        drainInbox()
         let until = index.peekDueAt() ?? .max
         waitingUntil = until
-        defer { waitingUntil = .max }
+        defer {
+            waitingUntil = .max
+            drainInbox()
+        }
         let wakeups = self.wakeups
         guard until != .max else {
             await wakeups.wait()

@@ -24,7 +24,9 @@ struct DeliveryRoutes: Sendable {
         let report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
         let devices = DeviceHandlers(policy: policy, store: store, clock: clock)
         return [
-            (ScheduleService.path, DomainStatus.async(schedule.schedule)),
+            (ScheduleService.path, store.readsLocally
+                ? DomainStatus.deferred(inlineBytes: ScheduleService.inlineBytes, schedule.schedule(_:reply:))
+                : DomainStatus.async(schedule.schedule)),
             (CancelService.path, DomainStatus.async(cancel.cancel)),
             (ReportEventService.path, DomainStatus.async(report.report)),
             (DeviceHandlers.registerPath, DomainStatus.async(devices.register)),

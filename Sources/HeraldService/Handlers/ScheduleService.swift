@@ -19,7 +19,54 @@ struct ScheduleService: Sendable {
     /// Routes and senders that could deliver; `.unchecked` checks nothing.
     var coverage = DeliveryCoverage.unchecked
 
+    /// Requests up to this size are decoded and validated on the event loop
+    /// (a typical Schedule is well under 1 KiB); larger ones on the compute
+    /// threads, so a big request never delays the loop's other calls.
+    static let inlineBytes = 16 * 1024
+
+    /// The RPC without a Task: decode and validate here, store through the
+    /// store's callback, answer on the call's loop once it committed.
+    /// For a store whose device reads are local (`HeraldStore.localDevices`).
+    func schedule(_ request: GRPCRequest, reply: DomainReply) throws {
+        let accepted = try prepare(request)
+        let giveUp = store.schedule(accepted.stored, deadline: request.deadline) { [self] outcome in
+            switch outcome {
+            case .success(let outcome):
+                reply.answerOnLoop {
+                    try answer(outcome, accepted) { message in
+                        try store.localDevices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
+                    }
+                }
+            case .failure(let error):
+                reply.fail(error)
+            }
+        }
+        reply.onCancel(giveUp)
+    }
+
+    /// The same, awaited (handler tests, and stores without a callback path).
     func schedule(_ request: GRPCRequest) async throws -> [UInt8] {
+        let accepted = try prepare(request)
+        // Past the caller's deadline the write is dropped before it commits:
+        // a caller told DEADLINE_EXCEEDED finds nothing stored.
+        let outcome = try await store.schedule(accepted.stored, deadline: request.deadline)
+        var devices: [Device]?
+        if case .scheduled(let message, _) = outcome {
+            devices = try? await store.devices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
+        }
+        return try answer(outcome, accepted) { _ in devices }
+    }
+
+    /// What a valid request becomes before it is stored.
+    struct Accepted: Sendable {
+        let stored: StoredMessage
+        let key: String?
+        let sendAt: Timestamp
+    }
+
+    /// Authenticates, decodes, validates and resolves the message (window,
+    /// method, plan); throws the caller's error. Stores nothing.
+    func prepare(_ request: GRPCRequest) throws -> Accepted {
         let caller = try policy.authenticate(request.metadata)
         let input = try ProtobufC.withUnpacked(Herald__V1__ScheduleRequest.self, from: request.message) { wire in
             var decoder = RequestDecoder()
@@ -54,20 +101,27 @@ struct ScheduleService: Sendable {
                 Herald__V1__ScheduleRequest.self, request.message,
                 dropping: [message.platform == .ios ? "android" : "ios"]),
             createdAt: now)
-        // Past the caller's deadline the write is dropped before it commits:
-        // a caller told DEADLINE_EXCEEDED finds nothing stored.
-        switch try await store.schedule(stored, deadline: request.deadline) {
+        return Accepted(stored: stored, key: message.idempotencyKey, sendAt: validated.plan.sendAt)
+    }
+
+    /// After the commit: hands the message to the scheduler (no `await`: it
+    /// is queued for the scheduler's loop) and packs the answer, with the
+    /// warnings read from the devices (a failed read costs the answer nothing).
+    func answer(
+        _ outcome: ScheduleOutcome, _ accepted: Accepted, devices: (StoredMessage) throws -> [Device]?
+    ) throws -> [UInt8] {
+        switch outcome {
         case .alreadyExists(let existing):
+            let key = accepted.key ?? ""
             throw GRPCStatus(.alreadyExists,
-                "idempotency_key \(ErrorText.quote(message.idempotencyKey)) of \(message.bundleID) belongs to message \(existing.id), "
+                "idempotency_key \(ErrorText.quote(key)) of \(existing.bundleID) belongs to message \(existing.id), "
                 + "already \(existing.isSending ? "being sent" : existing.state.rawValue): a key never causes a second delivery")
-        case .scheduled(let accepted, let supersededID):
-            if let supersededID { await scheduler.unschedule(id: supersededID) }
-            await scheduler.schedule(id: accepted.id, dueAt: accepted.dueAt)
-            // After the commit (a failed read costs the answer nothing).
-            let devices = (try? await store.devices(bundleID: accepted.bundleID, platform: accepted.platform, userID: accepted.userID)) ?? []
-            let warnings = coverage.warnings(bundleID: accepted.bundleID, platform: accepted.platform, userID: accepted.userID, devices: devices)
-            return Self.response(accepted, key: message.idempotencyKey, sendAt: validated.plan.sendAt, replaced: supersededID != nil,
+        case .scheduled(let message, let supersededID):
+            scheduler.enqueue(id: message.id, dueAt: message.dueAt, superseding: supersededID)
+            let devices = ((try? devices(message)) ?? nil) ?? []
+            let warnings = coverage.warnings(bundleID: message.bundleID, platform: message.platform, userID: message.userID,
+                                             devices: devices)
+            return Self.response(message, key: accepted.key ?? "", sendAt: accepted.sendAt, replaced: supersededID != nil,
                                  warnings: warnings)
         }
     }

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+@testable import GRPCEngine
+
+/// `.deferred` handlers: started on the loop (or the compute threads past
+/// `inlineBytes`), answered once from any thread, cancelled like async ones.
+@Suite("Deferred calls (real sockets, nghttp)", .serialized, .timeLimit(.minutes(1)))
+struct DeferredCallTests {
+    @Test func anAnswerThatNeverComesEndsAtTheDeadlineAndRunsOnCancel() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Deferred/Hang", headers: ["grpc-timeout: 50m", "x-key: late"])
+        #expect(output.contains("grpc-status: 4"))
+        var cancelled = server.cancelled.makeAsyncIterator()
+        #expect(await cancelled.next() == "late")
+        // Answering after the call ended sends nothing and breaks nothing.
+        for reply in server.parked.replies.withLock({ $0 }) {
+            reply.answer(.success(Array("too late".utf8)))
+            reply.answerOnLoop { Array("too late".utf8) }
+        }
+        let after = try await nghttpCall(server, "/test.Deferred/Echo", message: Array("ok".utf8))
+        #expect(after.contains("ko"))
+        #expect(after.contains("grpc-status: 0"))
+        await server.stop()
+        #expect(server.server.stats().rpcsInFlight == 0)
+    }
+
+    @Test func rstStreamRunsOnCancelAndWritesNothing() async throws {
+        let server = try await TestServer()
+        let client = try RawHTTP2Client(port: server.port)
+        client.sendRequestHeaders(streamID: 1, path: "/test.Deferred/Hang", extra: [("x-key", "rst")])
+        client.sendMessage(streamID: 1, [1, 2, 3])
+        var entered = server.entered.makeAsyncIterator()
+        await entered.next()
+        client.sendReset(streamID: 1)
+        var cancelled = server.cancelled.makeAsyncIterator()
+        #expect(await cancelled.next() == "rst")
+        for reply in server.parked.replies.withLock({ $0 }) {
+            #expect(reply.isCancelled)
+            reply.answer(.success(Array("after the reset".utf8)))
+        }
+        client.sendRequestHeaders(streamID: 3, path: "/test.Echo/Sync")
+        client.sendMessage(streamID: 3, Array("after".utf8))
+        var sawStream3Trailers = false
+        while !sawStream3Trailers, let frame = client.readFrame() {
+            #expect(!(frame.streamID == 1 && (frame.type == 0 || frame.type == 1)))
+            if frame.streamID == 3, frame.type == 1, frame.flags & 0x1 != 0 { sawStream3Trailers = true }
+        }
+        #expect(sawStream3Trailers)
+        client.disconnect()
+        await server.stop()
+        #expect(server.server.stats().rpcsInFlight == 0)
+    }
+
+    @Test func aThrowBeforeTheReplyIsHandedOnIsTheStatus() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Deferred/Throw", message: [1])
+        #expect(output.contains("grpc-status: 5"))
+        #expect(output.contains("thrown before the reply"))
+        await server.stop()
+    }
+
+    @Test("answered from another thread; the second answer is dropped",
+          arguments: [Array("abc".utf8), (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }])
+    func answeredFromAnotherThread(message: [UInt8]) async throws {
+        // 3 bytes start on the loop, 100,000 on the compute threads.
+        let server = try await TestServer()
+        let file = try requestFile(message)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let outputPath = file + ".out"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let output = try await runTool("/bin/sh", [
+            "-c", "/usr/bin/nghttp -t 20s -d '\(file)' -H 'content-type: application/grpc' '\(server.base)/test.Deferred/Echo' > '\(outputPath)'",
+        ])
+        #expect(output.isEmpty, "\(output)")
+        let body = try [UInt8](Data(contentsOf: URL(fileURLWithPath: outputPath)))
+        #expect(body == GRPCMessageFramer.frame(Array(message.reversed())))
+        await server.stop()
+        #expect(server.server.stats().rpcsInFlight == 0)
+    }
+
+    @Test func answerOnLoopRunsTheLastStepOnTheLoop() async throws {
+        let server = try await TestServer()
+        let output = try await nghttpCall(server, "/test.Deferred/OnLoop", message: Array("hi".utf8))
+        #expect(output.contains("hi!"))
+        #expect(output.contains("grpc-status: 0"))
+        await server.stop()
+    }
+
+    @Test func manyConcurrentDeferredCallsAllSucceed() async throws {
+        let server = try await TestServer { $0.eventLoopThreads = 2 }
+        let file = try requestFile(Array("abc".utf8))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let output = try await runTool("/usr/bin/h2load", [
+            "-n", "4000", "-c", "8", "-m", "16", "-d", file, "-H", "content-type: application/grpc",
+            "-H", "te: trailers", server.base + "/test.Deferred/Echo",
+        ])
+        #expect(output.contains("4000 succeeded"), "\(output)")
+        await server.stop()
+        #expect(server.server.stats().rpcsInFlight == 0)
+    }
+}

@@ -86,6 +86,11 @@ static inline int cinterop_sqlite_disable_memstatus(void) {
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+/// Makes SQLite allocate through a per-thread cache of 1–8 KiB blocks in
+/// front of malloc (sqlite_memory.c). Before SQLite initializes, like
+/// `cinterop_sqlite_disable_memstatus`; SQLITE_MISUSE after.
+int cinterop_sqlite_use_thread_cache_allocator(void);
+
 // --- Threads ------------------------------------------------------------------
 
 #if defined(__linux__)

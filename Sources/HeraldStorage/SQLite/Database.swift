@@ -16,6 +16,8 @@ final class Database {
     /// on every allocation, contended by the writer and the readers).
     private static let configureOnce: Void = {
         _ = cinterop_sqlite_disable_memstatus()
+        // SQLITE_MISUSE only if SQLite initialized before (then it keeps malloc).
+        _ = cinterop_sqlite_use_thread_cache_allocator()
     }()
 
     /// Opens (creating when `create`) the database at `path`.

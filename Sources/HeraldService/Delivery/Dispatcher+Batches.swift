@@ -5,15 +5,10 @@ import Synchronization
 
 // A due batch end to end: one claim write for the batch, the users' devices
 // read once, every claimed message's push at once (route admission as for
-// one), and the pushes' ends written together, a few writes per batch.
+// one), and the pushes' ends written together (one write in flight per
+// batch; the ends that queue meanwhile are the next write).
 
 extension Dispatcher {
-    /// Ends queued this long at most before they are written (while other
-    /// pushes of the batch are still under way).
-    static let endFlushInterval: Duration = .milliseconds(5)
-    /// Queued ends written at once, without waiting for the interval.
-    static let endFlushCount = 64
-
     /// Runs a due batch (the scheduler's ids, one lease each): claims every
     /// id still waiting in one write, gives the others' leases back, then
     /// dispatches the claimed ones (`dispatch(claimed:leases:)`). When the
@@ -49,10 +44,10 @@ extension Dispatcher {
 
     /// Runs claimed messages' next actions at once (a due batch, or a
     /// poll's claims): each as `dispatch(claimed:lease:)`, with the users'
-    /// devices read in one go and the pushes' ends written together — every
-    /// `endFlushInterval`, or once `endFlushCount` are queued, and when the
-    /// last push has returned. Each lease's `finish()` is called when its
-    /// message's dispatch returns.
+    /// devices read in one go and the pushes' ends written together
+    /// (``PushEnds``: the ends queued while one write is in flight form the
+    /// next). Each lease's `finish()` is called when its message's dispatch
+    /// returns; this returns once every end is written.
     public func dispatch(claimed batch: [StoredMessage], leases: [DispatchLease]) async {
         guard !batch.isEmpty else { return }
         var users: [DeviceUser: [Device]]?
@@ -65,7 +60,7 @@ extension Dispatcher {
             logger.warning("reading a batch's devices failed", metadata: ["error": "\(error)"])
         }
         let ends = PushEnds()
-        await withTaskGroup(of: Bool.self) { group in
+        await withDiscardingTaskGroup { group in
             for (message, lease) in zip(batch, leases) {
                 let devices = users?[DeviceUser(bundleID: message.bundleID, platform: message.platform, userID: message.userID)]
                 group.addTask {
@@ -75,23 +70,17 @@ extension Dispatcher {
                         self.logger.error("dispatch failed", metadata: ["message_id": "\(message.id)", "error": "\(error)"])
                     }
                     await lease.finish()
-                    return false
                 }
-            }
-            var running = batch.count
-            group.addTask { try? await Task.sleep(for: Self.endFlushInterval); return true }
-            while let tick = await group.next() {
-                if tick {
-                    if running > 0 && !Task.isCancelled { group.addTask { try? await Task.sleep(for: Self.endFlushInterval); return true } }
-                } else {
-                    running -= 1
-                    if running == 0 { group.cancelAll() }  // the ticker; every push has returned
-                    if ends.count < Self.endFlushCount && running > 0 { continue }
-                }
-                await write(ends.take())
             }
         }
-        await write(ends.take())
+    }
+
+    /// Queues a push's end in its batch; the first end queued while no
+    /// write is in flight writes it, and then whatever queued meanwhile,
+    /// until nothing is left.
+    func queue(_ end: Transition, in ends: PushEnds) async {
+        guard ends.append(end) else { return }  // the write in flight takes it next
+        while let queued = ends.next() { await write(queued) }
     }
 
     /// Writes queued push ends in one store write; when that fails, one by
@@ -128,14 +117,35 @@ extension Dispatcher {
     }
 }
 
-/// A batch's push ends waiting to be written (`Dispatcher.dispatch(claimed:leases:)`).
+/// A batch's push ends waiting to be written (`Dispatcher.queue(_:in:)`):
+/// at most one write in flight; what queues meanwhile is the next one.
 final class PushEnds: Sendable {
-    private let queued = Mutex<[Transition]>([])
+    private struct State {
+        var queued: [Transition] = []
+        var writing = false
+    }
 
-    var count: Int { queued.withLock { $0.count } }
+    private let state = Mutex(State())
 
-    func append(_ end: Transition) { queued.withLock { $0.append(end) } }
+    /// Queues `end`; true when the caller is to write (none in flight).
+    func append(_ end: Transition) -> Bool {
+        state.withLock { state in
+            state.queued.append(end)
+            defer { state.writing = true }
+            return !state.writing
+        }
+    }
 
-    /// The queued ends, emptying the queue.
-    func take() -> [Transition] { queued.withLock { queued in defer { queued = [] }; return queued } }
+    /// The ends to write next, emptying the queue; nil (the writer is done)
+    /// when none are queued.
+    func next() -> [Transition]? {
+        state.withLock { state in
+            guard !state.queued.isEmpty else {
+                state.writing = false
+                return nil
+            }
+            defer { state.queued = [] }
+            return state.queued
+        }
+    }
 }

@@ -370,7 +370,7 @@ public final class Dispatcher: Sendable {
     }
 
     /// Moves the message on and records the devices' results, in one write
-    /// (with `ends`: queued there, written with the batch's other ends).
+    /// (with `ends`: written with the batch's other ends, `queue(_:in:)`).
     private func finish(
         _ message: StoredMessage, from: MessageState, to: MessageState,
         dueAt: Int64? = nil, apnsID: String? = nil, error: String?, recording outcomes: [DeviceOutcome] = [],
@@ -379,7 +379,7 @@ public final class Dispatcher: Sendable {
         let end = Transition(id: message.id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: error,
                              now: clock.now(), outcomes: outcomes)
         if let ends {
-            ends.append(end)
+            await queue(end, in: ends)
             return
         }
         let applied = try await store.transition(

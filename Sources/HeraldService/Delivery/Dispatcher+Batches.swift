@@ -22,14 +22,7 @@ extension Dispatcher {
             logger.warning("claiming a due batch failed: claiming its messages one by one", metadata: [
                 "messages": "\(ids.count)", "error": "\(error)",
             ])
-            await withDiscardingTaskGroup { group in
-                for (id, lease) in zip(ids, leases) {
-                    group.addTask {
-                        await self.dispatch(id, lease: lease)
-                        await lease.finish()
-                    }
-                }
-            }
+            await Scheduler.oneByOne { id, lease in await self.dispatch(id, lease: lease) }(ids, leases)
             return
         }
         var leaseOf: [String: DispatchLease] = [:]

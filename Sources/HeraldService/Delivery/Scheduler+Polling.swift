@@ -17,16 +17,7 @@ extension Scheduler {
     /// third of the lease, and claims whose lease expired (a dead replica's)
     /// are taken over. Returns once the dispatches in flight have finished.
     public func run(claimed dispatch: @escaping @Sendable (StoredMessage, DispatchLease) async -> Void) async {
-        await run(claimedBatches: { batch, leases in
-            await withDiscardingTaskGroup { group in
-                for (message, lease) in zip(batch, leases) {
-                    group.addTask {
-                        await dispatch(message, lease)
-                        await lease.finish()
-                    }
-                }
-            }
-        })
+        await run(claimedBatches: Self.oneByOne(dispatch))
     }
 
     /// The same, a poll's claims at a time: one `dispatch` call per poll,

@@ -139,16 +139,24 @@ public actor Scheduler {
 
     /// The same, handing each dispatch its lease to give back early.
     public func run(dispatch: @escaping @Sendable (String, DispatchLease) async -> Void) async {
-        await run(batches: { ids, leases in
+        await run(batches: Self.oneByOne(dispatch))
+    }
+
+    /// A batch dispatch running `dispatch` for every item at once, each
+    /// lease finished when its item's dispatch returns.
+    static func oneByOne<Item: Sendable>(
+        _ dispatch: @escaping @Sendable (Item, DispatchLease) async -> Void
+    ) -> @Sendable ([Item], [DispatchLease]) async -> Void {
+        { items, leases in
             await withDiscardingTaskGroup { group in
-                for (id, lease) in zip(ids, leases) {
+                for (item, lease) in zip(items, leases) {
                     group.addTask {
-                        await dispatch(id, lease)
+                        await dispatch(item, lease)
                         await lease.finish()
                     }
                 }
             }
-        })
+        }
     }
 
     /// The same, a due batch at a time: every due id that has a free slot

@@ -46,6 +46,14 @@ extension PostgresStore {
                                   writer: DeviceReads(store: self))
     }
 
+    /// The users' devices in one query (`devices(of owners:)`).
+    public func devices(of users: [DeviceUser]) async throws -> [[Device]] {
+        guard !users.isEmpty else { return [] }
+        return try await devices(of: users.map {
+            DeviceOwner(bundleID: $0.bundleID, platform: $0.platform.rawValue, userID: $0.userID)
+        })
+    }
+
     /// The devices of many owners in one query, in the order asked.
     func devices(of owners: [DeviceOwner]) async throws -> [[Device]] {
         try await connection { connection in

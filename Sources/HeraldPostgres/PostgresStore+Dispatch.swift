@@ -31,9 +31,13 @@ extension PostgresStore {
             writer: TransitionWrites(store: self))
     }
 
-    /// Many transitions in one transaction, in order; whether each applied.
-    func transitions(_ items: [Transition]) async throws -> [Bool] {
-        try await transaction { connection in
+    /// Many transitions in one transaction, in order, each fenced as
+    /// `transition`; whether each applied. Checked first: an illegal item
+    /// writes nothing.
+    public func transitions(_ items: [Transition]) async throws -> [Bool] {
+        guard !items.isEmpty else { return [] }
+        for item in items { try Self.check(id: item.id, from: item.from, to: item.to) }
+        return try await transaction { connection in
             // The fence, under the rows' locks (taken in id order; the rows as
             // the updates will see them): whatever its state, a claim of
             // another replica's is left alone, its outcomes and its
@@ -173,18 +177,6 @@ extension PostgresStore {
             _ = try await connection.query("DELETE FROM revokes WHERE message_id = \(messageID)", logger: self.logger)
         }
     }
-}
-
-/// One `transition` call (`PostgresStore.transitions(_:)`).
-struct Transition: Sendable {
-    let id: String
-    let from: MessageState
-    let to: MessageState
-    let dueAt: Int64?
-    let apnsID: String?
-    let lastError: String?
-    let now: Int64
-    let outcomes: [DeviceOutcome]
 }
 
 /// `PostgresBatcher`'s view of the store for transitions.

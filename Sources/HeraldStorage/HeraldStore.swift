@@ -120,6 +120,26 @@ public protocol HeraldStore: Sendable {
     /// Records one device's result for a message.
     func recordOutcome(_ outcome: DeviceOutcome) async throws
 
+    /// Claims a due batch in one write: each of `ids` still waiting
+    /// (SCHEDULED, or HANDED_OFF for the fallback) and not in flight is
+    /// claimed as by `claim(id:from:now:)`; the others (cancelled,
+    /// superseded, displayed, already claimed, unknown) are skipped.
+    /// Returns the claimed messages in their pre-claim state, in `ids`'
+    /// order. When it throws, nothing was claimed.
+    func claim(ids: [String], now: Int64) async throws -> [StoredMessage]
+
+    /// Many `transition` calls, in order; whether each applied. Throws
+    /// `StoreError.illegalTransition` when any item's change is not
+    /// allowed, writing nothing. SQLite and PostgreSQL write the batch in
+    /// one transaction (when they throw, nothing was written); the default
+    /// writes the items one by one.
+    func transitions(_ items: [Transition]) async throws -> [Bool]
+
+    /// `devices(bundleID:platform:userID:)` for many users in one read, in
+    /// `users`' order.
+    func devices(of users: [DeviceUser]) async throws -> [[Device]]
+
+
     func outcomes(messageID: String) async throws -> [DeviceOutcome]
 
     /// Records, durably and in one write, that pushes are being handed to

@@ -23,13 +23,22 @@ enum MessageRows {
         ORDER BY due_at, id LIMIT ?2
         """
 
-    static let claim = """
+    /// Claims message ?1 in state ?2 (?3 = now).
+    static let claim = claimSQL(state: "state = ?2")
+
+    /// `claim` from whichever waiting state the message is in (SCHEDULED,
+    /// or HANDED_OFF for the fallback); ?1 = id, ?3 = now.
+    static let claimWaiting = claimSQL(state: "state IN ('scheduled', 'handed_off')")
+
+    private static func claimSQL(state: String) -> String {
+        """
         UPDATE messages
         SET sending_since = ?3, send_started_at = coalesce(send_started_at, ?3),
             push_started_at = coalesce(push_started_at, ?3), attempts = attempts + 1, updated_at = ?3
-        WHERE id = ?1 AND state = ?2 AND sending_since IS NULL
+        WHERE id = ?1 AND \(state) AND sending_since IS NULL
         RETURNING \(columns)
         """
+    }
 
     static let insertSQL = """
         INSERT INTO messages(\(columns))

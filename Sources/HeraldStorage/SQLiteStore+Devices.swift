@@ -63,34 +63,40 @@ extension SQLiteStore {
     }
 
     private func readDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device] {
-        try read { db in
-            let s = try db.cached("""
-                SELECT bundle_id, device_token, platform, user_id, locale, timezone, environment,
-                       registered_at, updated_at
-                FROM devices WHERE bundle_id = ?1 AND platform = ?2 AND user_id = ?3
-                ORDER BY device_token
-                """)
-            try s.bind(bundleID, at: 1)
-            try s.bind(platform.rawValue, at: 2)
-            try s.bind(userID, at: 3)
-            var devices: [Device] = []
-            while try s.step() {
-                guard let platform = Platform(rawValue: s.string(2)) else {
-                    throw StoreError.invalidRecord("device \(s.string(1)): unknown platform \(s.string(2))")
-                }
-                var environment: APNsEnvironment?
-                if let raw = s.optionalString(6) {
-                    guard let value = APNsEnvironment(rawValue: raw) else {
-                        throw StoreError.invalidRecord("device \(s.string(1)): unknown environment \(raw)")
-                    }
-                    environment = value
-                }
-                devices.append(Device(
-                    bundleID: s.string(0), platform: platform, userID: s.string(3), deviceToken: s.string(1),
-                    locale: s.string(4), timezone: s.string(5), environment: environment,
-                    registeredAt: s.int64(7), updatedAt: s.int64(8)))
+        try read { db in try Self.devices(db, of: DeviceUser(bundleID: bundleID, platform: platform, userID: userID)) }
+    }
+
+    public func devices(of users: [DeviceUser]) async throws -> [[Device]] {
+        try read { db in try users.map { try Self.devices(db, of: $0) } }
+    }
+
+    private static func devices(_ db: Database, of user: DeviceUser) throws -> [Device] {
+        let s = try db.cached("""
+            SELECT bundle_id, device_token, platform, user_id, locale, timezone, environment,
+                   registered_at, updated_at
+            FROM devices WHERE bundle_id = ?1 AND platform = ?2 AND user_id = ?3
+            ORDER BY device_token
+            """)
+        try s.bind(user.bundleID, at: 1)
+        try s.bind(user.platform.rawValue, at: 2)
+        try s.bind(user.userID, at: 3)
+        var devices: [Device] = []
+        while try s.step() {
+            guard let platform = Platform(rawValue: s.string(2)) else {
+                throw StoreError.invalidRecord("device \(s.string(1)): unknown platform \(s.string(2))")
             }
-            return devices
+            var environment: APNsEnvironment?
+            if let raw = s.optionalString(6) {
+                guard let value = APNsEnvironment(rawValue: raw) else {
+                    throw StoreError.invalidRecord("device \(s.string(1)): unknown environment \(raw)")
+                }
+                environment = value
+            }
+            devices.append(Device(
+                bundleID: s.string(0), platform: platform, userID: s.string(3), deviceToken: s.string(1),
+                locale: s.string(4), timezone: s.string(5), environment: environment,
+                registeredAt: s.int64(7), updatedAt: s.int64(8)))
         }
+        return devices
     }
 }

@@ -159,37 +159,16 @@ extension SQLiteStore {
     ) async throws -> Bool {
         // Before the write: a refused change records nothing, not even the outcomes.
         try MessageRows.check(id: id, from: from, to: to)
-        return try await write { db in
-            for outcome in outcomes { try Self.insert(outcome, into: db) }
-            // The push ends: its marks served their purpose (the outcomes are
-            // recorded), so the table holds only pushes under way.
-            let forget = try db.cached("DELETE FROM handovers WHERE message_id = ?1")
-            try forget.bind(id, at: 1)
-            try forget.run()
-            try db.run("""
-                UPDATE messages
-                SET state = ?3, due_at = coalesce(?4, due_at), apns_id = coalesce(?5, apns_id),
-                    last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7,
-                    \(MessageMilestones.onTransition)
-                WHERE id = ?1 AND state = ?2
-                """) {
-                try $0.bind(id, at: 1)
-                try $0.bind(from.rawValue, at: 2)
-                try $0.bind(to.rawValue, at: 3)
-                try $0.bind(dueAt, at: 4)
-                try $0.bind(apnsID, at: 5)
-                try $0.bind(lastError, at: 6)
-                try $0.bind(now, at: 7)
-            }
-            return db.changes > 0
-        }
+        let item = Transition(id: id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: lastError, now: now,
+                              outcomes: outcomes)
+        return try await write { db in try Self.apply(item, in: db) }
     }
 
     public func recordOutcome(_ outcome: DeviceOutcome) async throws {
         try await write { db in try Self.insert(outcome, into: db) }
     }
 
-    private static func insert(_ outcome: DeviceOutcome, into db: Database) throws {
+    static func insert(_ outcome: DeviceOutcome, into db: Database) throws {
         try db.run("""
             INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)

@@ -7,7 +7,10 @@ the simulator's record file (--record: a file write per delivery).
 client alone to `herald apns-sim` (as bench/apns.sh does: the same binary,
 JWT verified, --quiet; --apns-connections × --apns-concurrency in flight,
 the same N), and the ratio dispatch / APNs client against the 0.65 budget.
---rounds R repeats the pair R times (medians printed at the end).
+--rounds R repeats the pair R times (medians printed at the end). With
+BASELINE_BIN=<herald binary> each round first runs the dispatch phase with
+that binary too (before/after A/B in one run; the APNs client is the
+HERALD_BIN one), and the medians compare both.
 
 --mixed (issue 12): in one run, a server with iOS users only, then a fresh
 server with half the users Android (their own bundle, the bundled FCM
@@ -23,6 +26,7 @@ import statistics
 import subprocess
 import time
 
+import herald_bench
 from herald_bench import (BIN, thread_cpu, thread_cpu_delta, Herald, Perf, bench_tmp, loadavg, register_users, rmtree, schedule_bulk, wait_for)
 
 
@@ -64,21 +68,32 @@ ANDROID_BUNDLE = "com.example.droid"
 
 def versus_apns(a):
     """Dispatch rate, then the APNs client's own rate to the simulator, in
-    one run (`--rounds` pairs); prints each pair's ratio and the medians'."""
-    pairs = []
+    one run (`--rounds` pairs); prints each pair's ratio and the medians'.
+    With BASELINE_BIN, the baseline binary's dispatch phase too, each round."""
+    baseline = os.environ.get("BASELINE_BIN", "")
+    binaries = [("baseline", baseline), ("candidate", BIN)] if baseline else [("", BIN)]
+    rows = {name: [] for name, _ in binaries}  # name -> [(rate, cpu µs, client rate, client cpu µs)]
     for r in range(a.rounds):
-        print(f"== round {r + 1}/{a.rounds}: dispatch (loadavg {loadavg()})")
-        d = measure(a, android=0)
+        runs = []
+        for name, binary in binaries:
+            print(f"== round {r + 1}/{a.rounds}: dispatch {name} {binary} (loadavg {loadavg()})")
+            herald_bench.BIN = binary
+            runs.append((name, measure(a, android=0), LAST_CPU_US[0]))
+        herald_bench.BIN = BIN
         c, c_cpu = apns_client_rate(a.n, a.apns_connections, a.apns_concurrency)
-        d_cpu = LAST_CPU_US[0]
-        pairs.append((d, c))
-        print(f"round {r + 1}: dispatch {d:,.0f} msg/s, APNs client {c:,.0f} msg/s = {d / c:.3f}; CPU per message "
-              f"(robust to the machine's load): dispatch server {d_cpu:.0f} µs vs APNs client + apns-sim {c_cpu:.0f} µs "
-              f"= {c_cpu / d_cpu:.3f}")
-    d = statistics.median(p[0] for p in pairs)
-    c = statistics.median(p[1] for p in pairs)
-    print(f"dispatch / APNs client (medians of {len(pairs)}): {d:,.0f} / {c:,.0f} msg/s = {d / c:.3f} "
-          f"(budget >= 0.65: {'met' if d / c >= 0.65 else 'MISSED'}); loadavg {loadavg()}")
+        for name, d, d_cpu in runs:
+            rows[name].append((d, d_cpu, c, c_cpu))
+            print(f"round {r + 1} {name}: dispatch {d:,.0f} msg/s, APNs client {c:,.0f} msg/s = {d / c:.3f}; CPU per "
+                  f"message (robust to the machine's load): dispatch server {d_cpu:.0f} µs vs APNs client + apns-sim "
+                  f"{c_cpu:.0f} µs = {c_cpu / d_cpu:.3f}")
+    for name, pairs in rows.items():
+        d = statistics.median(p[0] for p in pairs)
+        c = statistics.median(p[2] for p in pairs)
+        d_cpu = statistics.median(p[1] for p in pairs)
+        c_cpu = statistics.median(p[3] for p in pairs)
+        print(f"{name + ': ' if name else ''}dispatch / APNs client (medians of {len(pairs)}): {d:,.0f} / {c:,.0f} msg/s "
+              f"= {d / c:.3f} (budget >= 0.65: {'met' if d / c >= 0.65 else 'MISSED'}); CPU per message {d_cpu:.0f} vs "
+              f"{c_cpu:.0f} µs = {c_cpu / d_cpu:.3f}; loadavg {loadavg()}")
 
 
 LAST_CPU_US = [float("nan")]  # measure(): the server's CPU per message sent, µs

@@ -118,23 +118,28 @@ public final class Dispatcher: Sendable {
         }
     }
 
-    /// The claimed message's next action, by its (pre-claim) state.
-    private func deliver(_ claimed: StoredMessage, lease: DispatchLease) async throws {
+    /// The claimed message's next action, by its (pre-claim) state. In a
+    /// batch (`dispatch(claimed:leases:)`): `devices` read for it already,
+    /// its end queued in `ends` (unless a follow-up depends on it).
+    func deliver(_ claimed: StoredMessage, lease: DispatchLease, devices: [Device]? = nil, ends: PushEnds? = nil) async throws {
         switch claimed.state {
         case .scheduled:
             // The planner degrades context-aware to a plain alert when the
             // handoff could not go out before the window ends
             // (DeliveryPlanner.plan).
             let handoff = claimed.deliveryMethod == .contextAware && claimed.dueAt < claimed.windowEnd
-            try await deliver(claimed, from: .scheduled, push: handoff ? .handoff : .alert, lease: lease)
+            try await deliver(claimed, from: .scheduled, push: handoff ? .handoff : .alert, lease: lease, devices: devices, ends: ends)
         case .handedOff:
-            try await deliver(claimed, from: .handedOff, push: .alert, lease: lease)  // no DISPLAYED by window end
+            // No DISPLAYED by window end.
+            try await deliver(claimed, from: .handedOff, push: .alert, lease: lease, devices: devices, ends: ends)
         default:
             throw StoreError.illegalTransition(from: claimed.state, to: .sent, id: claimed.id)
         }
     }
 
-    private func deliver(_ claimed: StoredMessage, from: MessageState, push: Push, lease: DispatchLease) async throws {
+    private func deliver(
+        _ claimed: StoredMessage, from: MessageState, push: Push, lease: DispatchLease, devices read: [Device]?, ends: PushEnds?
+    ) async throws {
         let now = clock.now()
         gateway.dispatchLateness(milliseconds: now - claimed.dueAt)
         let pushStart = claimed.pushStartedAt ?? now
@@ -149,19 +154,27 @@ public final class Dispatcher: Sendable {
         do {
             pushMessage = try decode(claimed.request, claimed.idempotencyKey)
         } catch {
-            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.failed, "stored request does not decode: \(error)"))
+            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.failed, "stored request does not decode: \(error)"),
+                               ends: ends)
             return
         }
         let ttlMilliseconds = Int64(pushMessage.ttl.rawValue) * 1000
         // "0 = now or never": a minute of slack for the scheduler itself.
         if now - claimed.dueAt > max(ttlMilliseconds, 60_000) {
-            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.expired, "TTL ran out before the push could be sent"))
+            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.expired, "TTL ran out before the push could be sent"),
+                               ends: ends)
             return
         }
-        let devices = try await store.devices(bundleID: claimed.bundleID, platform: claimed.platform, userID: claimed.userID)
-            .filter { !done.contains($0.deviceToken) }
+        var devices: [Device]
+        if let read {
+            devices = read
+        } else {
+            devices = try await store.devices(bundleID: claimed.bundleID, platform: claimed.platform, userID: claimed.userID)
+        }
+        if !done.isEmpty { devices.removeAll { done.contains($0.deviceToken) } }
         guard !devices.isEmpty else {
-            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.noDevices, Self.noDevicesReason(claimed)))
+            try await conclude(claimed, from: from, push: push, prior: prior, otherwise: (.noDevices, Self.noDevicesReason(claimed)),
+                               ends: ends)
             return
         }
         // Retries run until the TTL runs out (a handoff: or the window ends);
@@ -220,7 +233,8 @@ public final class Dispatcher: Sendable {
             for outcome in outcomes { try await store.recordOutcome(outcome) }
             return
         }
-        try await conclude(claimed, from: from, push: push, prior: prior, recording: outcomes, otherwise: (.noDevices, Self.noDevicesReason(claimed)))
+        try await conclude(claimed, from: from, push: push, prior: prior, recording: outcomes,
+                           otherwise: (.noDevices, Self.noDevicesReason(claimed)), ends: ends)
     }
 
     /// Admits message `id` on each of its routes. When one is saturated,
@@ -286,10 +300,12 @@ public final class Dispatcher: Sendable {
     /// Ends the push from every device's outcome for it (`prior`, already
     /// recorded, and `outcomes`, recorded now): any device delivered or
     /// UNCONFIRMED makes it a success (SENT, or HANDED_OFF for a handoff),
-    /// never FAILED; with no device outcome at all, `otherwise`.
+    /// never FAILED; with no device outcome at all, `otherwise`. With
+    /// `ends`, the end is queued there, except a handoff's (what follows
+    /// depends on it).
     private func conclude(
         _ claimed: StoredMessage, from: MessageState, push: Push, prior: [DeviceOutcome],
-        recording outcomes: [DeviceOutcome] = [], otherwise: (state: MessageState, error: String?)
+        recording outcomes: [DeviceOutcome] = [], otherwise: (state: MessageState, error: String?), ends: PushEnds?
     ) async throws {
         let all = prior + outcomes
         let reached = all.filter(\.kind.reachedDevice)
@@ -297,7 +313,7 @@ public final class Dispatcher: Sendable {
             let apnsID = reached.lazy.compactMap(\.apnsID).first
             switch push {
             case .alert:
-                try await finish(claimed, from: from, to: .sent, apnsID: apnsID, error: nil, recording: outcomes)
+                try await finish(claimed, from: from, to: .sent, apnsID: apnsID, error: nil, recording: outcomes, ends: ends)
             case .handoff:
                 try await finish(claimed, from: from, to: .handedOff, dueAt: claimed.windowEnd, apnsID: apnsID, error: nil,
                                  recording: outcomes)
@@ -314,13 +330,13 @@ public final class Dispatcher: Sendable {
                 "apns_id": "\(apnsID ?? "-")",
             ])
         } else if all.isEmpty {
-            try await finish(claimed, from: from, to: otherwise.state, error: otherwise.error)
+            try await finish(claimed, from: from, to: otherwise.state, error: otherwise.error, ends: ends)
         } else if all.allSatisfy({ $0.kind == .expired }) {
             try await finish(claimed, from: from, to: .expired, error: "TTL ran out before APNs accepted the push",
-                             recording: outcomes)
+                             recording: outcomes, ends: ends)
         } else {
             let reasons = all.map { "\($0.deviceToken.prefix(8))…: \($0.reason ?? $0.kind.rawValue)" }.joined(separator: "; ")
-            try await finish(claimed, from: from, to: .failed, error: reasons, recording: outcomes)
+            try await finish(claimed, from: from, to: .failed, error: reasons, recording: outcomes, ends: ends)
         }
     }
 
@@ -353,20 +369,23 @@ public final class Dispatcher: Sendable {
         }
     }
 
-    /// Moves the message on and records the devices' results, in one write.
+    /// Moves the message on and records the devices' results, in one write
+    /// (with `ends`: written with the batch's other ends, `queue(_:in:)`).
     private func finish(
         _ message: StoredMessage, from: MessageState, to: MessageState,
-        dueAt: Int64? = nil, apnsID: String? = nil, error: String?, recording outcomes: [DeviceOutcome] = []
+        dueAt: Int64? = nil, apnsID: String? = nil, error: String?, recording outcomes: [DeviceOutcome] = [],
+        ends: PushEnds? = nil
     ) async throws {
-        let applied = try await store.transition(
-            id: message.id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: error, now: clock.now(),
-            recording: outcomes)
-        if !applied {
-            logger.warning("state changed during send", metadata: ["message_id": "\(message.id)", "wanted": "\(to.rawValue)"])
-        } else if ![.sent, .handedOff, .displayed].contains(to) {
-            logger.info("message ended", metadata: [
-                "message_id": "\(message.id)", "state": "\(to.rawValue)", "reason": "\(error ?? "")",
-            ])
+        let end = Transition(id: message.id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: error,
+                             now: clock.now(), outcomes: outcomes)
+        if let ends {
+            await queue(end, in: ends)
+            return
         }
+        let applied = try await store.transition(
+            id: end.id, from: end.from, to: end.to, dueAt: end.dueAt, apnsID: end.apnsID, lastError: end.lastError,
+            now: end.now, recording: end.outcomes)
+        logEnd(end, applied: applied)
     }
+
 }

@@ -17,6 +17,13 @@ extension Scheduler {
     /// third of the lease, and claims whose lease expired (a dead replica's)
     /// are taken over. Returns once the dispatches in flight have finished.
     public func run(claimed dispatch: @escaping @Sendable (StoredMessage, DispatchLease) async -> Void) async {
+        await run(claimedBatches: Self.oneByOne(dispatch))
+    }
+
+    /// The same, a poll's claims at a time: one `dispatch` call per poll,
+    /// each message with its own lease (`DispatchLease.finish()` when its
+    /// dispatch returns: its claim is no longer renewed).
+    public func run(claimedBatches dispatch: @escaping @Sendable ([StoredMessage], [DispatchLease]) async -> Void) async {
         guard let shared else { return }
         let held = HeldClaims()
         let (clock, logger) = (clock, logger)
@@ -35,14 +42,15 @@ extension Scheduler {
                         await giveBack(claimed, to: shared)
                         break
                     }
-                    for message in claimed {
-                        inFlight += 1
-                        held.insert(message.id)
-                        let lease = DispatchLease(scheduler: self)
+                    if !claimed.isEmpty {
+                        inFlight += claimed.count
+                        let leases = claimed.map { message in
+                            held.insert(message.id)
+                            return DispatchLease(scheduler: self) { held.remove(message.id) }
+                        }
                         group.addTask {
-                            await dispatch(message, lease)
-                            await lease.release()
-                            held.remove(message.id)
+                            await dispatch(claimed, leases)
+                            for lease in leases { await lease.finish() }
                         }
                     }
                     // A full batch: more may be due at once (unless routes are saturated).

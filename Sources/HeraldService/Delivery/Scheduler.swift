@@ -8,8 +8,13 @@ import Synchronization
 public final class DispatchLease: Sendable {
     private let scheduler: Scheduler?
     private let held = Atomic<Bool>(true)
+    private let open = Atomic<Bool>(true)
+    private let onFinish: (@Sendable () -> Void)?
 
-    init(scheduler: Scheduler?) { self.scheduler = scheduler }
+    init(scheduler: Scheduler?, onFinish: (@Sendable () -> Void)? = nil) {
+        self.scheduler = scheduler
+        self.onFinish = onFinish
+    }
 
     /// A lease that frees nothing (direct calls, tests).
     public static let none = DispatchLease(scheduler: nil)
@@ -18,6 +23,15 @@ public final class DispatchLease: Sendable {
     public func release() async {
         guard let scheduler, held.exchange(false, ordering: .acquiringAndReleasing) else { return }
         await scheduler.releaseSlot()
+    }
+
+    /// The message's dispatch has returned: frees the slot if still held
+    /// and tells the scheduler (a polled claim is no longer renewed); later
+    /// calls do nothing.
+    public func finish() async {
+        await release()
+        guard open.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        onFinish?()
     }
 }
 
@@ -148,6 +162,9 @@ public actor Scheduler {
         wakeups.signal()
     }
 
+    /// Most due messages handed to one batch dispatch.
+    static let dueBatch = 256
+
     /// Runs until `stop()` (or until the task is cancelled, which cancels the
     /// dispatches in flight too), calling `dispatch` for every due id.
     public func run(dispatch: @escaping @Sendable (String) async -> Void) async {
@@ -156,27 +173,50 @@ public actor Scheduler {
 
     /// The same, handing each dispatch its lease to give back early.
     public func run(dispatch: @escaping @Sendable (String, DispatchLease) async -> Void) async {
+        await run(batches: Self.oneByOne(dispatch))
+    }
+
+    /// A batch dispatch running `dispatch` for every item at once, each
+    /// lease finished when its item's dispatch returns.
+    static func oneByOne<Item: Sendable>(
+        _ dispatch: @escaping @Sendable (Item, DispatchLease) async -> Void
+    ) -> @Sendable ([Item], [DispatchLease]) async -> Void {
+        { items, leases in
+            await withDiscardingTaskGroup { group in
+                for (item, lease) in zip(items, leases) {
+                    group.addTask {
+                        await dispatch(item, lease)
+                        await lease.finish()
+                    }
+                }
+            }
+        }
+    }
+
+    /// The same, a due batch at a time: every due id that has a free slot
+    /// (up to `dueBatch`) goes to one `dispatch` call with its own lease,
+    /// to give back once that message no longer needs the slot.
+    public func run(batches dispatch: @escaping @Sendable ([String], [DispatchLease]) async -> Void) async {
         await withDiscardingTaskGroup { group in
             while !stopped && !Task.isCancelled {
                 drainInbox()
-                let due = index.popDue(now: clock.now(), limit: 256)
-                if due.isEmpty {
+                guard let first = index.peekDueAt(), first <= clock.now() else {
                     await waitForWork()
                     continue
                 }
-                for id in due {
-                    await acquireSlot()
-                    if stopped || Task.isCancelled {
-                        // Not dispatched: keep it due for the next start.
-                        index.insert(id: id, dueAt: clock.now())
-                        releaseSlot()
-                        continue
-                    }
-                    let lease = DispatchLease(scheduler: self)
-                    group.addTask {
-                        await dispatch(id, lease)
-                        await lease.release()
-                    }
+                await acquireSlot()
+                // The free slots are taken at once: one batch for all that is due and may run.
+                let more = max(0, min(maxInFlight - inFlight, Self.dueBatch - 1))
+                let due = stopped || Task.isCancelled ? [] : index.popDue(now: clock.now(), limit: 1 + more)
+                guard !due.isEmpty else {
+                    releaseSlot()  // stopped (what is due stays due for the next start), or unscheduled meanwhile
+                    continue
+                }
+                inFlight += due.count - 1
+                let leases = due.map { _ in DispatchLease(scheduler: self) }
+                group.addTask {
+                    await dispatch(due, leases)
+                    for lease in leases { await lease.finish() }
                 }
             }
         }

@@ -160,9 +160,11 @@ struct DeliveryService: Service {
                         // children, not cancelled).
                         work.addTask {
                             if scheduler.shared != nil {
-                                await scheduler.run { claimed, lease in await dispatcher.dispatch(claimed: claimed, lease: lease) }
+                                await scheduler.run(claimedBatches: { batch, leases in
+                                    await dispatcher.dispatch(claimed: batch, leases: leases)
+                                })
                             } else {
-                                await scheduler.run { id, lease in await dispatcher.dispatch(id, lease: lease) }
+                                await scheduler.run(batches: { ids, leases in await dispatcher.dispatch(batch: ids, leases: leases) })
                             }
                         }
                         work.addTask {

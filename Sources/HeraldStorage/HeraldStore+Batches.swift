@@ -1,0 +1,80 @@
+public import HeraldCore
+
+/// One `transition` call, for `HeraldStore.transitions(_:)`.
+public struct Transition: Sendable {
+    public let id: String
+    public let from: MessageState
+    public let to: MessageState
+    public let dueAt: Int64?
+    public let apnsID: String?
+    public let lastError: String?
+    public let now: Int64
+    public let outcomes: [DeviceOutcome]
+
+    /// The arguments of `HeraldStore.transition(id:from:to:…)`.
+    public init(
+        id: String, from: MessageState, to: MessageState, dueAt: Int64? = nil, apnsID: String? = nil,
+        lastError: String? = nil, now: Int64, outcomes: [DeviceOutcome] = []
+    ) {
+        self.id = id
+        self.from = from
+        self.to = to
+        self.dueAt = dueAt
+        self.apnsID = apnsID
+        self.lastError = lastError
+        self.now = now
+        self.outcomes = outcomes
+    }
+}
+
+/// Whose devices to read (`HeraldStore.devices(of:)`).
+public struct DeviceUser: Hashable, Sendable {
+    public let bundleID: String
+    public let platform: Platform
+    public let userID: String
+
+    public init(bundleID: String, platform: Platform, userID: String) {
+        self.bundleID = bundleID
+        self.platform = platform
+        self.userID = userID
+    }
+}
+
+extension HeraldStore {
+    /// One claim per id (a store without a batched claim).
+    public func claim(ids: [String], now: Int64) async throws -> [StoredMessage] {
+        var claimed: [StoredMessage] = []
+        for id in ids {
+            if let message = try await claim(id: id, from: .scheduled, now: now) {
+                claimed.append(message)
+            } else if let message = try await claim(id: id, from: .handedOff, now: now) {
+                claimed.append(message)
+            }
+        }
+        return claimed
+    }
+
+    /// One transition per item (a store without a batched one); checked
+    /// first, so an illegal item writes nothing.
+    public func transitions(_ items: [Transition]) async throws -> [Bool] {
+        for item in items where !item.from.canTransition(to: item.to) {
+            throw StoreError.illegalTransition(from: item.from, to: item.to, id: item.id)
+        }
+        var applied: [Bool] = []
+        for item in items {
+            applied.append(try await transition(
+                id: item.id, from: item.from, to: item.to, dueAt: item.dueAt, apnsID: item.apnsID,
+                lastError: item.lastError, now: item.now, recording: item.outcomes))
+        }
+        return applied
+    }
+
+    /// One read per user (a store without a batched read).
+    public func devices(of users: [DeviceUser]) async throws -> [[Device]] {
+        var devices: [[Device]] = []
+        for user in users {
+            devices.append(try await self.devices(bundleID: user.bundleID, platform: user.platform, userID: user.userID))
+        }
+        return devices
+    }
+}

@@ -1,0 +1,62 @@
+import HeraldCore
+
+// The dispatcher's batched writes: one claim per popped due batch, and many
+// pushes' ends in one write job (one job on the writer thread, one caller
+// resumed, instead of one of each per message).
+
+extension SQLiteStore {
+    /// One write job: `MessageRows.claimWaiting` per id.
+    public func claim(ids: [String], now: Int64) async throws -> [StoredMessage] {
+        guard !ids.isEmpty else { return [] }
+        return try await write { db in
+            let statement = try db.cached(MessageRows.claimWaiting)
+            var claimed: [StoredMessage] = []
+            claimed.reserveCapacity(ids.count)
+            for id in ids {
+                statement.reset()
+                try statement.bind(id, at: 1)
+                try statement.bind(now, at: 3)
+                guard try statement.step() else { continue }
+                claimed.append(try MessageRows.decode(statement))
+                try statement.run()
+            }
+            return claimed
+        }
+    }
+
+    /// One write job for every item (checked first: an illegal change
+    /// writes nothing).
+    public func transitions(_ items: [Transition]) async throws -> [Bool] {
+        guard !items.isEmpty else { return [] }
+        for item in items { try MessageRows.check(id: item.id, from: item.from, to: item.to) }
+        return try await write { db in try items.map { try Self.apply($0, in: db) } }
+    }
+
+    /// A checked transition's writes (`transition(id:…)`): the devices'
+    /// outcomes, the push's hand-over marks dropped, the compare-and-set of
+    /// the state. Returns whether the state changed.
+    static func apply(_ item: Transition, in db: Database) throws -> Bool {
+        for outcome in item.outcomes { try insert(outcome, into: db) }
+        // The push ends: its marks served their purpose (the outcomes are
+        // recorded), so the table holds only pushes under way.
+        let forget = try db.cached("DELETE FROM handovers WHERE message_id = ?1")
+        try forget.bind(item.id, at: 1)
+        try forget.run()
+        try db.run("""
+            UPDATE messages
+            SET state = ?3, due_at = coalesce(?4, due_at), apns_id = coalesce(?5, apns_id),
+                last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7,
+                \(MessageMilestones.onTransition)
+            WHERE id = ?1 AND state = ?2
+            """) {
+            try $0.bind(item.id, at: 1)
+            try $0.bind(item.from.rawValue, at: 2)
+            try $0.bind(item.to.rawValue, at: 3)
+            try $0.bind(item.dueAt, at: 4)
+            try $0.bind(item.apnsID, at: 5)
+            try $0.bind(item.lastError, at: 6)
+            try $0.bind(item.now, at: 7)
+        }
+        return db.changes > 0
+    }
+}

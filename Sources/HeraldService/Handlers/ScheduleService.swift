@@ -24,6 +24,11 @@ struct ScheduleService: Sendable {
     /// threads, so a big request never delays the loop's other calls.
     static let inlineBytes = 16 * 1024
 
+    /// The other platform's override, dropped from what is stored (field
+    /// numbers looked up once, not per call).
+    static let androidField = ProtobufC.fieldNumbers(Herald__V1__ScheduleRequest.self, ["android"])
+    static let iosField = ProtobufC.fieldNumbers(Herald__V1__ScheduleRequest.self, ["ios"])
+
     /// The RPC without a Task: decode and validate here, store through the
     /// store's callback, answer on the call's loop once it committed.
     /// For a store whose device reads are local (`HeraldStore.localDevices`).
@@ -68,11 +73,14 @@ struct ScheduleService: Sendable {
     /// method, plan); throws the caller's error. Stores nothing.
     func prepare(_ request: GRPCRequest) throws -> Accepted {
         let caller = try policy.authenticate(request.metadata)
-        let input = try ProtobufC.withUnpacked(Herald__V1__ScheduleRequest.self, from: request.message) { wire in
-            var decoder = RequestDecoder()
-            let input = decoder.scheduleInput(wire)
-            try decoder.finish()
-            return input
+        // protobuf-c unpacks into the thread's arena: no malloc per field.
+        let input = try ProtobufC.withArena { arena in
+            try ProtobufC.withUnpacked(Herald__V1__ScheduleRequest.self, from: request.message, arena: arena) { wire in
+                var decoder = RequestDecoder()
+                let input = decoder.scheduleInput(wire)
+                try decoder.finish()
+                return input
+            }
         }
         try policy.authorize(caller, bundleID: input.message.bundleID)
         let now = clock.now()
@@ -99,7 +107,7 @@ struct ScheduleService: Sendable {
             // without unknown fields (a client could park megabytes there).
             request: ProtobufC.cleaned(
                 Herald__V1__ScheduleRequest.self, request.message,
-                dropping: [message.platform == .ios ? "android" : "ios"]),
+                droppingNumbers: message.platform == .ios ? Self.androidField : Self.iosField),
             createdAt: now)
         return Accepted(stored: stored, key: message.idempotencyKey, sendAt: validated.plan.sendAt)
     }

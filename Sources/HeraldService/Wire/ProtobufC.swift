@@ -69,10 +69,20 @@ enum ProtobufC {
     /// top-level fields, repeated embedded messages merged: what may be
     /// stored. The bytes themselves when there is nothing to remove.
     static func cleaned<M: GeneratedMessage>(_ type: M.Type, _ bytes: [UInt8], dropping fields: Set<String>) -> [UInt8] {
-        let descriptor = M.descriptor
-        let numbers = Set(fields.compactMap { name in
-            protobuf_c_message_descriptor_get_field_by_name(descriptor, name).map { $0.pointee.id }
+        cleaned(M.self, bytes, droppingNumbers: fieldNumbers(M.self, fields))
+    }
+
+    /// The numbers of `M`'s top-level fields named `fields` (unknown names
+    /// are left out).
+    static func fieldNumbers<M: GeneratedMessage>(_ type: M.Type, _ fields: Set<String>) -> Set<UInt32> {
+        Set(fields.compactMap { name in
+            protobuf_c_message_descriptor_get_field_by_name(M.descriptor, name).map { $0.pointee.id }
         })
+    }
+
+    /// ``cleaned(_:_:dropping:)`` with the fields given by number.
+    static func cleaned<M: GeneratedMessage>(_ type: M.Type, _ bytes: [UInt8], droppingNumbers numbers: Set<UInt32>) -> [UInt8] {
+        let descriptor = M.descriptor
         return bytes.withUnsafeBytes { buffer in
             let walk = WireWalk(buffer, descriptor: descriptor)
             guard !walk.malformed else { return bytes }

@@ -301,7 +301,7 @@ public enum Validator {
                 if value.containsNonFiniteNumber { nonFinite = true }
             }
             if reserved {
-                for k in c.userInfo.keys {
+                for (k, _) in c.userInfo {
                     if k == "aps" {
                         v.append(.init(field: "content.user_info.aps", reason: "reserved key: aps belongs to APNs"))
                     } else if isHeraldKey(k) {

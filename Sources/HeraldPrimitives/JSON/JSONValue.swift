@@ -59,7 +59,7 @@ public enum JSONValue: Sendable, Hashable {
             for v in a where v.mayContainNumber && v.containsNonFiniteNumber { return true }
             return false
         case .object(let o):
-            for v in o.values where v.mayContainNumber && v.containsNonFiniteNumber { return true }
+            for (_, v) in o where v.mayContainNumber && v.containsNonFiniteNumber { return true }
             return false
         default: return false
         }

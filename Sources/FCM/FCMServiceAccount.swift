@@ -31,7 +31,7 @@ public struct FCMServiceAccount: Sendable {
         guard json.count <= maximumJSONSize else {
             throw FCMError.invalidServiceAccount("the key file is \(json.count) bytes; at most \(maximumJSONSize)")
         }
-        let object: [String: JSONValue]
+        let object: JSONObject
         do {
             guard let parsed = try JSONParser.parse(json).objectValue else {
                 throw FCMError.invalidServiceAccount("the key file is not a JSON object")
@@ -78,7 +78,7 @@ public struct FCMServiceAccount: Sendable {
         }
     }
 
-    private static func field(_ name: String, in object: [String: JSONValue], maximum: Int) throws -> String {
+    private static func field(_ name: String, in object: JSONObject, maximum: Int) throws -> String {
         guard let value = object[name] else { throw FCMError.invalidServiceAccount("\(name): missing") }
         guard let text = value.stringValue else { throw FCMError.invalidServiceAccount("\(name): not a string") }
         guard !text.isEmpty else { throw FCMError.invalidServiceAccount("\(name): empty") }

@@ -35,7 +35,7 @@ struct FCMReply: Equatable, Error {
     static func googleError(
         _ code: Int, status: String, message: String, errorCode: String?, retryAfter: Int? = nil
     ) -> FCMReply {
-        var error: [String: JSONValue] = ["code": .number(Double(code)), "message": .string(message), "status": .string(status)]
+        var error: JSONObject = ["code": .number(Double(code)), "message": .string(message), "status": .string(status)]
         if let errorCode {
             error["details"] = .array([.object([
                 "@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError",

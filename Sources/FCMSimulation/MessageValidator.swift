@@ -88,7 +88,7 @@ enum MessageValidator {
     /// Compact JSON bytes of `object` without the members `excluded` (the
     /// payload size FCM limits): written, not measured by hand, so the count
     /// is exactly what a compact writer produces; member order does not change it.
-    static func compactSize(_ object: [String: JSONValue], excluding excluded: [String]) -> Int {
+    static func compactSize(_ object: JSONObject, excluding excluded: [String]) -> Int {
         var writer = JSONWriter()
         writer.writeByte(UInt8(ascii: "{"))
         var first = true
@@ -102,7 +102,7 @@ enum MessageValidator {
     }
 
     /// Fields, target, data, notification and android of one `message`.
-    static func checkMessage(_ message: [String: JSONValue]) -> Result<Target, FCMReply> {
+    static func checkMessage(_ message: JSONObject) -> Result<Target, FCMReply> {
         for key in message.keys where !messageFields.contains(key) {
             return .failure(unknown(key, at: "message"))
         }

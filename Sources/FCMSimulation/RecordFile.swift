@@ -23,7 +23,7 @@ final class RecordFile: Sendable {
     /// `{"service":"fcm","project":…,"token":…,"message":{…}}` (or `topic` /
     /// `condition` instead of `token`), the message written compactly.
     static func line(for accepted: FCMAcceptedMessage, message: JSONValue) -> [UInt8] {
-        var fields: [String: JSONValue] = [
+        var fields: JSONObject = [
             "service": "fcm", "project": .string(accepted.projectID), "message": message, "name": .string(accepted.name),
         ]
         if let topic = accepted.topic {

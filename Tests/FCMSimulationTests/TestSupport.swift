@@ -123,7 +123,7 @@ struct Harness {
     }
 }
 
-func json(_ response: H2Response) -> [String: JSONValue]? {
+func json(_ response: H2Response) -> JSONObject? {
     (try? JSONParser.parse(response.body))?.objectValue
 }
 

@@ -95,7 +95,7 @@ struct APNsRendererTests {
         #expect(r.warnings == expected)
     }
 
-    static let overrides: [(String, [String: JSONValue], String)] = [
+    static let overrides: [(String, JSONObject, String)] = [
         ("aps.alert merges into the alert", ["aps": ["alert": ["action-loc-key": "PLAY"]]],
          #"{"aps":{"alert":{"title":"Hello","body":"World","action-loc-key":"PLAY"}},"ctx_idempotency_key":"key-1"}"#),
         ("aps.alert replaces a field", ["aps": ["alert": ["title": "Override"]]],
@@ -115,7 +115,7 @@ struct APNsRendererTests {
     ]
 
     @Test("ios overrides are deep-merged", arguments: overrides)
-    func overrideMerge(name: String, ios: [String: JSONValue], expected: String) throws {
+    func overrideMerge(name: String, ios: JSONObject, expected: String) throws {
         var c = Fixtures.content()
         if name.contains("user_info") { c.userInfo = ["meta": ["a": 1]] }
         let r = try Self.render(Fixtures.message(content: c, ios: ios))

@@ -135,7 +135,7 @@ struct FastPathTests {
         for count in 1...keys.count {
             let sub = Dictionary(uniqueKeysWithValues: object.prefix(count).map { ($0.key, $0.value) })
             var w = JSONWriter()
-            try w.write(.object(sub))
+            try w.write(.object(JSONObject(sub)))
             var expected = "{"
             let sorted = sub.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
             for (i, k) in sorted.enumerated() {

@@ -22,8 +22,8 @@ enum Fixtures {
         priority: Priority? = nil,
         ttl: UInt32? = nil,
         collapseID: String? = nil,
-        ios: [String: JSONValue]? = nil,
-        android: [String: JSONValue]? = nil,
+        ios: JSONObject? = nil,
+        android: JSONObject? = nil,
         key: String? = "key-1"
     ) -> MessageInput {
         MessageInput(

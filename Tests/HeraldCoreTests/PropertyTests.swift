@@ -38,7 +38,7 @@ struct Generator {
         case 3: return .string(text(12))
         case 4: return .array((0..<int(0...3)).map { _ in value(depth: depth + 1) })
         default:
-            var o: [String: JSONValue] = [:]
+            var o: JSONObject = [:]
             for _ in 0..<int(0...3) { o[key()] = value(depth: depth + 1) }
             return .object(o)
         }
@@ -46,7 +46,7 @@ struct Generator {
 
     mutating func localized(_ locales: [String]?, max: Int) -> LocalizedText {
         guard let locales else { return .text(text(max)) }
-        var t: [String: String] = [:]
+        var t: SortedMap<String> = [:]
         for l in locales { t[l] = text(max) }
         return .translations(t)
     }
@@ -54,7 +54,7 @@ struct Generator {
     mutating func message() -> MessageInput {
         let pool = ["en", "de", "fr-CA", "pt_BR", "zh-Hant"]
         let locales: [String]? = bool() ? Array(pool.shuffled(using: &rng).prefix(int(1...4))) : nil
-        var userInfo: [String: JSONValue] = [:]
+        var userInfo: JSONObject = [:]
         for _ in 0..<int(0...5) { userInfo[key()] = value(depth: 0) }
         let big = int(0...9) == 0
         let content = NotificationContent(

@@ -4,12 +4,13 @@ public import HeraldPrimitives
 public enum LocalizedText: Sendable, Hashable {
     /// The same text for every locale.
     case text(String)
-    /// Locale tag → text. All translated fields of one message must name the
-    /// same locales, and `default_locale` must be one of them.
-    case translations([String: String])
+    /// Locale tag → text, sorted by tag. All translated fields of one
+    /// message must name the same locales, and `default_locale` must be one
+    /// of them.
+    case translations(SortedMap<String>)
 
     /// The translation map, when translated.
-    public var translations: [String: String]? {
+    public var translations: SortedMap<String>? {
         if case .translations(let t) = self { return t }
         return nil
     }
@@ -23,16 +24,7 @@ public enum LocalizedText: Sendable, Hashable {
             return s
         case .translations(let t):
             guard let locale else { return nil }
-            // `locale` is normally spelled exactly as one of the keys: a
-            // byte comparison over a few short keys is cheaper than hashing.
-            // (A byte-equal key is the one `t[locale]` finds.)
-            if t.count <= 8 {
-                let found = withBytes(locale) { l -> String? in
-                    for (k, v) in t where withBytes(k, { LocaleResolver.equalBytes($0, l) }) { return v }
-                    return nil
-                }
-                if let found { return found }
-            }
+            // `locale` is normally spelled exactly as one of the keys.
             if let s = t[locale] { return s }
             for (k, v) in t where LocaleResolver.tagsEqual(k, locale) { return v }
             return nil
@@ -59,7 +51,7 @@ public struct NotificationContent: Sendable, Hashable {
     public var badge: Int32?
     /// Custom data placed at the top level of the APNs payload and in FCM
     /// `data`. Must not contain `aps` or keys starting `ctx_`.
-    public var userInfo: [String: JSONValue]
+    public var userInfo: JSONObject
     /// `aps.thread-id`: groups notifications.
     public var threadID: String?
     /// An https image the notification service extension attaches.
@@ -75,7 +67,7 @@ public struct NotificationContent: Sendable, Hashable {
         defaultLocale: String? = nil,
         sound: String? = nil,
         badge: Int32? = nil,
-        userInfo: [String: JSONValue] = [:],
+        userInfo: JSONObject = [:],
         threadID: String? = nil,
         imageURL: String? = nil,
         category: String? = nil
@@ -104,7 +96,7 @@ public struct NotificationContent: Sendable, Hashable {
     /// translated field, in sorted order); empty when nothing is translated.
     public var locales: [String] {
         for f in [title, body, subtitle] {
-            if let t = f?.translations { return t.keys.sorted() }
+            if let t = f?.translations { return t.keys }
         }
         return []
     }

@@ -13,16 +13,16 @@ import HeraldPrimitives
 /// rendering never copies it.
 struct APNsPayloadWriter {
     let locale: String?
-    let rootPatch: [String: JSONValue]
-    let apsPatch: [String: JSONValue]
+    let rootPatch: JSONObject
+    let apsPatch: JSONObject
 
-    init(ios: [String: JSONValue]?, locale: String?) {
+    init(ios: JSONObject?, locale: String?) {
         self.locale = locale
         (rootPatch, apsPatch) = Self.split(ios)
     }
 
     /// Splits the `ios` override into root and `aps` patches; drops `enabled`.
-    static func split(_ ios: [String: JSONValue]?) -> (root: [String: JSONValue], aps: [String: JSONValue]) {
+    static func split(_ ios: JSONObject?) -> (root: JSONObject, aps: JSONObject) {
         guard let ios, !ios.isEmpty else { return ([:], [:]) }
         var simple = true
         for (k, _) in ios where !isLiteral(k, "aps") {
@@ -33,7 +33,7 @@ struct APNsPayloadWriter {
             for (k, v) in ios where isLiteral(k, "aps") { return ([:], v.objectValue ?? [:]) }
             return ([:], [:])
         }
-        var root: [String: JSONValue] = [:]
+        var root: JSONObject = [:]
         var aps = ios["aps"]?.objectValue ?? [:]
         for (k, v) in ios {
             if isLiteral(k, "aps") || isLiteral(k, "enabled") { continue }
@@ -74,7 +74,7 @@ struct APNsPayloadWriter {
     func writeRootTail(_ w: inout JSONWriter, _ message: PushMessage) throws(JSONEncodingError) {
         let patched = !rootPatch.isEmpty
         if !message.content.userInfo.isEmpty {
-            try JSONWriter.forEachSorted(message.content.userInfo) { (k, v) throws(JSONEncodingError) in
+            for (k, v) in message.content.userInfo {
                 if patched, let p = rootPatch[k] {
                     try Self.writePatched(&w, key: k, base: v, patch: p)
                 } else {
@@ -90,7 +90,7 @@ struct APNsPayloadWriter {
             w.writeString(image)
         }
         if patched {
-            for (k, v) in JSONWriter.sortedPairs(rootPatch) where message.content.userInfo[k] == nil {
+            for (k, v) in rootPatch where message.content.userInfo[k] == nil {
                 if case .null = v { continue }
                 w.writeByte(UInt8(ascii: ","))
                 w.writeString(k)
@@ -132,11 +132,11 @@ struct APNsPayloadWriter {
     /// byte order, each preceded by a comma unless first.
     @inline(__always)
     static func writeExtras(
-        _ w: inout JSONWriter, _ first: inout Bool, _ patch: [String: JSONValue], isSlot: (String) -> Bool
+        _ w: inout JSONWriter, _ first: inout Bool, _ patch: JSONObject, isSlot: (String) -> Bool
     ) throws(JSONEncodingError) {
-        try JSONWriter.forEachSorted(patch) { (k, v) throws(JSONEncodingError) in
-            if isSlot(k) { return }
-            if case .null = v { return }
+        for (k, v) in patch {
+            if isSlot(k) { continue }
+            if case .null = v { continue }
             w.writeKey(k, first: first)
             first = false
             try w.write(v)
@@ -203,7 +203,7 @@ struct APNsPayloadWriter {
 
     /// The alert dictionary: title, subtitle, body in the resolved locale,
     /// then new patch keys in byte order.
-    func writeAlert(_ w: inout JSONWriter, _ c: borrowing NotificationContent, patch: [String: JSONValue]) throws(JSONEncodingError) {
+    func writeAlert(_ w: inout JSONWriter, _ c: borrowing NotificationContent, patch: JSONObject) throws(JSONEncodingError) {
         var titleP: JSONValue?, subtitleP: JSONValue?, bodyP: JSONValue?
         for (k, v) in patch {
             if isLiteral(k, "title") {

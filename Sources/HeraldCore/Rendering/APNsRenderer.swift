@@ -211,7 +211,7 @@ public enum APNsRenderer {
     /// writes from the content — those the `ios` override does not replace.
     static func localizedAlertFields(_ message: PushMessage) -> [LocalizedText] {
         let c = message.content
-        var patch: [String: JSONValue] = [:]
+        var patch: JSONObject = [:]
         switch APNsPayloadWriter.split(message.ios).aps["alert"] {
         case nil: break
         case .object(let p)?: patch = p

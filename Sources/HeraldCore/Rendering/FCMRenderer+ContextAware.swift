@@ -98,7 +98,7 @@ extension OrderedObject {
     /// The object as a plain JSON value (key order is lost; used only to
     /// merge it into another object).
     var jsonValue: JSONValue {
-        var out: [String: JSONValue] = [:]
+        var out: JSONObject = [:]
         for entry in entries {
             switch entry.node {
             case .leaf(let value)?: out[entry.key] = value

@@ -68,7 +68,7 @@ public enum FCMRenderer {
         }
 
         var data = OrderedObject(capacity: c.userInfo.count + 2)
-        for (k, v) in JSONWriter.sortedPairs(c.userInfo) {
+        for (k, v) in c.userInfo {
             data.append(k, .string(dataString(v)))
         }
         data.append("ctx_idempotency_key", .string(message.idempotencyKey))
@@ -84,7 +84,7 @@ public enum FCMRenderer {
             android.append("notification", n)
         }
         if let overrides = message.android {
-            for (key, value) in JSONWriter.sortedPairs(overrides) where key != "enabled" {
+            for (key, value) in overrides where key != "enabled" {
                 android.merge(key: key, value: value)
             }
         }

@@ -67,8 +67,8 @@ struct OrderedObject: Sendable {
     /// Deep-merges `patch` (keys in byte order): objects merge recursively,
     /// `null` removes the key (as in JSON Merge Patch, RFC 7396), anything
     /// else replaces the value in place or is appended.
-    mutating func merge(_ patch: [String: JSONValue]) {
-        for (key, value) in JSONWriter.sortedPairs(patch) {
+    mutating func merge(_ patch: JSONObject) {
+        for (key, value) in patch {
             merge(key: key, value: value)
         }
     }
@@ -95,16 +95,29 @@ struct OrderedObject: Sendable {
         }
     }
 
-    static func mergeDictionaries(_ base: [String: JSONValue], _ patch: [String: JSONValue]) -> [String: JSONValue] {
-        var out = base
-        for (k, v) in patch {
-            switch (out[k], v) {
-            case (_, .null): out[k] = nil
-            case (.object(let b)?, .object(let p)): out[k] = .object(mergeDictionaries(b, p))
-            default: out[k] = v
+    static func mergeDictionaries(_ base: JSONObject, _ patch: JSONObject) -> JSONObject {
+        // Both are sorted: one linear merge, whatever their sizes.
+        var out: [(key: String, value: JSONValue)] = []
+        out.reserveCapacity(base.count + patch.count)
+        var i = 0, j = 0
+        while i < base.count || j < patch.count {
+            if j == patch.count || (i < base.count && JSONWriter.keyOrder(base[i].key, patch[j].key)) {
+                out.append(base[i])
+                i += 1
+            } else if i == base.count || JSONWriter.keyOrder(patch[j].key, base[i].key) {
+                if case .null = patch[j].value {} else { out.append(patch[j]) }
+                j += 1
+            } else {  // the same key in both
+                switch (base[i].value, patch[j].value) {
+                case (_, .null): break
+                case (.object(let b), .object(let p)): out.append((patch[j].key, .object(mergeDictionaries(b, p))))
+                default: out.append(patch[j])
+                }
+                i += 1
+                j += 1
             }
         }
-        return out
+        return JSONObject(out)
     }
 
     /// Writes the object compactly, in entry order.

@@ -21,7 +21,7 @@ extension JSONValue {
             }
             return nil
         case .object(let o):
-            for (k, v) in JSONWriter.sortedPairs(o) where v.mayContainNumber {
+            for (k, v) in o where v.mayContainNumber {
                 if let p = v.nonFinitePath(prefix: prefix + "." + ErrorText.truncated(k)) { return p }
             }
             return nil

@@ -29,7 +29,7 @@ extension Validator {
     /// `checkShape: false` is for a map that must equal a reference set
     /// whose tags were checked: a tag that folds to a well-formed tag is
     /// well-formed itself.
-    static func plainTagSet(_ t: [String: String], checkShape: Bool) -> (tags: InlineArray<8, UInt64>, count: Int)? {
+    static func plainTagSet(_ t: SortedMap<String>, checkShape: Bool) -> (tags: InlineArray<8, UInt64>, count: Int)? {
         let n = t.count
         guard n >= 1 && n <= 8 else { return nil }
         var a = InlineArray<8, UInt64>(repeating: 0)

@@ -219,7 +219,7 @@ public enum Validator {
         )
     }
 
-    static func checkOverrides(_ o: [String: JSONValue]?, _ field: String, into v: inout [FieldViolation]) {
+    static func checkOverrides(_ o: JSONObject?, _ field: String, into v: inout [FieldViolation]) {
         guard let o, !o.isEmpty else { return }
         var nonFinite = false
         for (k, value) in o {
@@ -240,7 +240,7 @@ public enum Validator {
     /// The locale set of the first translated field, for comparing the others.
     private struct LocaleReference {
         var field: String
-        var tags: [String: String]
+        var tags: SortedMap<String>
     }
 
     private static func checkLocalized(
@@ -301,7 +301,7 @@ public enum Validator {
                 if value.containsNonFiniteNumber { nonFinite = true }
             }
             if reserved {
-                for k in c.userInfo.keys.sorted(by: JSONWriter.keyOrder) {
+                for (k, _) in c.userInfo {
                     if k == "aps" {
                         v.append(.init(field: "content.user_info.aps", reason: "reserved key: aps belongs to APNs"))
                     } else if isHeraldKey(k) {
@@ -322,7 +322,7 @@ public enum Validator {
         }
     }
 
-    static func checkTranslations(_ t: [String: String], _ name: String, checkTagShape: Bool = true, into v: inout [FieldViolation]) {
+    static func checkTranslations(_ t: SortedMap<String>, _ name: String, checkTagShape: Bool = true, into v: inout [FieldViolation]) {
         if t.isEmpty {
             v.append(.init(field: name + ".translations", reason: "must name at least one locale"))
             return
@@ -353,12 +353,12 @@ public enum Validator {
 
     /// Whether two translation maps name the same locales under tag
     /// equality: compared as sets of folded tags, so the cost is linear.
-    static func sameLocaleSet(_ a: [String: String], _ b: [String: String]) -> Bool {
+    static func sameLocaleSet(_ a: SortedMap<String>, _ b: SortedMap<String>) -> Bool {
         guard a.count == b.count else { return false }
         return foldedTags(a) == foldedTags(b)
     }
 
-    private static func foldedTags(_ t: [String: String]) -> Set<String> {
+    private static func foldedTags(_ t: SortedMap<String>) -> Set<String> {
         var out = Set<String>(minimumCapacity: t.count)
         for tag in t.keys { out.insert(LocaleResolver.normalized(tag)) }
         return out
@@ -366,7 +366,7 @@ public enum Validator {
 
     /// `{de,en}` for error messages, truncated: a request may name hundreds
     /// of locales.
-    static func localeSet(_ t: [String: String]) -> String {
+    static func localeSet(_ t: SortedMap<String>) -> String {
         ErrorText.truncated("{" + t.keys.sorted().joined(separator: ",") + "}")
     }
 

@@ -85,9 +85,9 @@ public struct JSONParser {
             }
         case UInt8(ascii: "{"):
             index += 1
-            var out: [String: JSONValue] = [:]
+            var out: [(key: String, value: JSONValue)] = []
             skipWhitespace()
-            if index < bytes.count && bytes[index] == UInt8(ascii: "}") { index += 1; return .object(out) }
+            if index < bytes.count && bytes[index] == UInt8(ascii: "}") { index += 1; return .object([:]) }
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
@@ -96,11 +96,11 @@ public struct JSONParser {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected :") }
                 index += 1
                 skipWhitespace()
-                out[key] = try parseValue(depth: depth + 1)
+                out.append((key, try parseValue(depth: depth + 1)))
                 skipWhitespace()
                 guard index < bytes.count else { throw error("unexpected end in object") }
                 if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(out) }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(JSONObject(out)) }
                 throw error("expected , or }")
             }
         default:

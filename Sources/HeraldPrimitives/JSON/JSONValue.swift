@@ -1,7 +1,11 @@
+/// A JSON object's members, sorted by key (see ``SortedMap``).
+public typealias JSONObject = SortedMap<JSONValue>
+
 /// A JSON value, mirroring `google.protobuf.Value` / `google.protobuf.Struct`.
 ///
-/// Objects are unordered maps, as in `Struct`; ``JSONWriter`` writes their keys
-/// in ascending byte order of their UTF-8 form so output is deterministic.
+/// Objects are maps, as in `Struct`, kept sorted by key (``JSONObject``):
+/// ``JSONWriter`` writes their keys in that order, ascending bytes of their
+/// UTF-8 form, so output is deterministic.
 /// Numbers are `Double`s, as in `google.protobuf.Value.number_value`; NaN and
 /// infinities are not JSON and are rejected by validation and by the writer.
 public enum JSONValue: Sendable, Hashable {
@@ -10,10 +14,10 @@ public enum JSONValue: Sendable, Hashable {
     case number(Double)
     case string(String)
     case array([JSONValue])
-    case object([String: JSONValue])
+    case object(JSONObject)
 
-    /// The dictionary when this is an object.
-    @inlinable public var objectValue: [String: JSONValue]? {
+    /// The members when this is an object.
+    @inlinable public var objectValue: JSONObject? {
         if case .object(let o) = self { return o }
         return nil
     }
@@ -55,7 +59,7 @@ public enum JSONValue: Sendable, Hashable {
             for v in a where v.mayContainNumber && v.containsNonFiniteNumber { return true }
             return false
         case .object(let o):
-            for v in o.values where v.mayContainNumber && v.containsNonFiniteNumber { return true }
+            for (_, v) in o where v.mayContainNumber && v.containsNonFiniteNumber { return true }
             return false
         default: return false
         }
@@ -83,10 +87,7 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral,
     public init(stringLiteral value: String) { self = .string(value) }
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
-        var o: [String: JSONValue] = [:]
-        o.reserveCapacity(elements.count)
-        for (k, v) in elements { o[k] = v }
-        self = .object(o)
+        self = .object(JSONObject(elements.map { (key: $0.0, value: $0.1) }))
     }
 }
 

@@ -113,10 +113,10 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes an object compactly, keys in ``keyOrder``.
-    public mutating func writeObject(_ o: [String: JSONValue]) throws(JSONEncodingError) {
+    public mutating func writeObject(_ o: JSONObject) throws(JSONEncodingError) {
         put(UInt8(ascii: "{"))
         var first = true
-        try Self.forEachSorted(o) { (k, v) throws(JSONEncodingError) in
+        for (k, v) in o {
             writeKey(k, first: first)
             first = false
             try write(v)
@@ -138,7 +138,7 @@ public struct JSONWriter: Sendable {
             put(UInt8(ascii: "]"))
         case .object(let o):
             put(UInt8(ascii: "{"))
-            for (i, (k, v)) in Self.sortedPairs(o).enumerated() {
+            for (i, (k, v)) in o.enumerated() {
                 if i > 0 { put(UInt8(ascii: ",")) }
                 writeString(k)
                 put(UInt8(ascii: ":"))

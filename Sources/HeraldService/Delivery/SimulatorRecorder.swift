@@ -30,7 +30,7 @@ public enum SimulatorRecorder {
         }
         defer { close(fd) }
         for await delivery in deliveries {
-            var headers: [String: JSONValue] = [:]
+            var headers: JSONObject = [:]
             for header in delivery.headers where header.name != "authorization" {
                 headers[header.name] = .string(header.value)
             }

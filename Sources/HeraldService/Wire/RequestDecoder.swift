@@ -90,15 +90,17 @@ struct RequestDecoder {
                     reason: "has \(text.n_translations) locales; the limit is \(Validator.Limits.localesPerText) locales per text"))
                 return nil
             }
-            // Sized at creation: `reserveCapacity` on a dictionary is not
-            // specialized and looks its storage type up at run time.
-            var translations = [String: String](minimumCapacity: text.n_translations)
+            // Straight into the map's storage: sorted (and a repeated
+            // locale's last text kept) once, when complete.
+            var pairs: [(key: String, value: String)] = []
+            pairs.reserveCapacity(text.n_translations)
+            Self.sortByKey(text.translations, text.n_translations) { $0.pointee.key }
             for index in 0..<text.n_translations {
                 guard let entry = text.translations[index]?.pointee else { continue }
                 let locale = localeTag(entry.key, "\(field()).translations") ?? ""
-                translations[locale] = string(entry.value, "\(field()).translations[\(ErrorText.truncated(locale))]")
+                pairs.append((locale, string(entry.value, "\(field()).translations[\(ErrorText.truncated(locale))]")))
             }
-            return .translations(translations)
+            return .translations(SortedMap(pairs))
         }
     }
 
@@ -118,21 +120,47 @@ struct RequestDecoder {
         )
     }
 
+    /// Sorts a parsed map's entry pointers in place (the unpacked request's
+    /// own array) by key, stably, compared as C strings: `strcmp` orders by
+    /// unsigned bytes, ``SortedMap``'s order, and the wire walk has rejected
+    /// keys holding a NUL. The pairs are then decoded in order and
+    /// ``SortedMap`` only checks them. Up to 16 entries, by insertion; larger
+    /// maps are left to ``SortedMap``. An entry without a key stops the sort
+    /// where it is (``SortedMap`` sorts what remains).
+    @inline(__always)
+    private static func sortByKey<Entry>(
+        _ entries: UnsafeMutablePointer<UnsafeMutablePointer<Entry>?>?, _ count: Int,
+        _ key: (UnsafeMutablePointer<Entry>) -> UnsafeMutablePointer<CChar>?
+    ) {
+        guard let entries, count > 1 && count <= 16 else { return }
+        for i in 1..<count {
+            guard let moving = entries[i], let k = key(moving) else { return }
+            var j = i
+            while j > 0, let previous = entries[j - 1], let p = key(previous), strcmp(k, p) < 0 {
+                entries[j] = previous
+                j -= 1
+            }
+            entries[j] = moving
+        }
+    }
+
     /// A `google.protobuf.Struct` as a JSON object; nil when absent.
-    mutating func structObject(_ pointer: UnsafeMutablePointer<Google__Protobuf__Struct>?, _ field: @autoclosure () -> String) -> [String: JSONValue]? {
+    mutating func structObject(_ pointer: UnsafeMutablePointer<Google__Protobuf__Struct>?, _ field: @autoclosure () -> String) -> JSONObject? {
         guard let object = pointer?.pointee else { return nil }
         guard object.n_fields <= Validator.Limits.objectKeys else {
             violations.append(FieldViolation(
                 field: field(), reason: "has \(object.n_fields) keys; the limit is \(Validator.Limits.objectKeys) keys per object"))
             return [:]
         }
-        var result = [String: JSONValue](minimumCapacity: object.n_fields)
+        var members: [(key: String, value: JSONValue)] = []
+        members.reserveCapacity(object.n_fields)
+        Self.sortByKey(object.fields, object.n_fields) { $0.pointee.key }
         for index in 0..<object.n_fields {
             guard let entry = object.fields[index]?.pointee else { continue }
             let key = string(entry.key, field())
-            result[key] = value(entry.value, "\(field()).\(ErrorText.truncated(key))")
+            members.append((key, value(entry.value, "\(field()).\(ErrorText.truncated(key))")))
         }
-        return result
+        return JSONObject(members)
     }
 
     private mutating func value(_ pointer: UnsafeMutablePointer<Google__Protobuf__Value>?, _ field: @autoclosure () -> String) -> JSONValue {

@@ -49,7 +49,7 @@ struct WireWalk {
     init(_ bytes: UnsafeRawBufferPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>) {
         self.bytes = bytes
         path.reserveCapacity(16)  // one allocation for the usual depth
-        _ = walk(from: 0, to: bytes.count, descriptor, depthLeft: Self.nestingLimit)
+        _ = walk(from: 0, to: bytes.count, descriptor, MessageKind(descriptor, wellKnown), depthLeft: Self.nestingLimit)
     }
 
     /// The problem as a violation; `message` names the request type.
@@ -74,10 +74,11 @@ struct WireWalk {
     // MARK: Walk
 
     /// False when the walk must stop (a problem or malformed bytes).
+    /// `kind` is `MessageKind(descriptor)`, found once by the caller.
     private mutating func walk(
-        from start: Int, to end: Int, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, depthLeft: Int
+        from start: Int, to end: Int, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ kind: MessageKind,
+        depthLeft: Int
     ) -> Bool {
-        let kind = MessageKind(descriptor, wellKnown)
         var reader = WireReader(bytes: bytes, offset: start, end: end)
         var seen: UInt64 = 0
         var listIndex = 0
@@ -112,7 +113,8 @@ struct WireWalk {
                 }
                 let sub = fd.descriptor!.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
                 var entered = part(for: fd, kind: kind, listIndex: listIndex)
-                if MessageKind(sub, wellKnown) == .mapEntry {
+                let subKind = MessageKind(sub, wellKnown)
+                if subKind == .mapEntry {
                     switch mapKey(in: payload) {
                     case .nul:
                         problem = .nul(field: render(path + [entered], keyProblem: true))
@@ -125,7 +127,7 @@ struct WireWalk {
                 }
                 path.append(entered)
                 defer { path.removeLast() }
-                guard walk(from: payload.lowerBound, to: payload.upperBound, sub, depthLeft: depthLeft - 1) else { return false }
+                guard walk(from: payload.lowerBound, to: payload.upperBound, sub, subKind, depthLeft: depthLeft - 1) else { return false }
             default:
                 break
             }

@@ -14,11 +14,12 @@ struct SQLiteAllocatorTests {
         _ = try Database(path: path, create: true, busyTimeoutMs: 100)
     }
 
-    @Test("sizes round up (256-byte classes from 1 to 8 KiB); realloc keeps the bytes",
+    @Test("sizes round up (16-byte classes to 1 KiB, 256-byte classes to 8 KiB); realloc keeps the bytes",
           arguments: [1, 8, 1024, 1025, 1268, 3741, 4096, 8192, 8193, 100_000])
     func roundTrip(size: Int32) throws {
         let block = try #require(sqlite3_malloc(size))
-        let expected: Int32 = size > 1024 && size <= 8192 ? (size + 255) / 256 * 256 : (size + 7) / 8 * 8
+        let expected: Int32 = size <= 1024 ? (size + 15) / 16 * 16
+            : size <= 8192 ? (size + 255) / 256 * 256 : (size + 7) / 8 * 8
         #expect(sqlite3_msize(block) == UInt64(expected))
         memset(block, 0x5a, Int(size))
         let grown = try #require(sqlite3_realloc(block, size * 3))

@@ -24,32 +24,7 @@ struct DeferredCallTests {
         #expect(server.server.stats().rpcsInFlight == 0)
     }
 
-    @Test func rstStreamRunsOnCancelAndWritesNothing() async throws {
-        let server = try await TestServer()
-        let client = try RawHTTP2Client(port: server.port)
-        client.sendRequestHeaders(streamID: 1, path: "/test.Deferred/Hang", extra: [("x-key", "rst")])
-        client.sendMessage(streamID: 1, [1, 2, 3])
-        var entered = server.entered.makeAsyncIterator()
-        await entered.next()
-        client.sendReset(streamID: 1)
-        var cancelled = server.cancelled.makeAsyncIterator()
-        #expect(await cancelled.next() == "rst")
-        for reply in server.parked.replies.withLock({ $0 }) {
-            #expect(reply.isCancelled)
-            reply.answer(.success(Array("after the reset".utf8)))
-        }
-        client.sendRequestHeaders(streamID: 3, path: "/test.Echo/Sync")
-        client.sendMessage(streamID: 3, Array("after".utf8))
-        var sawStream3Trailers = false
-        while !sawStream3Trailers, let frame = client.readFrame() {
-            #expect(!(frame.streamID == 1 && (frame.type == 0 || frame.type == 1)))
-            if frame.streamID == 3, frame.type == 1, frame.flags & 0x1 != 0 { sawStream3Trailers = true }
-        }
-        #expect(sawStream3Trailers)
-        client.disconnect()
-        await server.stop()
-        #expect(server.server.stats().rpcsInFlight == 0)
-    }
+    // RST_STREAM: LoopbackTests.rstStreamCancelsTheHandlerAndWritesNothing.
 
     @Test func aThrowBeforeTheReplyIsHandedOnIsTheStatus() async throws {
         let server = try await TestServer()

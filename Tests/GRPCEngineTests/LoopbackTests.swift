@@ -350,16 +350,23 @@ struct LoopbackTests {
         #expect(server.server.stats().connectionsOpen == 0)
     }
 
-    @Test func rstStreamCancelsTheAsyncHandlerAndWritesNothing() async throws {
+    @Test("RST_STREAM cancels the handler (async: its Task; deferred: its onCancel) and nothing is written",
+          arguments: ["/test.Echo/Hang", "/test.Deferred/Hang"])
+    func rstStreamCancelsTheHandlerAndWritesNothing(path: String) async throws {
         let server = try await TestServer()
         let client = try RawHTTP2Client(port: server.port)
-        client.sendRequestHeaders(streamID: 1, path: "/test.Echo/Hang", extra: [("x-key", "rst")])
+        client.sendRequestHeaders(streamID: 1, path: path, extra: [("x-key", "rst")])
         client.sendMessage(streamID: 1, [1, 2, 3])
         var entered = server.entered.makeAsyncIterator()
         await entered.next()
         client.sendReset(streamID: 1)
         var cancelled = server.cancelled.makeAsyncIterator()
         #expect(await cancelled.next() == "rst")
+        // A deferred call's late answer is dropped.
+        for reply in server.parked.replies.withLock({ $0 }) {
+            #expect(reply.isCancelled)
+            reply.answer(.success(Array("after the reset".utf8)))
+        }
         // The connection still serves; stream 1 never got HEADERS or DATA.
         client.sendRequestHeaders(streamID: 3, path: "/test.Echo/Sync")
         client.sendMessage(streamID: 3, Array("after".utf8))

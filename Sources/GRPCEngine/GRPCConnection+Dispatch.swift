@@ -38,7 +38,10 @@ extension GRPCConnection {
             if request.message.count <= inlineBytes {
                 runInline(stream, request, body)
             } else {
-                runOnComputePool(stream, request, body)
+                // The compute threads' queue, bounds and checks are the deferred call's.
+                startDeferred(stream, request, inlineBytes: inlineBytes) { request, reply in
+                    reply.answer(Result { try body(request) })
+                }
             }
         case .async(let body):
             stream.machine.handlerStarted()
@@ -58,10 +61,12 @@ extension GRPCConnection {
         }
     }
 
-    /// A `.deferred` call: started on the loop (or the compute threads past
-    /// `inlineBytes`), answered through its `GRPCReply` from wherever its
-    /// wait ended; the answer is sent on this loop. Cancelled (the reply's
-    /// `onCancel`) on deadline, RST_STREAM or connection loss.
+    /// A `.deferred` call (and a large `.compute` one): started on the loop,
+    /// or past `inlineBytes` queued for the compute threads (bounded; skipped
+    /// if cancelled or past its deadline by the time a thread takes it);
+    /// answered through its `GRPCReply` from wherever its wait ended, the
+    /// answer sent on this loop. Cancelled (the reply's `onCancel`) on
+    /// deadline, RST_STREAM or connection loss.
     func startDeferred(
         _ stream: GRPCStream, _ request: GRPCRequest, inlineBytes: Int,
         _ body: @escaping @Sendable (GRPCRequest, GRPCReply) throws -> Void
@@ -119,40 +124,6 @@ extension GRPCConnection {
             // The stream's path (the same string): naming the request's here
             // made every call copy the request.
             respondError(stream, status(for: error, path: stream.path ?? ""))
-        }
-    }
-
-    /// A large CPU-only call: queued for the compute threads (bounded), its
-    /// answer submitted back on this loop. Skipped if it is cancelled or past
-    /// its deadline by the time a thread takes it.
-    func runOnComputePool(
-        _ stream: GRPCStream, _ request: GRPCRequest, _ body: @escaping @Sendable (GRPCRequest) throws -> [UInt8]
-    ) {
-        let shared = self.shared
-        let limit = shared.configuration.maxQueuedComputeCalls
-        guard shared.computeCalls.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
-            shared.computeCalls.subtract(1, ordering: .relaxed)
-            respondError(stream, GRPCStatus(.resourceExhausted,
-                "server busy: \(limit) large calls already queued (maxQueuedComputeCalls); retry later"))
-            return
-        }
-        stream.machine.handlerStarted()
-        let cancellation = GRPCCallCancellation()
-        stream.cancellation = cancellation
-        let loop = eventLoop
-        let bound = NIOLoopBound(stream, eventLoop: loop)
-        shared.computePool.submit { [self] poolState in
-            defer { shared.computeCalls.subtract(1, ordering: .relaxed) }
-            ComputeThread.lowerPriority()
-            let result: Result<[UInt8], any Error>
-            if poolState != .active || cancellation.isCancelled {
-                result = .failure(CancellationError())
-            } else if let deadline = request.deadlineBox, deadline.hasPassed {
-                result = .failure(GRPCStatus(.deadlineExceeded, "deadline exceeded while queued"))
-            } else {
-                result = Result { try body(request) }
-            }
-            loop.execute { self.asyncFinished(bound.value, result) }
         }
     }
 

@@ -49,7 +49,7 @@ final class GRPCStream {
     var deadline: ContinuousClock.Instant? { deadlineBox?.instant }
     var deadlineTimer: Scheduled<Void>?
     var task: Task<Void, Never>?
-    /// Set while a `.compute` call is queued or running on the compute threads.
+    /// Set while a `.deferred` call (or a large `.compute` one) runs or is queued.
     var cancellation: GRPCCallCancellation?
 
     /// The response's DATA source, kept alive until nghttp2 closes the stream.

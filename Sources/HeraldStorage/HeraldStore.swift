@@ -59,18 +59,6 @@ public protocol HeraldStore: Sendable {
     /// is thrown (the caller has given up; storing would only surprise it).
     func schedule(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome
 
-    /// `schedule(_:deadline:)` answered through `completion` instead of an
-    /// `await`: for a caller with no Task (the gRPC engine's deferred calls).
-    /// `completion` runs once, on whatever thread the write ended (a store's
-    /// own thread), and must not block. The returned closure gives up the
-    /// write — like cancelling the awaiting task: if it has not joined a
-    /// transaction yet, nothing is stored and `completion` gets
-    /// `StoreError.abandoned`.
-    func schedule(
-        _ message: StoredMessage, deadline: ContinuousClock.Instant?,
-        completion: @escaping @Sendable (Result<ScheduleOutcome, any Error>) -> Void
-    ) -> @Sendable () -> Void
-
     /// Cancels the live message of (bundleID, idempotencyKey) when platform,
     /// userID and campaignID also match; otherwise `.notFound`.
     func cancel(
@@ -178,14 +166,6 @@ public protocol HeraldStore: Sendable {
 
     func devices(bundleID: String, platform: Platform, userID: String) async throws -> [Device]
 
-    /// `devices(bundleID:platform:userID:)` without an `await`, for a store
-    /// whose reads are local and short (SQLite: an indexed read on a pooled
-    /// connection); nil for a store that must go over the network.
-    func localDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device]?
-
-    /// Whether `localDevices` reads (true) or always answers nil.
-    var readsLocally: Bool { get }
-
     /// 410 Unregistered handling: removes the registration only if it was last
     /// registered before `timestamp` (APNs' timestamp, in milliseconds).
     func removeDevice(bundleID: String, deviceToken: String, ifRegisteredBefore timestamp: Int64) async throws -> Bool
@@ -238,28 +218,24 @@ extension HeraldStore {
     public func schedule(_ message: StoredMessage) async throws -> ScheduleOutcome {
         try await schedule(message, deadline: nil)
     }
+}
 
-    /// Not local by default.
-    public var readsLocally: Bool { false }
-
-    /// Not local: the caller awaits `devices(bundleID:platform:userID:)`.
-    public func localDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device]? {
-        nil
-    }
-
-    /// The callback form for stores whose writes are async anyway: a Task
-    /// around `schedule(_:deadline:)`; giving up cancels it.
-    public func schedule(
+/// A store whose writes commit on a thread of its own and whose reads are
+/// local and short (SQLite): the Schedule RPC runs on it with no Task — it
+/// validates on the event loop, and the commit callback answers.
+public protocol CallbackScheduling: HeraldStore {
+    /// `schedule(_:deadline:)` answered through `completion` instead of an
+    /// `await`. `completion` runs once, on whatever thread the write ended
+    /// (the store's own), and must not block. The returned closure gives up
+    /// the write — like cancelling the awaiting task: if it has not joined a
+    /// transaction yet, nothing is stored and `completion` gets
+    /// `StoreError.abandoned`.
+    func schedule(
         _ message: StoredMessage, deadline: ContinuousClock.Instant?,
         completion: @escaping @Sendable (Result<ScheduleOutcome, any Error>) -> Void
-    ) -> @Sendable () -> Void {
-        let task = Task {
-            do {
-                completion(.success(try await schedule(message, deadline: deadline)))
-            } catch {
-                completion(.failure(error))
-            }
-        }
-        return { task.cancel() }
-    }
+    ) -> @Sendable () -> Void
+
+    /// `devices(bundleID:platform:userID:)` without an `await` (an indexed
+    /// read on a pooled connection).
+    func localDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device]
 }

@@ -56,9 +56,7 @@ extension SQLiteStore {
         try readDevices(bundleID: bundleID, platform: platform, userID: userID)
     }
 
-    public var readsLocally: Bool { true }
-
-    public func localDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device]? {
+    public func localDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device] {
         try readDevices(bundleID: bundleID, platform: platform, userID: userID)
     }
 

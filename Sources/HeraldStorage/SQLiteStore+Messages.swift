@@ -9,8 +9,9 @@ extension SQLiteStore {
         }
     }
 
-    /// The callback form: a write job whose completion runs on the writer
-    /// (or WAL-sync) thread, with no Task or continuation in between.
+    /// The callback form (`CallbackScheduling`): a write job whose completion
+    /// runs on the writer (or WAL-sync) thread, with no Task or continuation
+    /// in between.
     public func schedule(
         _ message: StoredMessage, deadline: ContinuousClock.Instant?,
         completion: @escaping @Sendable (Result<ScheduleOutcome, any Error>) -> Void

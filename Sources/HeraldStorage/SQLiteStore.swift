@@ -15,7 +15,7 @@ import Darwin
 /// survives kill -9 *and* power loss — its caller resumes only after the WAL
 /// was fsynced (`synchronous=FULL`) — and group commit amortizes that fsync
 /// over every write queued meanwhile.
-public final class SQLiteStore: HeraldStore {
+public final class SQLiteStore: CallbackScheduling {
     /// When a write is acknowledged, relative to the disk.
     public enum Durability: Sendable {
         /// Default. SQLite's `synchronous=FULL`: the WAL is fsynced inside

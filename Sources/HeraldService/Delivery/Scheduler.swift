@@ -114,12 +114,10 @@ public actor Scheduler {
     func drainInbox() {
         for change in inbox.take() {
             switch change {
-            // As `schedule`/`unschedule`, without the wake-up: the loop
-            // drains only where it is about to look at the index.
-            case .schedule(let id, let dueAt):
-                if shared != nil { hint = min(hint, dueAt) } else { index.insert(id: id, dueAt: dueAt) }
-            case .unschedule(let id):
-                index.remove(id: id)
+            // No wake-up: the loop drains only where it is about to look
+            // at the index.
+            case .schedule(let id, let dueAt): place(id: id, dueAt: dueAt)
+            case .unschedule(let id): index.remove(id: id)
             }
         }
     }
@@ -127,13 +125,18 @@ public actor Scheduler {
     /// Schedules (or reschedules) `id` at `dueAt`.
     public func schedule(id: String, dueAt: Int64) {
         drainInbox()  // what was enqueued before comes first
+        place(id: id, dueAt: dueAt)
+        if dueAt < waitingUntil { wakeups.signal() }
+    }
+
+    /// Puts `id` in the index, or (polling) only notes how soon to poll: it
+    /// is stored already and the poll finds it.
+    private func place(id: String, dueAt: Int64) {
         if shared != nil {
-            // Stored already: the poll finds it; only wake it sooner.
             hint = min(hint, dueAt)
         } else {
             index.insert(id: id, dueAt: dueAt)
         }
-        if dueAt < waitingUntil { wakeups.signal() }
     }
 
     /// A dispatch gave its claim back (its route is saturated): the next

@@ -24,13 +24,19 @@ struct DeliveryRoutes: Sendable {
         let report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
         let devices = DeviceHandlers(policy: policy, store: store, clock: clock)
         return [
-            (ScheduleService.path, store.readsLocally
-                ? DomainStatus.deferred(inlineBytes: ScheduleService.inlineBytes, schedule.schedule(_:reply:))
-                : DomainStatus.async(schedule.schedule)),
+            (ScheduleService.path, scheduleHandler(schedule, store: store)),
             (CancelService.path, DomainStatus.async(cancel.cancel)),
             (ReportEventService.path, DomainStatus.async(report.report)),
             (DeviceHandlers.registerPath, DomainStatus.async(devices.register)),
             (DeviceHandlers.unregisterPath, DomainStatus.async(devices.unregister)),
         ]
+    }
+
+    /// Without a Task on a `CallbackScheduling` store (SQLite); awaited otherwise.
+    private func scheduleHandler(_ schedule: ScheduleService, store: any HeraldStore) -> GRPCUnaryHandler {
+        guard let local = store as? any CallbackScheduling else { return DomainStatus.async(schedule.schedule) }
+        return DomainStatus.deferred(inlineBytes: ScheduleService.inlineBytes) { request, reply in
+            try schedule.schedule(request, reply: reply, on: local)
+        }
     }
 }

@@ -31,15 +31,15 @@ struct ScheduleService: Sendable {
 
     /// The RPC without a Task: decode and validate here, store through the
     /// store's callback, answer on the call's loop once it committed.
-    /// For a store whose device reads are local (`HeraldStore.localDevices`).
-    func schedule(_ request: GRPCRequest, reply: DomainReply) throws {
+    /// On `local` (this service's store, when it is a `CallbackScheduling` one).
+    func schedule(_ request: GRPCRequest, reply: DomainReply, on local: any CallbackScheduling) throws {
         let accepted = try prepare(request)
-        let giveUp = store.schedule(accepted.stored, deadline: request.deadline) { [self] outcome in
+        let giveUp = local.schedule(accepted.stored, deadline: request.deadline) { [self] outcome in
             switch outcome {
             case .success(let outcome):
                 reply.answerOnLoop {
                     try answer(outcome, accepted) { message in
-                        try store.localDevices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
+                        try local.localDevices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
                     }
                 }
             case .failure(let error):
@@ -55,9 +55,9 @@ struct ScheduleService: Sendable {
         // Past the caller's deadline the write is dropped before it commits:
         // a caller told DEADLINE_EXCEEDED finds nothing stored.
         let outcome = try await store.schedule(accepted.stored, deadline: request.deadline)
-        var devices: [Device]?
+        var devices: [Device] = []
         if case .scheduled(let message, _) = outcome {
-            devices = try? await store.devices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
+            devices = (try? await store.devices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)) ?? []
         }
         return try answer(outcome, accepted) { _ in devices }
     }
@@ -116,7 +116,7 @@ struct ScheduleService: Sendable {
     /// is queued for the scheduler's loop) and packs the answer, with the
     /// warnings read from the devices (a failed read costs the answer nothing).
     func answer(
-        _ outcome: ScheduleOutcome, _ accepted: Accepted, devices: (StoredMessage) throws -> [Device]?
+        _ outcome: ScheduleOutcome, _ accepted: Accepted, devices: (StoredMessage) throws -> [Device]
     ) throws -> [UInt8] {
         switch outcome {
         case .alreadyExists(let existing):
@@ -126,7 +126,7 @@ struct ScheduleService: Sendable {
                 + "already \(existing.isSending ? "being sent" : existing.state.rawValue): a key never causes a second delivery")
         case .scheduled(let message, let supersededID):
             scheduler.enqueue(id: message.id, dueAt: message.dueAt, superseding: supersededID)
-            let devices = ((try? devices(message)) ?? nil) ?? []
+            let devices = (try? devices(message)) ?? []
             let warnings = coverage.warnings(bundleID: message.bundleID, platform: message.platform, userID: message.userID,
                                              devices: devices)
             return Self.response(message, key: accepted.key ?? "", sendAt: accepted.sendAt, replaced: supersededID != nil,

@@ -65,22 +65,17 @@ enum ProtobufC {
         } ?? protobuf_c_message_unpack(descriptor, allocator, 0, &empty)
     }
 
-    /// `bytes` (a valid `M`) without unknown fields and without the named
-    /// top-level fields, repeated embedded messages merged: what may be
-    /// stored. The bytes themselves when there is nothing to remove.
-    static func cleaned<M: GeneratedMessage>(_ type: M.Type, _ bytes: [UInt8], dropping fields: Set<String>) -> [UInt8] {
-        cleaned(M.self, bytes, droppingNumbers: fieldNumbers(M.self, fields))
-    }
-
     /// The numbers of `M`'s top-level fields named `fields` (unknown names
-    /// are left out).
+    /// are left out), for ``cleaned(_:_:droppingNumbers:)``.
     static func fieldNumbers<M: GeneratedMessage>(_ type: M.Type, _ fields: Set<String>) -> Set<UInt32> {
         Set(fields.compactMap { name in
             protobuf_c_message_descriptor_get_field_by_name(M.descriptor, name).map { $0.pointee.id }
         })
     }
 
-    /// ``cleaned(_:_:dropping:)`` with the fields given by number.
+    /// `bytes` (a valid `M`) without unknown fields and without the top-level
+    /// fields numbered `numbers`, repeated embedded messages merged: what may
+    /// be stored. The bytes themselves when there is nothing to remove.
     static func cleaned<M: GeneratedMessage>(_ type: M.Type, _ bytes: [UInt8], droppingNumbers numbers: Set<UInt32>) -> [UInt8] {
         let descriptor = M.descriptor
         return bytes.withUnsafeBytes { buffer in

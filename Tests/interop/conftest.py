@@ -6,6 +6,7 @@ import importlib
 import os
 import pathlib
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -177,6 +178,20 @@ def routed_apns_simulator(tmp_path, bundle: str):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "herald_args(*flags): flags for the `server` fixture's herald serve")
+    # Every `tempfile.mkdtemp` of the run (data dirs, stubs, certificates)
+    # goes under one root that the end of the session removes, pass or fail.
+    # 0755: a test runs herald as `nobody` on a data dir below it.
+    root = tempfile.mkdtemp(prefix="herald-interop-")
+    os.chmod(root, 0o755)
+    config._herald_tmp_root = root
+    tempfile.tempdir = root
+
+
+def pytest_unconfigure(config):
+    root = getattr(config, "_herald_tmp_root", None)
+    if root:
+        tempfile.tempdir = None
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def write_service_account(directory, project="herald-test", *, token_uri="https://oauth2.googleapis.com/token",

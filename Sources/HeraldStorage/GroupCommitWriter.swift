@@ -22,6 +22,9 @@ protocol WriteJob: AnyObject {
     func run(_ db: Database, isolated: Bool) -> (any Error)?
     /// True when the caller no longer wants it (see `WriteAbandonment`).
     var isAbandoned: Bool { get }
+    /// True when it may leave its inserts in `Database.insertBatch`; the
+    /// writer flushes that batch before any job for which this is false.
+    var defersInserts: Bool { get }
     /// Resumes the caller: with the operation's result after a commit, or
     /// with `commitError` when the batch did not commit.
     func finish(commitError: (any Error)?)
@@ -48,8 +51,9 @@ final class WriteAbandonment: Sendable {
 extension CallbackWriteJob {
     /// A write whose caller awaits its `T` through a continuation.
     convenience init(body: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>,
-                     abandonment: WriteAbandonment? = nil) {
-        self.init(body: body, completion: { continuation.resume(with: $0) }, abandonment: abandonment)
+                     abandonment: WriteAbandonment? = nil, defersInserts: Bool = false) {
+        self.init(body: body, completion: { continuation.resume(with: $0) }, abandonment: abandonment,
+                  defersInserts: defersInserts)
     }
 }
 
@@ -60,12 +64,14 @@ final class CallbackWriteJob<T: Sendable>: WriteJob, Sendable {
     private let completion: @Sendable (Result<T, any Error>) -> Void
     private let result = Mutex<Result<T, any Error>?>(nil)
     let abandonment: WriteAbandonment?
+    let defersInserts: Bool
 
     init(body: @escaping @Sendable (Database) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void,
-         abandonment: WriteAbandonment? = nil) {
+         abandonment: WriteAbandonment? = nil, defersInserts: Bool = false) {
         self.body = body
         self.completion = completion
         self.abandonment = abandonment
+        self.defersInserts = defersInserts
     }
 
     var isAbandoned: Bool { abandonment?.isAbandoned ?? false }
@@ -119,6 +125,8 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// When set, callers resume only after it synced the WAL.
     let syncer: WALSyncer?
     private let commitObserver: (@Sendable (Duration) -> Void)?
+    /// Writer thread only: the fast path's gathered inserts.
+    private let insertBatch = MessageInsertBatch()
 
     init(
         database: Database, maxBatch: Int, checkpointer: Checkpointer, syncer: WALSyncer?,
@@ -144,13 +152,14 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// Queues `body` and awaits its commit, unless `abandonment` says the
     /// caller gave up (deadline passed, task cancelled) before the write
     /// joined a transaction: then nothing is written and it throws
-    /// `StoreError.abandoned`.
+    /// `StoreError.abandoned`. `defersInserts`: see `WriteJob`.
     func write<T: Sendable>(
-        abandonment: WriteAbandonment, _ body: @escaping @Sendable (Database) throws -> T
+        abandonment: WriteAbandonment, defersInserts: Bool = false, _ body: @escaping @Sendable (Database) throws -> T
     ) async throws -> T {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                enqueue(CallbackWriteJob(body: body, continuation: continuation, abandonment: abandonment))
+                enqueue(CallbackWriteJob(
+                    body: body, continuation: continuation, abandonment: abandonment, defersInserts: defersInserts))
             }
         } onCancel: {
             abandonment.cancel()
@@ -161,10 +170,10 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// `StoreError.abandoned` if `abandonment` said so first), on the writer
     /// or WAL-sync thread: it must not block.
     func write<T: Sendable>(
-        abandonment: WriteAbandonment, _ body: @escaping @Sendable (Database) throws -> T,
+        abandonment: WriteAbandonment, defersInserts: Bool = false, _ body: @escaping @Sendable (Database) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        enqueue(CallbackWriteJob(body: body, completion: completion, abandonment: abandonment))
+        enqueue(CallbackWriteJob(body: body, completion: completion, abandonment: abandonment, defersInserts: defersInserts))
     }
 
     private func enqueue(_ job: any WriteJob) {
@@ -237,7 +246,8 @@ final class GroupCommitWriter: @unchecked Sendable {
     }
 
     /// Commits `batch` in one transaction. Fast path: every operation runs
-    /// straight in the transaction. A savepoint per operation would copy each
+    /// straight in the transaction, Schedules' rows gathered into
+    /// multi-row statements (`MessageInsertBatch`). A savepoint per operation would copy each
     /// page it touches into the statement sub-journal — most of a page per
     /// write — so it is only paid when an operation fails: then the batch is
     /// rolled back and run again with a savepoint around each operation, so
@@ -257,10 +267,22 @@ final class GroupCommitWriter: @unchecked Sendable {
         do {
             try db.run("BEGIN IMMEDIATE")
             var anyFailed = false
-            for job in batch where job.run(db, isolated: false) != nil {
-                anyFailed = true
-                break
+            db.insertBatch = insertBatch
+            for job in batch {
+                if !job.defersInserts, !flushInserts() {
+                    anyFailed = true
+                    break
+                }
+                if job.run(db, isolated: false) != nil {
+                    anyFailed = true
+                    break
+                }
             }
+            if !anyFailed, !flushInserts() {
+                anyFailed = true
+            }
+            db.insertBatch = nil
+            insertBatch.removeAll()
             if anyFailed {
                 if sqlite3_get_autocommit(db.handle) == 0 {
                     try db.run("ROLLBACK")
@@ -312,6 +334,17 @@ final class GroupCommitWriter: @unchecked Sendable {
             db.restartCheckpoint()
         } else if db.walFrames >= checkpointPages {
             checkpointer.request()
+        }
+    }
+
+    /// Writes the gathered inserts; false when that failed (the batch then
+    /// takes the savepoint path, where nothing is gathered).
+    private func flushInserts() -> Bool {
+        do {
+            try insertBatch.flush(db)
+            return true
+        } catch {
+            return false
         }
     }
 }

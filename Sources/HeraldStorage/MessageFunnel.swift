@@ -1,9 +1,10 @@
 import HeraldCore
 
 /// A message's state and milestones in one small integer (the `funnel`
-/// column, kept by triggers; see `SchemaV4`): bits 0–3 say whether it was
-/// handed off, sent, displayed, opened; bits 4–6 how it ended (0 for every
-/// state that is not one of the ends counted, or superseded).
+/// column, written by the INSERT and kept by an UPDATE trigger; see
+/// `SchemaV4`, `SchemaV6`): bits 0–3 say whether it was handed off, sent,
+/// displayed, opened; bits 4–6 how it ended (0 for every state that is not
+/// one of the ends counted, or superseded).
 public struct MessageFunnel: Hashable, Sendable {
     public var rawValue: Int
 
@@ -20,6 +21,20 @@ public struct MessageFunnel: Hashable, Sendable {
         + (\(prefix)handed_off_at IS NOT NULL) + 2 * (\(prefix)sent_at IS NOT NULL) \
         + 4 * (\(prefix)displayed_at IS NOT NULL) + 8 * (\(prefix)opened_at IS NOT NULL))
         """
+    }
+
+    /// The funnel of a row as it is inserted: its state's end, no milestone
+    /// (the milestone columns are not written by an INSERT). Equal to
+    /// `expression` over the new row, which the INSERT trigger used to run.
+    static func atInsert(_ state: MessageState) -> Int {
+        switch state {
+        case .cancelled: cancelled << 4
+        case .failed: failed << 4
+        case .expired: expired << 4
+        case .noDevices: noDevices << 4
+        case .superseded: superseded << 4
+        case .scheduled, .handedOff, .sent, .displayed: 0
+        }
     }
 
     var end: Int { rawValue >> 4 }

@@ -40,10 +40,28 @@ enum MessageRows {
         """
     }
 
-    static let insertSQL = """
-        INSERT INTO messages(\(columns))
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
-        """
+    /// The INSERT of `rows` messages: `columns` plus `funnel`, one
+    /// `(?, …)` group of `insertWidth` parameters per row.
+    static func insertSQL(rows: Int) -> String {
+        let group = "(" + Array(repeating: "?", count: Int(insertWidth)).joined(separator: ", ") + ")"
+        return "INSERT INTO messages(\(columns), funnel) VALUES "
+            + Array(repeating: group, count: rows).joined(separator: ", ")
+    }
+
+    /// Parameters per inserted row.
+    static let insertWidth: Int32 = 22
+
+    /// Adds `n` to the count of `state` (the INSERT has no count trigger
+    /// since schema v6; UPDATE and DELETE keep theirs).
+    static func count(_ db: Database, _ state: MessageState, _ n: Int) throws {
+        try db.run("""
+            INSERT INTO state_counts(state, n) VALUES (?1, ?2)
+            ON CONFLICT(state) DO UPDATE SET n = n + excluded.n
+            """) {
+            try $0.bind(state.rawValue, at: 1)
+            try $0.bind(n, at: 2)
+        }
+    }
 
     /// Releases claims (`WHERE sending_since IS NOT NULL` plus the caller's
     /// terms; ?1 = now): the message waits again in its pre-claim state.
@@ -99,30 +117,30 @@ enum MessageRows {
         return message
     }
 
-    static func insert(_ db: Database, _ m: StoredMessage) throws {
-        try db.run(insertSQL) { s in
-            try s.bind(m.id, at: 1)
-            try s.bind(m.bundleID, at: 2)
-            try s.bind(m.platform.rawValue, at: 3)
-            try s.bind(m.userID, at: 4)
-            try s.bind(m.campaignID, at: 5)
-            try s.bind(m.idempotencyKey, at: 6)
-            try s.bind(m.deliveryMethod.rawValue, at: 7)
-            try s.bind(m.abTest, at: 8)
-            try s.bind(m.windowStart, at: 9)
-            try s.bind(m.windowEnd, at: 10)
-            try s.bind(m.dueAt, at: 11)
-            try s.bind(m.state.rawValue, at: 12)
-            try s.bind(m.createdAt, at: 13)
-            try s.bind(m.updatedAt, at: 14)
-            try s.bind(m.attempts, at: 15)
-            try s.bind(m.lastError, at: 16)
-            try s.bind(m.apnsID, at: 17)
-            try s.bind(m.sendingSince, at: 18)
-            try s.bind(m.sendStartedAt, at: 19)
-            try s.bind(m.pushStartedAt, at: 20)
-            try s.bind(m.request, at: 21)
-        }
+    /// Binds `m`'s `columns` to parameters `offset + 1 … offset + 21` (the
+    /// INSERT's `funnel` is parameter `offset + 22`).
+    static func bind(_ m: StoredMessage, to s: Statement, after offset: Int32) throws {
+        try s.bind(m.id, at: offset + 1)
+        try s.bind(m.bundleID, at: offset + 2)
+        try s.bind(m.platform.rawValue, at: offset + 3)
+        try s.bind(m.userID, at: offset + 4)
+        try s.bind(m.campaignID, at: offset + 5)
+        try s.bind(m.idempotencyKey, at: offset + 6)
+        try s.bind(m.deliveryMethod.rawValue, at: offset + 7)
+        try s.bind(m.abTest, at: offset + 8)
+        try s.bind(m.windowStart, at: offset + 9)
+        try s.bind(m.windowEnd, at: offset + 10)
+        try s.bind(m.dueAt, at: offset + 11)
+        try s.bind(m.state.rawValue, at: offset + 12)
+        try s.bind(m.createdAt, at: offset + 13)
+        try s.bind(m.updatedAt, at: offset + 14)
+        try s.bind(m.attempts, at: offset + 15)
+        try s.bind(m.lastError, at: offset + 16)
+        try s.bind(m.apnsID, at: offset + 17)
+        try s.bind(m.sendingSince, at: offset + 18)
+        try s.bind(m.sendStartedAt, at: offset + 19)
+        try s.bind(m.pushStartedAt, at: offset + 20)
+        try s.bind(m.request, at: offset + 21)
     }
 
     static func decode(_ s: Statement) throws -> StoredMessage {

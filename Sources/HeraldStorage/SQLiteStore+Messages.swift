@@ -4,7 +4,7 @@ extension SQLiteStore {
     // MARK: Messages (API)
 
     public func schedule(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
-        try await writer.write(abandonment: WriteAbandonment(deadline: deadline)) { db in
+        try await writer.write(abandonment: WriteAbandonment(deadline: deadline), defersInserts: true) { db in
             try Self.schedule(message, db)
         }
     }
@@ -17,14 +17,22 @@ extension SQLiteStore {
         completion: @escaping @Sendable (Result<ScheduleOutcome, any Error>) -> Void
     ) -> @Sendable () -> Void {
         let abandonment = WriteAbandonment(deadline: deadline)
-        writer.write(abandonment: abandonment, { db in try Self.schedule(message, db) }, completion: completion)
+        writer.write(
+            abandonment: abandonment, defersInserts: true, { db in try Self.schedule(message, db) }, completion: completion)
         return { abandonment.cancel() }
     }
 
     /// One Schedule inside the writer's transaction (see `HeraldStore.schedule`).
+    /// Its rows go into the writer's `MessageInsertBatch` when there is one.
     private static func schedule(_ message: StoredMessage, _ db: Database) throws -> ScheduleOutcome {
+        let batch = db.insertBatch
         var supersededID: String?
         if let key = message.idempotencyKey {
+            // The live-key look-up reads the table: a same-key Schedule of
+            // this batch must be in it first.
+            if let batch, batch.contains(bundleID: message.bundleID, key: key) {
+                try batch.flush(db)
+            }
             if let existing = try MessageRows.live(db, bundleID: message.bundleID, key: key) {
                 if existing.keySpent {
                     return .alreadyExists(existing)
@@ -34,19 +42,20 @@ extension SQLiteStore {
                     supersededID = existing.id
                 }
             }
-            try MessageRows.insert(db, message)
-            try db.run("""
-                INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES (?1, ?2, ?3)
-                ON CONFLICT(bundle_id, idempotency_key) DO UPDATE SET message_id = excluded.message_id
-                """) {
-                try $0.bind(message.bundleID, at: 1)
-                try $0.bind(key, at: 2)
-                try $0.bind(message.id, at: 3)
-            }
+        }
+        if let batch {
+            batch.append(message)
         } else {
-            try MessageRows.insert(db, message)
+            try insert([message], db)
         }
         return .scheduled(message, supersededID: supersededID)
+    }
+
+    /// Inserts `messages` (rows, live keys, counts) at once.
+    static func insert(_ messages: [StoredMessage], _ db: Database) throws {
+        let batch = MessageInsertBatch()
+        messages.forEach(batch.append)
+        try batch.flush(db)
     }
 
     public func cancel(

@@ -214,18 +214,7 @@ public final class SQLiteStore: CallbackScheduling {
     /// Inserts many messages in one write, without last-request-wins checks
     /// (seeding benchmarks and tests; keys must be unique).
     func importMessages(_ messages: [StoredMessage]) async throws {
-        try await write { db in
-            for message in messages {
-                try MessageRows.insert(db, message)
-                if let key = message.idempotencyKey {
-                    try db.run("INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES (?1, ?2, ?3)") {
-                        try $0.bind(message.bundleID, at: 1)
-                        try $0.bind(key, at: 2)
-                        try $0.bind(message.id, at: 3)
-                    }
-                }
-            }
-        }
+        try await write { db in try Self.insert(messages, db) }
     }
 
     /// A write through the group-commit writer that changes nothing (it

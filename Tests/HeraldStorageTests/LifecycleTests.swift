@@ -89,7 +89,7 @@ struct LifecycleTests {
                     try db.execute(Schema.v2)
                     try db.execute("PRAGMA user_version = 2")
                 }
-                try MessageRows.insert(db, message)
+                try insertBeforeV6(db, message)
                 for (index, row) in old.enumerated() {
                     try db.run("INSERT INTO outcomes(message_id, device_token, status, reason, at) VALUES (?1, ?2, ?3, ?4, ?5)") {
                         try $0.bind(message.id, at: 1)

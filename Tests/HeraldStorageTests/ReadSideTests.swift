@@ -54,8 +54,8 @@ struct ReadSideTests {
                     for migration in [Schema.v1, Schema.v2, Schema.v3] { try db.execute(migration) }
                     try db.execute("PRAGMA user_version = 3")
                 }
-                try MessageRows.insert(db, handed)
-                try MessageRows.insert(db, nobody)
+                try insertBeforeV6(db, handed)
+                try insertBeforeV6(db, nobody)
                 for (status, at) in [("handed_off", 10), ("sent", 20), ("displayed", 30), ("opened", 40), ("opened", 50)] {
                     try db.run("INSERT INTO outcomes(message_id, device_token, status, at) VALUES ('handed', 't', ?1, ?2)") {
                         try $0.bind(status, at: 1)

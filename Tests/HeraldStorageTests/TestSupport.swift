@@ -44,6 +44,15 @@ func makeMessage(
         request: request, createdAt: createdAt)
 }
 
+/// Inserts `m` as builds before schema v6 did, into a database migrated to
+/// an older version: no `funnel` column written, the INSERT trigger counts.
+func insertBeforeV6(_ db: Database, _ m: StoredMessage) throws {
+    let parameters = (1...21).map { "?\($0)" }.joined(separator: ", ")
+    try db.run("INSERT INTO messages(\(MessageRows.columns)) VALUES (\(parameters))") {
+        try MessageRows.bind(m, to: $0, after: 0)
+    }
+}
+
 func fileBytes(_ path: String) -> Data? {
     FileManager.default.contents(atPath: path)
 }

@@ -40,6 +40,10 @@ final class Database {
 
     private var isClosed = false
 
+    /// Where Schedules put their rows during the writer's batch fast path
+    /// (see `MessageInsertBatch`); nil elsewhere: insert at once.
+    var insertBatch: MessageInsertBatch?
+
     /// Frames in the WAL after the last commit on this connection, when
     /// `trackWALSize()` was called.
     var walFrames = 0

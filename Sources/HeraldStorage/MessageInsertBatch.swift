@@ -1,0 +1,102 @@
+import HeraldCore
+
+/// The messages one group-commit transaction inserts, written together:
+/// one multi-row INSERT into `messages` per chunk, one multi-row upsert into
+/// `message_keys`, one `state_counts` change per state (issue 14: "group
+/// commit writes each batch as one multi-row statement").
+///
+/// Schedule jobs append here (`Database.insertBatch`, set by the writer for
+/// the batch's fast path) instead of inserting one row each. The writer
+/// flushes before any job that does not append (so every other write, and
+/// its reads, see the rows) and before COMMIT; a Schedule whose (bundle, key)
+/// is already in the batch flushes first, so the live-key look-up finds it.
+/// A failed flush fails the batch's fast path, and the writer runs every job
+/// again, each in its own savepoint, with no batch: rows inserted one by one.
+final class MessageInsertBatch {
+    private struct Key: Hashable {
+        var bundleID: String
+        var key: String
+    }
+
+    private var messages: [StoredMessage] = []
+    private var keys: Set<Key> = []
+
+    var isEmpty: Bool { messages.isEmpty }
+    var count: Int { messages.count }
+
+    /// Whether a message with this (bundle, key) waits in the batch.
+    func contains(bundleID: String, key: String) -> Bool {
+        !keys.isEmpty && keys.contains(Key(bundleID: bundleID, key: key))
+    }
+
+    func append(_ message: StoredMessage) {
+        messages.append(message)
+        if let key = message.idempotencyKey {
+            keys.insert(Key(bundleID: message.bundleID, key: key))
+        }
+    }
+
+    func removeAll() {
+        messages.removeAll(keepingCapacity: true)
+        keys.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes the batch and empties it (also when it throws: the caller
+    /// rolls the transaction back).
+    func flush(_ db: Database) throws {
+        guard !messages.isEmpty else { return }
+        defer { removeAll() }
+        try Self.chunked(messages.count, width: MessageRows.insertWidth, sql: Self.messageSQL, db) { s, offset, row in
+            try MessageRows.bind(messages[row], to: s, after: offset)
+            try s.bind(MessageFunnel.atInsert(messages[row].state), at: offset + 22)
+        }
+        let keyed = messages.indices.filter { messages[$0].idempotencyKey != nil }
+        try Self.chunked(keyed.count, width: 3, sql: Self.keySQL, db) { s, offset, row in
+            let message = messages[keyed[row]]
+            try s.bind(message.bundleID, at: offset + 1)
+            try s.bind(message.idempotencyKey, at: offset + 2)
+            try s.bind(message.id, at: offset + 3)
+        }
+        // Nearly always one state (SCHEDULED): counted without a dictionary.
+        var state = messages[0].state, n = 0
+        for message in messages {
+            if message.state != state {
+                try MessageRows.count(db, state, n)
+                state = message.state
+                n = 0
+            }
+            n += 1
+        }
+        try MessageRows.count(db, state, n)
+    }
+
+    /// Chunk sizes, largest first: powers of two, so any count is at most
+    /// `count / 64 + 6` statements and seven cached statements per table.
+    private static let sizes = [64, 32, 16, 8, 4, 2, 1]
+    private static let messageSQL = sizes.map { MessageRows.insertSQL(rows: $0) }
+    private static let keySQL = sizes.map { rows in
+        "INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES "
+            + Array(repeating: "(?, ?, ?)", count: rows).joined(separator: ", ")
+            + " ON CONFLICT(bundle_id, idempotency_key) DO UPDATE SET message_id = excluded.message_id"
+    }
+
+    /// Runs `total` rows through the multi-row statements `sql` (one per
+    /// entry of `sizes`), `bind` filling row `row` after parameter `offset`.
+    private static func chunked(
+        _ total: Int, width: Int32, sql: [String], _ db: Database,
+        bind: (Statement, _ offset: Int32, _ row: Int) throws -> Void
+    ) throws {
+        var row = 0
+        for (index, size) in sizes.enumerated() {
+            while total - row >= size {
+                let statement = try db.cached(sql[index])
+                for item in 0..<size {
+                    try bind(statement, Int32(item) * width, row + item)
+                }
+                try statement.run()
+                statement.reset()
+                row += size
+            }
+        }
+    }
+}

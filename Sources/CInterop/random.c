@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#define RANDOM_BUFFER_BYTES 256
+#define RANDOM_BUFFER_BYTES 4096
 
 static __thread unsigned char random_buffer[RANDOM_BUFFER_BYTES];
 static __thread size_t random_left;

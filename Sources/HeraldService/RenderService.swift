@@ -78,12 +78,10 @@ struct RenderService: Sendable {
         return response
     }
 
-    /// A random `apns-id` from the thread's buffered getrandom output (the
-    /// system's generator takes two system calls per UUID).
+    /// A random `apns-id` (see `ThreadRandom`).
     private static func apnsID() -> String {
-        var bits: (UInt64, UInt64) = (0, 0)
-        let status = withUnsafeMutableBytes(of: &bits) { cinterop_random_bytes($0.baseAddress, $0.count) }
-        return status == 0 ? UUIDv4.make(randA: bits.0, randB: bits.1) : UUIDv4.make()
+        var random = ThreadRandom()
+        return UUIDv4.make(randA: random.next(), randB: random.next())
     }
 
     private func fill(

@@ -163,15 +163,15 @@ struct RenderArenaTests {
 struct BufferedRandomTests {
     @Test func drawsAreDistinctAcrossRefillsAndOversizedRequestsAreRefused() throws {
         var seen = Set<[UInt8]>()
-        for _ in 0..<5_000 {  // 16 bytes each: 312 refills of the 256-byte buffer
+        for _ in 0..<5_000 {  // 16 bytes each: 19 refills of the 4,096-byte buffer
             var draw = [UInt8](repeating: 0, count: 16)
             #expect(draw.withUnsafeMutableBytes { cinterop_random_bytes($0.baseAddress, 16) } == 0)
             seen.insert(draw)
         }
         #expect(seen.count == 5_000)
         #expect(!seen.contains([UInt8](repeating: 0, count: 16)))
-        var big = [UInt8](repeating: 0, count: 257)
-        #expect(big.withUnsafeMutableBytes { cinterop_random_bytes($0.baseAddress, 257) } == -1)
+        var big = [UInt8](repeating: 0, count: 4_097)
+        #expect(big.withUnsafeMutableBytes { cinterop_random_bytes($0.baseAddress, 4_097) } == -1)
     }
 
     @Test func renderGivesEachReplyItsOwnVersion4APNsID() throws {

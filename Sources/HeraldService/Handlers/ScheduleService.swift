@@ -88,7 +88,10 @@ struct ScheduleService: Sendable {
             input, now: Timestamp(milliseconds: now), split: split, graceSeconds: graceSeconds,
             // Time-ordered (UUIDv7), like message ids: inserts append to the
             // key index instead of dirtying a random page per Schedule.
-            generateIdempotencyKey: { UUIDv7.make(now: now) })
+            generateIdempotencyKey: {
+                var random = ThreadRandom()
+                return UUIDv7.make(now: now, randA: random.next(), randB: random.next())
+            })
         let message = validated.message
         guard message.isEnabled(on: message.platform) else {
             let override = message.platform == .ios ? "ios" : "android"
@@ -97,8 +100,9 @@ struct ScheduleService: Sendable {
         if let missing = coverage.missing(bundleID: message.bundleID, platform: message.platform) {
             throw GRPCStatus(.failedPrecondition, missing)
         }
+        var random = ThreadRandom()
         let stored = StoredMessage(
-            id: UUIDv7.make(now: now), bundleID: message.bundleID, platform: message.platform, userID: validated.userID,
+            id: UUIDv7.make(now: now, randA: random.next(), randB: random.next()), bundleID: message.bundleID, platform: message.platform, userID: validated.userID,
             campaignID: validated.campaignID, idempotencyKey: message.idempotencyKey,
             deliveryMethod: validated.method, abTest: validated.abTest,
             windowStart: validated.window.start.milliseconds, windowEnd: validated.window.end.milliseconds,

@@ -29,15 +29,14 @@ struct DeliveryCoverage: Sendable {
     /// Why no configured route or sender could ever deliver a message of
     /// `platform` for `bundleID`; nil when one could.
     func missing(bundleID: String, platform: Platform) -> String? {
-        let bundle = ErrorText.quote(bundleID)
         switch platform {
         case .ios:
             guard apnsEnvironments(bundleID).isEmpty else { return nil }
-            return "bundle_id \(bundle), platform PLATFORM_IOS: no APNs route serves this bundle "
+            return "bundle_id \(ErrorText.quote(bundleID)), platform PLATFORM_IOS: no APNs route serves this bundle "
                 + "(add one with --apns-route … bundles=\(bundleID)); nothing was stored"
         case .android:
             guard !fcmRouted(bundleID) else { return nil }
-            return "bundle_id \(bundle), platform PLATFORM_ANDROID: no FCM route serves this bundle "
+            return "bundle_id \(ErrorText.quote(bundleID)), platform PLATFORM_ANDROID: no FCM route serves this bundle "
                 + "(add one with --fcm-route … bundles=\(bundleID)); nothing was stored"
         }
     }

@@ -20,13 +20,18 @@ final class PostgresBatcher<Item: Sendable, Output: Sendable>: Sendable {
         let item: Item
         let deadline: ContinuousClock.Instant?
         let cancelled = Atomic<Bool>(false)
-        let continuation: CheckedContinuation<Output, any Error>
+        let completion: @Sendable (Result<Output, any Error>) -> Void
 
-        init(_ item: Item, _ deadline: ContinuousClock.Instant?, _ continuation: CheckedContinuation<Output, any Error>) {
+        init(_ item: Item, _ deadline: ContinuousClock.Instant?,
+             _ completion: @escaping @Sendable (Result<Output, any Error>) -> Void) {
             self.item = item
             self.deadline = deadline
-            self.continuation = continuation
+            self.completion = completion
         }
+
+        /// The caller gave up: if its batch has not formed yet, it is
+        /// answered `StoreError.abandoned` and written nowhere.
+        func cancel() { cancelled.store(true, ordering: .releasing) }
     }
 
     private struct State {
@@ -54,21 +59,38 @@ final class PostgresBatcher<Item: Sendable, Output: Sendable>: Sendable {
         let box = Mutex<Pending?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let pending = Pending(item, deadline, continuation)
+                let pending = Pending(item, deadline) { continuation.resume(with: $0) }
                 box.withLock { $0 = pending }
-                if Task.isCancelled { pending.cancelled.store(true, ordering: .releasing) }
-                let (start, length) = state.withLock { state -> (Bool, Int) in
-                    state.queue.append(pending)
-                    guard state.inFlight < maximumInFlight else { return (false, state.queue.count) }
-                    state.inFlight += 1
-                    return (true, state.queue.count)
-                }
-                queued?(length)
-                if start { Task { await self.drain(writer) } }
+                if Task.isCancelled { pending.cancel() }
+                enqueue(pending, writer)
             }
         } onCancel: {
-            box.withLock { $0?.cancelled.store(true, ordering: .releasing) }
+            box.withLock { $0?.cancel() }
         }
+    }
+
+    /// The same without a Task: `completion` gets the output (once, on one
+    /// of the store's threads; it must not block). The returned call's
+    /// `cancel()` gives it up.
+    func submit<Writer: BatchWriter>(
+        _ item: Item, deadline: ContinuousClock.Instant?, writer: Writer,
+        completion: @escaping @Sendable (Result<Output, any Error>) -> Void
+    ) -> Pending where Writer.Item == Item, Writer.Output == Output {
+        let pending = Pending(item, deadline, completion)
+        enqueue(pending, writer)
+        return pending
+    }
+
+    private func enqueue<Writer: BatchWriter>(_ pending: Pending, _ writer: Writer)
+    where Writer.Item == Item, Writer.Output == Output {
+        let (start, length) = state.withLock { state -> (Bool, Int) in
+            state.queue.append(pending)
+            guard state.inFlight < maximumInFlight else { return (false, state.queue.count) }
+            state.inFlight += 1
+            return (true, state.queue.count)
+        }
+        queued?(length)
+        if start { Task { await self.drain(writer) } }
     }
 
     /// Writes batches until the queue is empty, then gives its slot back.
@@ -96,7 +118,7 @@ final class PostgresBatcher<Item: Sendable, Output: Sendable>: Sendable {
         live.reserveCapacity(batch.count)
         for pending in batch {
             if pending.cancelled.load(ordering: .acquiring) || pending.deadline.map({ now >= $0 }) == true {
-                pending.continuation.resume(throwing: StoreError.abandoned)
+                pending.completion(.failure(StoreError.abandoned))
             } else {
                 live.append(pending)
             }
@@ -107,11 +129,7 @@ final class PostgresBatcher<Item: Sendable, Output: Sendable>: Sendable {
                 let outcomes = try await writer.runBatch(live.map { ($0.item, $0.deadline) })
                 precondition(outcomes.count == live.count, "one output per call")
                 for (pending, outcome) in zip(live, outcomes) {
-                    if let outcome {
-                        pending.continuation.resume(returning: outcome)
-                    } else {
-                        pending.continuation.resume(throwing: StoreError.abandoned)
-                    }
+                    pending.completion(outcome.map { .success($0) } ?? .failure(StoreError.abandoned))
                 }
                 return
             } catch {
@@ -122,9 +140,9 @@ final class PostgresBatcher<Item: Sendable, Output: Sendable>: Sendable {
             for pending in live {
                 group.addTask {
                     do {
-                        pending.continuation.resume(returning: try await writer.runOne(pending.item, deadline: pending.deadline))
+                        pending.completion(.success(try await writer.runOne(pending.item, deadline: pending.deadline)))
                     } catch {
-                        pending.continuation.resume(throwing: error)
+                        pending.completion(.failure(error))
                     }
                 }
             }

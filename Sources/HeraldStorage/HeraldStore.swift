@@ -220,9 +220,10 @@ extension HeraldStore {
     }
 }
 
-/// A store whose writes commit on a thread of its own and whose reads are
-/// local and short (SQLite): the Schedule RPC runs on it with no Task — it
-/// validates on the event loop, and the commit callback answers.
+/// A store that answers Schedule's write and device read through callbacks
+/// (SQLite: its writer thread; PostgreSQL: its batches): the Schedule RPC
+/// runs on it with no Task — it validates on the event loop, and the
+/// callbacks answer.
 public protocol CallbackScheduling: HeraldStore {
     /// `schedule(_:deadline:)` answered through `completion` instead of an
     /// `await`. `completion` runs once, on whatever thread the write ended
@@ -235,7 +236,10 @@ public protocol CallbackScheduling: HeraldStore {
         completion: @escaping @Sendable (Result<ScheduleOutcome, any Error>) -> Void
     ) -> @Sendable () -> Void
 
-    /// `devices(bundleID:platform:userID:)` without an `await` (an indexed
-    /// read on a pooled connection).
-    func localDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device]
+    /// Hands `body` the devices of `message`'s user (for the answer's
+    /// warnings) as a read to run where the answer is built: SQLite's is an
+    /// indexed read on a pooled connection, made when called; PostgreSQL's
+    /// was made (batched with other calls') before `body` runs, on one of
+    /// its threads. A failed read gives no devices.
+    func devices(of message: StoredMessage, _ body: @escaping @Sendable (@escaping @Sendable () -> [Device]) -> Void)
 }

@@ -56,8 +56,10 @@ extension SQLiteStore {
         try readDevices(bundleID: bundleID, platform: platform, userID: userID)
     }
 
-    public func localDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device] {
-        try readDevices(bundleID: bundleID, platform: platform, userID: userID)
+    public func devices(of message: StoredMessage, _ body: @escaping @Sendable (@escaping @Sendable () -> [Device]) -> Void) {
+        body { [self] in
+            (try? readDevices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)) ?? []
+        }
     }
 
     private func readDevices(bundleID: String, platform: Platform, userID: String) throws -> [Device] {

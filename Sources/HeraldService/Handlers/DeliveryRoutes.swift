@@ -32,7 +32,7 @@ struct DeliveryRoutes: Sendable {
         ]
     }
 
-    /// Without a Task on a `CallbackScheduling` store (SQLite); awaited otherwise.
+    /// Without a Task on a `CallbackScheduling` store (SQLite, PostgreSQL); awaited otherwise.
     private func scheduleHandler(_ schedule: ScheduleService, store: any HeraldStore) -> GRPCUnaryHandler {
         guard let local = store as? any CallbackScheduling else { return DomainStatus.async(schedule.schedule) }
         return DomainStatus.deferred(inlineBytes: ScheduleService.inlineBytes) { request, reply in

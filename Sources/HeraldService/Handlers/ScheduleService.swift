@@ -30,17 +30,20 @@ struct ScheduleService: Sendable {
     static let iosField = ProtobufC.fieldNumbers(Herald__V1__ScheduleRequest.self, ["ios"])
 
     /// The RPC without a Task: decode and validate here, store through the
-    /// store's callback, answer on the call's loop once it committed.
+    /// store's callback, answer on the call's loop once it committed (and,
+    /// on PostgreSQL, the devices for the warnings were read).
     /// On `local` (this service's store, when it is a `CallbackScheduling` one).
     func schedule(_ request: GRPCRequest, reply: DomainReply, on local: any CallbackScheduling) throws {
         let accepted = try prepare(request)
         let giveUp = local.schedule(accepted.stored, deadline: request.deadline) { [self] outcome in
             switch outcome {
             case .success(let outcome):
-                reply.answerOnLoop {
-                    try answer(outcome, accepted) { message in
-                        try local.localDevices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
-                    }
+                guard case .scheduled(let message, _) = outcome else {
+                    reply.answerOnLoop { try answer(outcome, accepted) { _ in [] } }
+                    return
+                }
+                local.devices(of: message) { devices in
+                    reply.answerOnLoop { try answer(outcome, accepted) { _ in devices() } }
                 }
             case .failure(let error):
                 reply.fail(error)

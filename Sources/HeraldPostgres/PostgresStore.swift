@@ -21,10 +21,12 @@ public final class PostgresStore: ServableStore {
     private let closed = Atomic<Bool>(false)
     /// Ends a call whose connection closes under it (postgres-nio#487).
     let closeWatch = ClosedConnectionWatch()
-    /// Group commit for Schedule: up to 256 to a transaction, 4 at once.
-    let scheduleWrites = PostgresBatcher<StoredMessage, ScheduleOutcome>(maximumBatch: 256, maximumInFlight: 4)
-    /// Device reads: up to 256 owners to a query, 4 at once.
-    let deviceReads = PostgresBatcher<DeviceOwner, [Device]>(maximumBatch: 256, maximumInFlight: 4)
+    /// Group commit for Schedule: up to 256 to a transaction, 2 at once (4
+    /// made smaller batches on a busy machine: more statements, parses and
+    /// commits per Schedule for the same work).
+    let scheduleWrites = PostgresBatcher<StoredMessage, ScheduleOutcome>(maximumBatch: 256, maximumInFlight: 2)
+    /// Device reads: up to 256 owners to a query, 2 at once.
+    let deviceReads = PostgresBatcher<DeviceOwner, [Device]>(maximumBatch: 256, maximumInFlight: 2)
     /// Transitions (a push's end): up to 128 to a transaction, 4 at once.
     let transitionWrites = PostgresBatcher<Transition, Bool>(maximumBatch: 128, maximumInFlight: 4)
     /// The last failure of a write, until one succeeds (`health()`).

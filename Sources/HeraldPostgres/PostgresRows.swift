@@ -148,6 +148,9 @@ extension PostgresStore {
     /// statement, on the caller's transaction.
     static func insertMessages(_ connection: PostgresConnection, _ messages: [StoredMessage], logger: Logger) async throws {
         guard !messages.isEmpty else { return }
+        if messages.allSatisfy(\.isFresh) {
+            return try await insertFresh(connection, messages, logger: logger)
+        }
         precondition(messages.count <= 3_000, "65,535 bound parameters at most")
         let query = BoundRows.query("INSERT INTO messages(\(PostgresRows.columns)) VALUES", messages, perRow: 21) { m, row in
             row.bind(m.id); row.bind(m.bundleID); row.bind(m.platform.rawValue); row.bind(m.userID); row.bind(m.campaignID)
@@ -157,6 +160,38 @@ extension PostgresStore {
             row.bind(m.sendStartedAt); row.bind(m.pushStartedAt); row.bind(ByteBuffer(bytes: m.request))
         }
         try await connection.query(query, logger: logger)
+    }
+}
+
+extension PostgresStore {
+    /// Messages as Schedule makes them (no claim, no error, no APNs id, a
+    /// key that is absent or non-empty) in one statement of a fixed text
+    /// over 16 arrays: PostgreSQL parses and plans it in constant time,
+    /// where the `VALUES` list of 21 parameters per row cost ~20 % of its
+    /// CPU per Schedule (parse and plan grow with the rows).
+    static func insertFresh(_ connection: PostgresConnection, _ messages: [StoredMessage], logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO messages(\(unescaped: PostgresRows.columns))
+            SELECT id, b, p, u, c, NULLIF(k, ''), dm, ab, ws, we, due, st, ca, ua, att, NULL, NULL, NULL, NULL, NULL, r
+            FROM unnest(\(messages.map(\.id))::text[], \(messages.map(\.bundleID))::text[],
+                        \(messages.map(\.platform.rawValue))::text[], \(messages.map(\.userID))::text[],
+                        \(messages.map(\.campaignID))::text[], \(messages.map { $0.idempotencyKey ?? "" })::text[],
+                        \(messages.map(\.deliveryMethod.rawValue))::text[], \(messages.map(\.abTest))::boolean[],
+                        \(messages.map(\.windowStart))::bigint[], \(messages.map(\.windowEnd))::bigint[],
+                        \(messages.map(\.dueAt))::bigint[], \(messages.map(\.state.rawValue))::text[],
+                        \(messages.map(\.createdAt))::bigint[], \(messages.map(\.updatedAt))::bigint[],
+                        \(messages.map { Int32(clamping: $0.attempts) })::integer[],
+                        \(messages.map { ByteBuffer(bytes: $0.request) })::bytea[])
+                AS t(id, b, p, u, c, k, dm, ab, ws, we, due, st, ca, ua, att, r)
+            """, logger: logger)
+    }
+}
+
+extension StoredMessage {
+    /// Nothing but what Schedule writes (see `PostgresStore.insertFresh`).
+    var isFresh: Bool {
+        lastError == nil && apnsID == nil && sendingSince == nil && sendStartedAt == nil && pushStartedAt == nil
+            && idempotencyKey?.isEmpty != true
     }
 }
 

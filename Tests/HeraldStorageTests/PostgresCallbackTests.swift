@@ -103,4 +103,30 @@ struct PostgresCallbackTests {
             await store.close()
         }
     }
+
+    @Test(.enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+    func freshAndOtherMessagesReadBackAsWritten() async throws {
+        try await PostgresTestDatabase.withSchema { configuration in
+            let store = try await PostgresStore.open(configuration)
+            // Fresh rows take the fixed-text unnest statement; a batch with
+            // one row that is not fresh takes the VALUES list.
+            var fresh = (0..<5).map { makeMessage(key: $0 == 0 ? nil : "f\($0)", dueAt: now + Int64($0)) }
+            fresh[1].request = []
+            fresh[2].abTest = true
+            var claimed = makeMessage(key: "c")
+            claimed.sendingSince = now
+            claimed.sendStartedAt = now
+            claimed.pushStartedAt = now
+            claimed.lastError = "boom"
+            claimed.apnsID = "apns-1"
+            claimed.attempts = 2
+            #expect(fresh.allSatisfy(\.isFresh) && !claimed.isFresh)
+            try await store.importMessages(fresh)
+            try await store.importMessages([makeMessage(key: "other"), claimed])
+            for message in fresh + [claimed] {
+                #expect(try await store.message(id: message.id) == message)
+            }
+            await store.close()
+        }
+    }
 }

@@ -37,6 +37,10 @@ extension PostgresStore {
     public func transitions(_ items: [Transition]) async throws -> [Bool] {
         guard !items.isEmpty else { return [] }
         for item in items { try Self.check(id: item.id, from: item.from, to: item.to) }
+        if Self.endsInOneStatement(items) {
+            let changed = try await autocommit { connection in try await self.endPushes(connection, items) }
+            return items.map { changed.contains($0.id) }
+        }
         return try await transaction { connection in
             // The fence, under the rows' locks (taken in id order; the rows as
             // the updates will see them): whatever its state, a claim of
@@ -49,8 +53,9 @@ extension PostgresStore {
                 """, logger: self.logger).decode((String, String).self) {
                 owners[id] = owner
             }
+            // A message that does not exist records nothing.
             let allowed = items.map { item in
-                let owner = owners[item.id] ?? ""
+                guard let owner = owners[item.id] else { return false }
                 return owner.isEmpty || owner == self.configuration.replicaID || item.to == .displayed
             }
             // The pushes end: their marks served their purpose.
@@ -123,8 +128,8 @@ extension PostgresStore {
 
     public func recordHandOvers(_ marks: [HandOverMark]) async throws {
         guard !marks.isEmpty else { return }
-        try await transaction { connection in
-            // One statement for the whole batch: arrays bound as parameters.
+        try await autocommit { connection in
+            // One statement for the whole batch (committed on its own): arrays bound as parameters.
             _ = try await connection.query("""
                 INSERT INTO handovers(message_id, device_token, push, at)
                 SELECT * FROM unnest(\(marks.map(\.messageID))::text[], \(marks.map(\.deviceToken))::text[],
@@ -144,7 +149,7 @@ extension PostgresStore {
     }
 
     public func releaseClaim(id: String, now: Int64) async throws -> Bool {
-        try await transaction { connection in
+        try await autocommit { connection in
             try await Self.rows(connection, """
                 UPDATE messages SET \(unescaped: Self.releaseSet), updated_at = \(now)
                 WHERE sending_since IS NOT NULL AND id = \(id) RETURNING id
@@ -173,7 +178,7 @@ extension PostgresStore {
     }
 
     public func completeRevoke(messageID: String) async throws {
-        try await transaction { connection in
+        try await autocommit { connection in
             _ = try await connection.query("DELETE FROM revokes WHERE message_id = \(messageID)", logger: self.logger)
         }
     }

@@ -1,0 +1,98 @@
+import HeraldCore
+import HeraldStorage
+import PostgresNIO
+
+// Pushes' ends in one statement (the dispatcher's common case): the fenced
+// UPDATE, the hand-over marks dropped and the outcomes recorded by one
+// data-modifying WITH, committed on its own — one round trip instead of
+// BEGIN, a locking SELECT, a DELETE, an INSERT, the UPDATE and COMMIT, and
+// no row lock written before the update (the UPDATE's own lock is the fence).
+
+extension PostgresStore {
+    /// Whether `items` can end in one statement: each message named once (an
+    /// UPDATE changes a row once), and no DISPLAYED / OPENED outcome (their
+    /// milestones are stamped one by one).
+    static func endsInOneStatement(_ items: [Transition]) -> Bool {
+        var named = Set<String>()
+        named.reserveCapacity(items.count)
+        for item in items {
+            guard named.insert(item.id).inserted else { return false }
+            if item.outcomes.contains(where: { $0.kind == .displayed || $0.kind == .opened }) { return false }
+        }
+        return true
+    }
+
+    /// `transitions(_:)` for items that `endsInOneStatement` accepts: the ids
+    /// whose state changed. The rules per item are the transaction's:
+    /// - a message another replica owns (`owner`) is left alone — outcomes
+    ///   and marks included — unless the change is to DISPLAYED (the app's
+    ///   report applies from any replica);
+    /// - otherwise the push ends: its marks are dropped and its outcomes
+    ///   recorded, and the state moves on only while it is still `from`.
+    /// The UPDATE decides for the messages it changes (rechecked on the row's
+    /// latest version under its lock); `kept`, those allowed whose state
+    /// moved on, are locked before their outcomes are written, as the
+    /// transaction's locking read did. Rows are updated in id order (the
+    /// lock order of every batched writer). A message that does not exist
+    /// records nothing.
+    func endPushes(_ connection: PostgresConnection, _ items: [Transition]) async throws -> Set<String> {
+        let byID = items.sorted { $0.id < $1.id }
+        let outcomes = items.flatMap(\.outcomes)
+        return Set(try await Self.rows(connection, """
+            WITH v AS (
+                SELECT id, source, target, CASE WHEN has_due THEN due END AS due,
+                       CASE WHEN has_apns THEN apns END AS apns, CASE WHEN has_err THEN err END AS err, at
+                FROM unnest(\(byID.map(\.id))::text[], \(byID.map(\.from.rawValue))::text[],
+                            \(byID.map(\.to.rawValue))::text[], \(byID.map { $0.dueAt ?? 0 })::bigint[],
+                            \(byID.map { $0.dueAt != nil })::bool[], \(byID.map { $0.apnsID ?? "" })::text[],
+                            \(byID.map { $0.apnsID != nil })::bool[], \(byID.map { $0.lastError ?? "" })::text[],
+                            \(byID.map { $0.lastError != nil })::bool[], \(byID.map(\.now))::bigint[])
+                     WITH ORDINALITY AS u(id, source, target, due, has_due, apns, has_apns, err, has_err, at, n)
+                ORDER BY n
+            ),
+            changed AS (
+                UPDATE messages AS m
+                SET state = v.target, due_at = coalesce(v.due, m.due_at), apns_id = coalesce(v.apns, m.apns_id),
+                    last_error = coalesce(v.err, m.last_error), sending_since = NULL, push_started_at = NULL,
+                    owner = NULL, lease_until = NULL, updated_at = v.at,
+                    handed_off_at = CASE WHEN v.target = 'handed_off' THEN coalesce(m.handed_off_at, v.at) ELSE m.handed_off_at END,
+                    sent_at = CASE WHEN v.target = 'sent' THEN coalesce(m.sent_at, v.at) ELSE m.sent_at END,
+                    displayed_at = CASE WHEN v.target = 'displayed' THEN coalesce(m.displayed_at, v.at) ELSE m.displayed_at END
+                FROM v
+                WHERE m.id = v.id AND m.state = v.source
+                  AND (coalesce(m.owner, '') IN ('', \(configuration.replicaID)) OR v.target = 'displayed')
+                RETURNING m.id
+            ),
+            kept AS (
+                SELECT m.id FROM messages AS m JOIN v ON v.id = m.id
+                WHERE m.id NOT IN (SELECT id FROM changed)
+                  AND (coalesce(m.owner, '') IN ('', \(configuration.replicaID)) OR v.target = 'displayed')
+                ORDER BY m.id
+                FOR UPDATE OF m
+            ),
+            ended AS MATERIALIZED (SELECT id FROM changed UNION ALL SELECT id FROM kept),
+            dropped AS (DELETE FROM handovers WHERE message_id IN (SELECT id FROM ended)),
+            recorded AS (
+                INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment)
+                SELECT message_id, device_token, status, CASE WHEN has_apns THEN apns END,
+                       CASE WHEN has_reason THEN reason END, at, CASE WHEN has_http THEN http END,
+                       CASE WHEN has_attempts THEN attempts END, CASE WHEN has_env THEN env END
+                FROM unnest(\(outcomes.map(\.messageID))::text[], \(outcomes.map(\.deviceToken))::text[],
+                            \(outcomes.map(\.kind.rawValue))::text[], \(outcomes.map { $0.apnsID ?? "" })::text[],
+                            \(outcomes.map { $0.apnsID != nil })::bool[], \(outcomes.map { $0.reason ?? "" })::text[],
+                            \(outcomes.map { $0.reason != nil })::bool[], \(outcomes.map(\.at))::bigint[],
+                            \(outcomes.map { Int32(clamping: $0.httpStatus ?? 0) })::integer[],
+                            \(outcomes.map { $0.httpStatus != nil })::bool[],
+                            \(outcomes.map { Int32(clamping: $0.attempts ?? 0) })::integer[],
+                            \(outcomes.map { $0.attempts != nil })::bool[],
+                            \(outcomes.map { $0.environment?.rawValue ?? "" })::text[],
+                            \(outcomes.map { $0.environment != nil })::bool[])
+                     WITH ORDINALITY AS o(message_id, device_token, status, apns, has_apns, reason, has_reason, at,
+                                          http, has_http, attempts, has_attempts, env, has_env, n)
+                WHERE message_id IN (SELECT id FROM ended)
+                ORDER BY n
+            )
+            SELECT id FROM changed
+            """, logger: logger) { try $0.decode(String.self) })
+    }
+}

@@ -62,12 +62,7 @@ struct EndPushes: PostgresPreparedStatement {
         ),
         changed AS (
             UPDATE messages AS m
-            SET state = v.target, due_at = coalesce(v.due, m.due_at), apns_id = coalesce(v.apns, m.apns_id),
-                last_error = coalesce(v.err, m.last_error), sending_since = NULL, push_started_at = NULL,
-                owner = NULL, lease_until = NULL, updated_at = v.at,
-                handed_off_at = CASE WHEN v.target = 'handed_off' THEN coalesce(m.handed_off_at, v.at) ELSE m.handed_off_at END,
-                sent_at = CASE WHEN v.target = 'sent' THEN coalesce(m.sent_at, v.at) ELSE m.sent_at END,
-                displayed_at = CASE WHEN v.target = 'displayed' THEN coalesce(m.displayed_at, v.at) ELSE m.displayed_at END
+            SET \(PostgresStore.endSet)
             FROM v
             WHERE m.id = v.id AND m.state = v.source
               AND (coalesce(m.owner, '') IN ('', $11::text) OR v.target = 'displayed')

@@ -110,12 +110,14 @@ public final class PostgresStore: ServableStore {
 
     /// Runs `body`, one write statement that PostgreSQL commits on its own
     /// (no BEGIN and COMMIT round trips), then waits for that commit: the
-    /// server answers a statement (CommandComplete, where postgres-nio ends
-    /// the query) before it commits the implicit transaction at the
-    /// protocol's Sync, so an empty query on the same connection returns
-    /// only once the write is committed (and durable, with the server's
-    /// `synchronous_commit`). A failure counts for `health()` as a
-    /// transaction's does.
+    /// protocol commits the implicit transaction at Sync, after the
+    /// statement's CommandComplete, where postgres-nio ends the query.
+    /// PostgreSQL 15 keeps that answer in its output buffer until it has
+    /// committed (it flushes with ReadyForQuery), but the protocol does not
+    /// promise it; an empty query on the same connection returns only once
+    /// the write is committed (and durable, with the server's
+    /// `synchronous_commit`), for one cheap round trip. A failure counts for
+    /// `health()` as a transaction's does.
     func autocommit<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try await recordingFailure {
             try await self.connection { connection in

@@ -37,6 +37,10 @@ extension PostgresStore {
     public func transitions(_ items: [Transition]) async throws -> [Bool] {
         guard !items.isEmpty else { return [] }
         for item in items { try Self.check(id: item.id, from: item.from, to: item.to) }
+        if Self.endsInOneStatement(items) {
+            let changed = try await autocommit { connection in try await self.endPushes(connection, items) }
+            return items.map { changed.contains($0.id) }
+        }
         return try await transaction { connection in
             // The fence, under the rows' locks (taken in id order; the rows as
             // the updates will see them): whatever its state, a claim of
@@ -49,8 +53,9 @@ extension PostgresStore {
                 """, logger: self.logger).decode((String, String).self) {
                 owners[id] = owner
             }
+            // A message that does not exist records nothing.
             let allowed = items.map { item in
-                let owner = owners[item.id] ?? ""
+                guard let owner = owners[item.id] else { return false }
                 return owner.isEmpty || owner == self.configuration.replicaID || item.to == .displayed
             }
             // The pushes end: their marks served their purpose.
@@ -83,18 +88,25 @@ extension PostgresStore {
         }
     }
 
+    /// A push's end on `messages AS m` from the row `v` (target, due, apns,
+    /// err, at; a NULL value leaves its column), clearing the claim and
+    /// stamping the milestone: the transaction's UPDATE and `EndPushes`'.
+    static let endSet = """
+        state = v.target, due_at = coalesce(v.due, m.due_at), apns_id = coalesce(v.apns, m.apns_id), \
+        last_error = coalesce(v.err, m.last_error), sending_since = NULL, push_started_at = NULL, \
+        owner = NULL, lease_until = NULL, updated_at = v.at, \
+        handed_off_at = CASE WHEN v.target = 'handed_off' THEN coalesce(m.handed_off_at, v.at) ELSE m.handed_off_at END, \
+        sent_at = CASE WHEN v.target = 'sent' THEN coalesce(m.sent_at, v.at) ELSE m.sent_at END, \
+        displayed_at = CASE WHEN v.target = 'displayed' THEN coalesce(m.displayed_at, v.at) ELSE m.displayed_at END
+        """
+
     /// Moves each of `batch` (each message once) on in one statement; the
     /// ids of those whose `from` state still held. A nil value leaves its
     /// column as it was.
     private static func update(_ connection: PostgresConnection, _ batch: [Transition], logger: Logger) async throws -> Set<String> {
         Set(try await rows(connection, """
             UPDATE messages AS m
-            SET state = v.target, due_at = coalesce(v.due, m.due_at), apns_id = coalesce(v.apns, m.apns_id),
-                last_error = coalesce(v.err, m.last_error), sending_since = NULL, push_started_at = NULL,
-                owner = NULL, lease_until = NULL, updated_at = v.at,
-                handed_off_at = CASE WHEN v.target = 'handed_off' THEN coalesce(m.handed_off_at, v.at) ELSE m.handed_off_at END,
-                sent_at = CASE WHEN v.target = 'sent' THEN coalesce(m.sent_at, v.at) ELSE m.sent_at END,
-                displayed_at = CASE WHEN v.target = 'displayed' THEN coalesce(m.displayed_at, v.at) ELSE m.displayed_at END
+            SET \(unescaped: Self.endSet)
             FROM (SELECT id, source, target, CASE WHEN has_due THEN due END AS due,
                          CASE WHEN has_apns THEN apns END AS apns, CASE WHEN has_err THEN err END AS err, at
                   FROM unnest(\(batch.map(\.id))::text[], \(batch.map(\.from.rawValue))::text[],
@@ -108,8 +120,19 @@ extension PostgresStore {
             """, logger: logger) { try $0.decode(String.self) })
     }
 
+    /// No foreign key since schema v2: an outcome for a message that does
+    /// not exist is refused here (`invalidRecord`), as SQLite's key refuses
+    /// it; the row's KEY SHARE lock keeps retention from deleting the
+    /// message meanwhile, as the key's check did.
     public func recordOutcome(_ outcome: DeviceOutcome) async throws {
-        try await transaction { connection in try await PostgresRows.insert(connection, outcome, logger: self.logger) }
+        try await transaction { connection in
+            guard try await Self.first(connection, """
+                SELECT 1 FROM messages WHERE id = \(outcome.messageID) FOR KEY SHARE
+                """, logger: self.logger, { _ in true }) != nil else {
+                throw StoreError.invalidRecord("an outcome for message \(outcome.messageID), which does not exist")
+            }
+            try await PostgresRows.insert(connection, outcome, logger: self.logger)
+        }
     }
 
     public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
@@ -123,8 +146,8 @@ extension PostgresStore {
 
     public func recordHandOvers(_ marks: [HandOverMark]) async throws {
         guard !marks.isEmpty else { return }
-        try await transaction { connection in
-            // One statement for the whole batch: arrays bound as parameters.
+        try await autocommit { connection in
+            // One statement for the whole batch (committed on its own): arrays bound as parameters.
             _ = try await connection.query("""
                 INSERT INTO handovers(message_id, device_token, push, at)
                 SELECT * FROM unnest(\(marks.map(\.messageID))::text[], \(marks.map(\.deviceToken))::text[],
@@ -144,7 +167,7 @@ extension PostgresStore {
     }
 
     public func releaseClaim(id: String, now: Int64) async throws -> Bool {
-        try await transaction { connection in
+        try await autocommit { connection in
             try await Self.rows(connection, """
                 UPDATE messages SET \(unescaped: Self.releaseSet), updated_at = \(now)
                 WHERE sending_since IS NOT NULL AND id = \(id) RETURNING id
@@ -173,7 +196,7 @@ extension PostgresStore {
     }
 
     public func completeRevoke(messageID: String) async throws {
-        try await transaction { connection in
+        try await autocommit { connection in
             _ = try await connection.query("DELETE FROM revokes WHERE message_id = \(messageID)", logger: self.logger)
         }
     }

@@ -12,18 +12,24 @@ extension PostgresStore: SharedDueStore {
 
     /// Claims up to `limit` messages due at or before `before` in one
     /// statement, skipping rows another replica is claiming right now
-    /// (`FOR UPDATE SKIP LOCKED`), oldest due first.
+    /// (`FOR UPDATE SKIP LOCKED`), oldest due first. The due rows are picked
+    /// once (a MATERIALIZED CTE): as a subquery joined to the UPDATE, a plan
+    /// that rescans it per row (a nested loop over a small or unanalyzed
+    /// table) picked the next unlocked row each time and claimed every due
+    /// message, whatever `limit`.
     public func claimDue(before: Int64, limit: Int, now: Int64) async throws -> [StoredMessage] {
         let leaseUntil = now + configuration.leaseMilliseconds
-        return try await transaction { connection in
+        return try await autocommit { connection in
             try await Self.rows(connection, """
+                WITH due AS MATERIALIZED (
+                    SELECT id FROM messages
+                    WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= \(before)
+                    ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 UPDATE messages AS m
                 SET sending_since = \(now), send_started_at = coalesce(m.send_started_at, \(now)),
                     push_started_at = coalesce(m.push_started_at, \(now)), attempts = m.attempts + 1, updated_at = \(now),
                     owner = \(self.configuration.replicaID), lease_until = \(leaseUntil)
-                FROM (SELECT id FROM messages
-                      WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= \(before)
-                      ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED) AS due
+                FROM due
                 WHERE m.id = due.id AND m.sending_since IS NULL
                 RETURNING \(unescaped: Self.qualifiedColumns)
                 """, logger: self.logger, PostgresRows.message)
@@ -39,7 +45,7 @@ extension PostgresStore: SharedDueStore {
     public func renewLeases(ids: [String], now: Int64) async throws -> Set<String> {
         guard !ids.isEmpty else { return [] }
         let leaseUntil = now + configuration.leaseMilliseconds
-        return Set(try await transaction { connection in
+        return Set(try await autocommit { connection in
             try await Self.rows(connection, """
                 UPDATE messages SET lease_until = \(leaseUntil)
                 WHERE id = ANY(\(ids)::text[]) AND sending_since IS NOT NULL AND owner = \(self.configuration.replicaID)

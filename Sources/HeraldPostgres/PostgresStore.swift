@@ -103,10 +103,40 @@ public final class PostgresStore: ServableStore {
     /// throws). A deadlock or serialization failure (the server rolled the
     /// transaction back) runs it again, at most three times in all.
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        do {
-            let result = try await connection { connection in
+        try await recordingFailure {
+            try await self.connection { connection in
                 try await Self.inTransaction(connection, "BEGIN", logger: self.logger, body)
             }
+        }
+    }
+
+    /// Runs `body`, one write statement that PostgreSQL commits on its own
+    /// (no BEGIN and COMMIT round trips), then waits for that commit: the
+    /// protocol commits the implicit transaction at Sync, after the
+    /// statement's CommandComplete, where postgres-nio ends the query.
+    /// PostgreSQL 15 keeps that answer in its output buffer until it has
+    /// committed (it flushes with ReadyForQuery), but the protocol does not
+    /// promise it; an empty query on the same connection returns only once
+    /// the write is committed (and durable, with the server's
+    /// `synchronous_commit`), for one cheap round trip. A failure counts for
+    /// `health()` as a transaction's does.
+    func autocommit<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        try await recordingFailure {
+            try await self.connection { connection in
+                let result = try await body(connection)
+                try await connection.query(Self.committed, logger: self.logger)
+                return result
+            }
+        }
+    }
+
+    /// The empty query `autocommit` waits for its commit with.
+    static let committed = PostgresQuery(unsafeSQL: "")
+
+    /// `body`'s result; a database failure is what `health()` reports until a write succeeds.
+    private func recordingFailure<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
             lastFailure.withLock { $0 = nil }
             return result
         } catch let error as StoreError {

@@ -175,7 +175,8 @@ struct PostgresStoreTests {
                 let store = try await PostgresStore.open(configuration)
                 await closeInTime(store)
             }
-            #expect(try await Self.scalar(configuration, "SELECT count(*)::text FROM herald_schema") == "2")
+            #expect(try await Self.scalar(configuration, "SELECT count(*)::text FROM herald_schema")
+                    == "\(PostgresStore.schemaVersion + 1)")
         }
     }
 
@@ -186,8 +187,8 @@ struct PostgresStoreTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(stores.count == 4)
-            #expect(try await Self.scalar(configuration, "SELECT string_agg(version::text, ',') FROM herald_schema")
-                    == "\(PostgresStore.schemaVersion)")
+            #expect(try await Self.scalar(configuration, "SELECT string_agg(version::text, ',' ORDER BY version) FROM herald_schema")
+                    == (1...PostgresStore.schemaVersion).map(String.init).joined(separator: ","))
             for store in stores { await closeInTime(store) }
         }
     }

@@ -153,7 +153,10 @@ class PostgresCrashRun(CrashRun):
 
 
 def test_kill_9_during_delivery_loses_nothing_and_resends_nothing(stubs, tmp_path, database):
-    run = PostgresCrashRun(database, herald_binary(), stubs, str(tmp_path), users=20, per_user=20, devices=2, delay_ms=20)
+    # 800 messages: more than one life's 512 dispatch slots, so a later life
+    # still has pushes to send (with single-statement claims and marks, the
+    # first life handed all 400 of a smaller run over before its kill).
+    run = PostgresCrashRun(database, herald_binary(), stubs, str(tmp_path), users=20, per_user=40, devices=2, delay_ms=20)
     try:
         figures = run.run(kills=3)
     finally:

@@ -21,9 +21,6 @@ final class MessageInsertBatch {
     private var messages: [StoredMessage] = []
     private var keys: Set<Key> = []
 
-    var isEmpty: Bool { messages.isEmpty }
-    var count: Int { messages.count }
-
     /// Whether a message with this (bundle, key) waits in the batch.
     func contains(bundleID: String, key: String) -> Bool {
         !keys.isEmpty && keys.contains(Key(bundleID: bundleID, key: key))

@@ -180,7 +180,7 @@ void cinterop_arena_release(cinterop_arena *arena);
 
 /// Copies `count` (at most 4096) bytes of getrandom(2) output into `bytes`,
 /// from a per-thread buffer refilled 4096 bytes at a time (one system call per
-/// 400 UUIDs); bytes handed out are zeroed in the
+/// 256 UUIDs); bytes handed out are zeroed in the
 /// buffer. Not fork-safe: a forked child would repeat its parent's bytes
 /// (Herald never forks). Returns 0, or -1 with errno set.
 int cinterop_random_bytes(void *bytes, size_t count);

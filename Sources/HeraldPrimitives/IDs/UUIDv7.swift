@@ -12,13 +12,15 @@ public enum UUIDv7 {
         return make(now: now, randA: randA, randB: randB)
     }
 
+    /// A new UUIDv7 for `now` from `generator` (inlinable: specialized for
+    /// the caller's generator).
+    @inlinable
     public static func make<R: RandomNumberGenerator>(now: Int64, using generator: inout R) -> String {
         make(now: now, randA: generator.next(), randB: generator.next())
     }
 
-    /// A UUIDv7 for `now` from the caller's random bits (`randA`'s low 12
-    /// bits and `randB`'s low 62 are used).
-    public static func make(now: Int64, randA: UInt64, randB: UInt64) -> String {
+    @usableFromInline
+    static func make(now: Int64, randA: UInt64, randB: UInt64) -> String {
         let millis = UInt64(max(0, now)) & 0xFFFF_FFFF_FFFF
         // 48 bits time | 4 bits version (7) | 12 bits random
         let high = (millis << 16) | 0x7000 | (randA & 0x0FFF)

@@ -39,11 +39,11 @@ struct ScheduleService: Sendable {
             switch outcome {
             case .success(let outcome):
                 guard case .scheduled(let message, _) = outcome else {
-                    reply.answerOnLoop { try answer(outcome, accepted) { _ in [] } }
+                    reply.answerOnLoop { try answer(outcome, accepted) { [] } }
                     return
                 }
                 local.devices(of: message) { devices in
-                    reply.answerOnLoop { try answer(outcome, accepted) { _ in devices() } }
+                    reply.answerOnLoop { try answer(outcome, accepted, devices: devices) }
                 }
             case .failure(let error):
                 reply.fail(error)
@@ -62,7 +62,7 @@ struct ScheduleService: Sendable {
         if case .scheduled(let message, _) = outcome {
             devices = (try? await store.devices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)) ?? []
         }
-        return try answer(outcome, accepted) { _ in devices }
+        return try answer(outcome, accepted) { devices }
     }
 
     /// What a valid request becomes before it is stored.
@@ -87,14 +87,12 @@ struct ScheduleService: Sendable {
         }
         try policy.authorize(caller, bundleID: input.message.bundleID)
         let now = clock.now()
+        var random = ThreadRandom()
         let validated = try Validator.validate(
             input, now: Timestamp(milliseconds: now), split: split, graceSeconds: graceSeconds,
             // Time-ordered (UUIDv7), like message ids: inserts append to the
             // key index instead of dirtying a random page per Schedule.
-            generateIdempotencyKey: {
-                var random = ThreadRandom()
-                return UUIDv7.make(now: now, randA: random.next(), randB: random.next())
-            })
+            generateIdempotencyKey: { UUIDv7.make(now: now, using: &random) })
         let message = validated.message
         guard message.isEnabled(on: message.platform) else {
             let override = message.platform == .ios ? "ios" : "android"
@@ -103,9 +101,8 @@ struct ScheduleService: Sendable {
         if let missing = coverage.missing(bundleID: message.bundleID, platform: message.platform) {
             throw GRPCStatus(.failedPrecondition, missing)
         }
-        var random = ThreadRandom()
         let stored = StoredMessage(
-            id: UUIDv7.make(now: now, randA: random.next(), randB: random.next()), bundleID: message.bundleID, platform: message.platform, userID: validated.userID,
+            id: UUIDv7.make(now: now, using: &random), bundleID: message.bundleID, platform: message.platform, userID: validated.userID,
             campaignID: validated.campaignID, idempotencyKey: message.idempotencyKey,
             deliveryMethod: validated.method, abTest: validated.abTest,
             windowStart: validated.window.start.milliseconds, windowEnd: validated.window.end.milliseconds,
@@ -121,10 +118,9 @@ struct ScheduleService: Sendable {
 
     /// After the commit: hands the message to the scheduler (no `await`: it
     /// is queued for the scheduler's loop) and packs the answer, with the
-    /// warnings read from the devices (a failed read costs the answer nothing).
-    func answer(
-        _ outcome: ScheduleOutcome, _ accepted: Accepted, devices: (StoredMessage) throws -> [Device]
-    ) throws -> [UInt8] {
+    /// warnings from the user's `devices` (read only for a scheduled
+    /// message; a failed read gives none and costs the answer nothing).
+    func answer(_ outcome: ScheduleOutcome, _ accepted: Accepted, devices: () -> [Device]) throws -> [UInt8] {
         switch outcome {
         case .alreadyExists(let existing):
             let key = accepted.key ?? ""
@@ -133,7 +129,7 @@ struct ScheduleService: Sendable {
                 + "already \(existing.isSending ? "being sent" : existing.state.rawValue): a key never causes a second delivery")
         case .scheduled(let message, let supersededID):
             scheduler.enqueue(id: message.id, dueAt: message.dueAt, superseding: supersededID)
-            let devices = (try? devices(message)) ?? []
+            let devices = devices()
             let warnings = coverage.warnings(bundleID: message.bundleID, platform: message.platform, userID: message.userID,
                                              devices: devices)
             return Self.response(message, key: accepted.key ?? "", sendAt: accepted.sendAt, replaced: supersededID != nil,

@@ -39,15 +39,8 @@ struct DeferredCallTests {
     func answeredFromAnotherThread(message: [UInt8]) async throws {
         // 3 bytes start on the loop, 100,000 on the compute threads.
         let server = try await TestServer()
-        let file = try requestFile(message)
-        defer { try? FileManager.default.removeItem(atPath: file) }
-        let outputPath = file + ".out"
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let output = try await runTool("/bin/sh", [
-            "-c", "/usr/bin/nghttp -t 20s -d '\(file)' -H 'content-type: application/grpc' '\(server.base)/test.Deferred/Echo' > '\(outputPath)'",
-        ])
+        let (body, output) = try await nghttpBody(server, "/test.Deferred/Echo", message: message)
         #expect(output.isEmpty, "\(output)")
-        let body = try [UInt8](Data(contentsOf: URL(fileURLWithPath: outputPath)))
         #expect(body == GRPCMessageFramer.frame(Array(message.reversed())))
         await server.stop()
         #expect(server.server.stats().rpcsInFlight == 0)

@@ -182,6 +182,20 @@ func nghttpCall(_ server: TestServer, _ path: String, message: [UInt8] = Array("
     return try await runTool("/usr/bin/nghttp", arguments)
 }
 
+/// Calls `path` once with `message` (nghttp, quiet) and returns the raw
+/// response body bytes and what nghttp printed (empty when all went well).
+func nghttpBody(_ server: TestServer, _ path: String, message: [UInt8]) async throws -> (body: [UInt8], output: String) {
+    let file = try requestFile(message)
+    defer { try? FileManager.default.removeItem(atPath: file) }
+    let outputPath = file + ".out"
+    defer { try? FileManager.default.removeItem(atPath: outputPath) }
+    // The body goes to stdout, redirected through a shell to a file.
+    let output = try await runTool("/bin/sh", [
+        "-c", "/usr/bin/nghttp -t 20s -d '\(file)' -H 'content-type: application/grpc' '\(server.base)\(path)' > '\(outputPath)'",
+    ])
+    return (try [UInt8](Data(contentsOf: URL(fileURLWithPath: outputPath))), output)
+}
+
 @Suite("Loopback (real sockets, nghttp/h2load)", .serialized, .timeLimit(.minutes(1)))
 struct LoopbackTests {
     @Test func syncEchoSucceeds() async throws {
@@ -206,16 +220,8 @@ struct LoopbackTests {
     func largeMessageRoundTrip(path: String) async throws {
         let server = try await TestServer()
         let message = (0..<(3 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
-        let file = try requestFile(message)
-        defer { try? FileManager.default.removeItem(atPath: file) }
-        let outputPath = file + ".out"
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        // -s prints stats only; the body goes to stdout (redirected through a shell to a file).
-        let output = try await runTool("/bin/sh", [
-            "-c", "/usr/bin/nghttp -t 20s -d '\(file)' -H 'content-type: application/grpc' '\(server.base)\(path)' > '\(outputPath)'",
-        ])
+        let (body, output) = try await nghttpBody(server, path, message: message)
         #expect(output.isEmpty, "\(output)")
-        let body = try [UInt8](Data(contentsOf: URL(fileURLWithPath: outputPath)))
         let expected = path.hasSuffix("Sync") ? message : Array(message.reversed())
         #expect(body == GRPCMessageFramer.frame(expected))
         await server.stop()

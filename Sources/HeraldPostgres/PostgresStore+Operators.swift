@@ -9,8 +9,8 @@ extension PostgresStore {
     /// - while the table holds fewer than 100,000 rows (the planner's
     ///   `pg_class.reltuples`), every state is counted exactly;
     /// - past that, SCHEDULED and HANDED_OFF are counted exactly from the
-    ///   partial index `messages_active` (its size follows the backlog, not
-    ///   the history), and every finished state is an *estimate*: the row
+    ///   partial indexes `messages_active` and `messages_leases` (their size
+    ///   follows the backlog and what is being sent, not the history), and every finished state is an *estimate*: the row
     ///   estimate times the state's frequency in the planner's statistics
     ///   (`pg_stats`, refreshed by autovacuum's ANALYZE). A rare finished
     ///   state missing from the statistics' common values is not reported.
@@ -22,8 +22,14 @@ extension PostgresStore {
             if rows < Double(self.configuration.exactCountRows) {
                 return try await Self.counts(connection, logger: self.logger, "SELECT state, count(*) FROM messages GROUP BY state")
             }
+            // The waiting rows from `messages_active`, the claimed ones (not
+            // in it since schema v3) from `messages_leases`, in one snapshot.
             var counts = try await Self.counts(connection, logger: self.logger, """
-                SELECT state, count(*) FROM messages WHERE state IN ('scheduled', 'handed_off') GROUP BY state
+                SELECT state, count(*) FROM (
+                    SELECT state FROM messages WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
+                    UNION ALL
+                    SELECT state FROM messages WHERE sending_since IS NOT NULL AND state IN ('scheduled', 'handed_off')
+                ) AS active GROUP BY state
                 """)
             let statistics = try await Self.first(connection, """
                 SELECT most_common_vals::text::text[], most_common_freqs::float8[] FROM pg_stats

@@ -20,21 +20,35 @@ extension PostgresStore {
         }
     }
 
-    /// An index range scan of `messages_user`, newest first; the filters
-    /// apply to the rows it meets. One row more than asked tells whether a
-    /// next page exists.
+    /// An index range scan of `messages_user`, newest first, beside the
+    /// claimed rows (left out of that index since schema v3, found through
+    /// `messages_leases`: what replicas are sending); the filters apply to
+    /// the rows they meet. One row more than asked tells whether a next
+    /// page exists.
     public func listMessages(_ query: MessageListQuery) async throws -> MessagePage {
         let states: [String]? = query.states.isEmpty ? nil : query.states.map(\.rawValue).sorted()
         let after = query.after ?? MessageCursor(createdAt: .max, id: "")
         let first = query.after == nil
+        let (bundle, user, campaign, limit) = (query.bundleID, query.userID, query.campaignID, query.limit + 1)
         var items = try await connection { connection in
+            // The unclaimed rows from `messages_user` (its predicate spelled
+            // out, so the planner uses it), the claimed ones from
+            // `messages_leases`, merged newest first.
             try await Self.rows(connection, """
-                SELECT \(unescaped: PostgresRows.summaryColumns) FROM messages
-                WHERE bundle_id = \(query.bundleID) AND user_id = \(query.userID)
-                  AND (\(first) OR (created_at, id) < (\(after.createdAt), \(after.id)))
-                  AND (\(query.campaignID)::text IS NULL OR campaign_id = \(query.campaignID))
-                  AND (\(states)::text[] IS NULL OR state = ANY(\(states)))
-                ORDER BY created_at DESC, id DESC LIMIT \(query.limit + 1)
+                SELECT * FROM (
+                    (SELECT \(unescaped: PostgresRows.summaryColumns) FROM messages
+                     WHERE sending_since IS NULL AND bundle_id = \(bundle) AND user_id = \(user)
+                       AND (\(first) OR (created_at, id) < (\(after.createdAt), \(after.id)))
+                       AND (\(campaign)::text IS NULL OR campaign_id = \(campaign))
+                       AND (\(states)::text[] IS NULL OR state = ANY(\(states)))
+                     ORDER BY created_at DESC, id DESC LIMIT \(limit))
+                    UNION ALL
+                    (SELECT \(unescaped: PostgresRows.summaryColumns) FROM messages
+                     WHERE sending_since IS NOT NULL AND bundle_id = \(bundle) AND user_id = \(user)
+                       AND (\(first) OR (created_at, id) < (\(after.createdAt), \(after.id)))
+                       AND (\(campaign)::text IS NULL OR campaign_id = \(campaign))
+                       AND (\(states)::text[] IS NULL OR state = ANY(\(states))))) AS t
+                ORDER BY created_at DESC, id DESC LIMIT \(limit)
                 """, logger: self.logger) { row in
                 MessageSummaryRow(message: try PostgresRows.message(row), milestones: try PostgresRows.milestones(row))
             }
@@ -46,16 +60,28 @@ extension PostgresStore {
     }
 
     /// One range scan of `messages_campaign` (index-only once vacuumed),
-    /// grouped in index order; `MessageFunnel` turns the groups into counts.
+    /// grouped in index order, and the campaign's claimed rows (not in that
+    /// index since schema v3), in one statement (one snapshot: a row that a
+    /// claim or an end moves meanwhile counts once); `MessageFunnel` turns
+    /// the groups into counts.
     public func campaignCounts(
         bundleID: String, campaignID: String, createdFrom: Int64?, createdBefore: Int64?
     ) async throws -> [CohortCounts] {
         let groups = try await connection { connection in
             try await Self.rows(connection, """
-                SELECT delivery_method, ab_test, funnel::bigint, count(*)
-                FROM messages
-                WHERE bundle_id = \(bundleID) AND campaign_id = \(campaignID)
-                  AND created_at >= \(createdFrom ?? .min) AND created_at < \(createdBefore ?? .max)
+                SELECT delivery_method, ab_test, funnel, sum(n)::bigint FROM (
+                    SELECT delivery_method, ab_test, funnel::bigint AS funnel, count(*) AS n
+                    FROM messages
+                    WHERE bundle_id = \(bundleID) AND campaign_id = \(campaignID)
+                      AND created_at >= \(createdFrom ?? .min) AND created_at < \(createdBefore ?? .max)
+                      AND sending_since IS NULL
+                    GROUP BY delivery_method, ab_test, funnel
+                    UNION ALL
+                    SELECT delivery_method, ab_test, funnel::bigint, count(*)
+                    FROM messages
+                    WHERE sending_since IS NOT NULL AND bundle_id = \(bundleID) AND campaign_id = \(campaignID)
+                      AND created_at >= \(createdFrom ?? .min) AND created_at < \(createdBefore ?? .max)
+                    GROUP BY delivery_method, ab_test, funnel) AS g
                 GROUP BY delivery_method, ab_test, funnel
                 ORDER BY delivery_method, ab_test, funnel
                 """, logger: self.logger) { try $0.decode((String, Bool, Int64, Int64).self) }

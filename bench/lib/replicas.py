@@ -154,6 +154,7 @@ def lateness_run(a, replicas: int) -> dict:
     servers = []
     stop = threading.Event()
     late: list[float] = []
+    by_bucket: dict[int, list[float]] = {}
     lock = threading.Lock()
     try:
         for i, rec in enumerate(recs):
@@ -165,6 +166,7 @@ def lateness_run(a, replicas: int) -> dict:
         n = buckets * per
         t0 = time.time() + n / 3_000 + 5
         due = {token_for(b): t0 + b * a.step for b in range(buckets)}
+        bucket_of = {token_for(b): b for b in range(buckets)}
         ok = 0
         for b, u in enumerate(users):
             ok += schedule_bulk(servers[b % len(servers)], tmp, u, per, after=due[token_for(b)])["succeeded"]
@@ -172,9 +174,11 @@ def lateness_run(a, replicas: int) -> dict:
             print("  WARNING: scheduling ran past T0: lateness figures are invalid")
 
         def arrived(now, lines):
-            got = [now - due[json.loads(line)["device_token"]] for line in lines]
+            tokens = [json.loads(line)["device_token"] for line in lines]
             with lock:
-                late.extend(got)
+                for token in tokens:
+                    late.append(now - due[token])
+                    by_bucket.setdefault(bucket_of[token], []).append(now - due[token])
 
         def tail(path):
             tail_lines(path, stop, arrived)
@@ -193,6 +197,13 @@ def lateness_run(a, replicas: int) -> dict:
         label = f"postgres, {replicas} replicas" if replicas else "sqlite, 1 replica"
         print(f"  lateness {label}, {a.rate}/s due for {a.seconds} s: delivered {len(got)}/{ok}; "
               f"lateness s p50 {out['p50']:.3f} p99 {out['p99']:.3f} max {out['max']:.3f}  loadavg {loadavg()}")
+        # How lateness grows over the run: the median of each second's buckets.
+        per_second = max(1, int(round(1 / a.step)))
+        profile = []
+        for start in range(0, buckets, per_second):
+            xs = sorted(x for b in range(start, min(buckets, start + per_second)) for x in by_bucket.get(b, []))
+            profile.append(f"{pct(xs, 50):.2f}/{xs[-1]:.2f}" if xs else "-")
+        print(f"    p50/max by second of due time: {'  '.join(profile)}")
         return out
     finally:
         stop.set()

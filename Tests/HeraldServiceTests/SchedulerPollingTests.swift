@@ -49,6 +49,42 @@ struct SchedulerPollingTests {
         await run.value
     }
 
+    /// Every due time scheduled here wakes the poll, not only the earliest
+    /// one since the last poll: each message goes when it falls due, not at
+    /// the next poll tick (a minute away here).
+    @Test func eachDueTimeScheduledHereWakesThePollInTurn() async throws {
+        let (store, clock) = (InMemoryStore(), ManualClock(now: 0))
+        let scheduler = Scheduler(clock: clock, logger: Logger(label: "test"), shared: store, pollMilliseconds: 60_000)
+        let dispatched = SchedulerTests.Dispatched()
+        let run = Task { await scheduler.run(claimed: { message, _ in dispatched.record(message.id) }) }
+        while clock.sleeperCount < 2 { await Task.yield() }
+        for (id, dueAt) in [("m-3", Int64(3_000)), ("m-1", 1_000), ("m-2", 2_002)] {
+            _ = try await store.schedule(Self.message(id, dueAt: dueAt))
+            await scheduler.schedule(id: id, dueAt: dueAt)
+        }
+        for (id, time) in [("m-1", Int64(1_000)), ("m-2", 2_005), ("m-3", 3_000)] {
+            clock.advance(to: time)
+            #expect(await dispatched.next(1) == [id])
+        }
+        await scheduler.stop()
+        await run.value
+    }
+
+    @Test func dueHintsAreBoundedRoundedUpAndCoveredByAPoll() {
+        var hints = DueHints(capacity: 3, granularity: 5)
+        for time in [Int64(12), 11, 15, 40, 30, 31, 1] { hints.note(time) }
+        // 12 and 11 share 15; past three times the latest go.
+        #expect(hints.times == [1 + 4, 15, 30])
+        hints.note(.max - 1)  // rounds up past Int64.max: saturates, then dropped as the latest
+        #expect(hints.times == [5, 15, 30])
+        hints.covered(by: 15)
+        #expect(hints.next == 30)
+        hints.covered(by: .max)
+        #expect(hints.next == nil)
+        hints.note(-7)  // before the epoch: rounds up toward zero
+        #expect(hints.times == [-5])
+    }
+
     @Test func theLeasesOfMessagesBeingSentAreRenewedUntilTheyFinish() async throws {
         let (store, clock) = (InMemoryStore(), ManualClock(now: 0))
         let scheduler = Scheduler(clock: clock, logger: Logger(label: "test"), shared: store)

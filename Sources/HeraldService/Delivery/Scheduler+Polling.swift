@@ -65,7 +65,7 @@ extension Scheduler {
     /// One claim of due messages; a failure is logged and retried at the next poll.
     private func poll(_ shared: any SharedDueStore, limit: Int) async -> [StoredMessage] {
         let now = clock.now()
-        if hint <= now { hint = .max }  // this poll covers it
+        hints.covered(by: now)
         do {
             return try await shared.claimDue(before: now, limit: limit, now: now)
         } catch {
@@ -81,11 +81,11 @@ extension Scheduler {
         }
     }
 
-    /// Returns at the next poll time (or the earliest due time seen by
-    /// `schedule`, when sooner), at a wake-up, or when cancelled.
+    /// Returns at the next poll time (or the next due time scheduled here,
+    /// when sooner), at a wake-up, or when cancelled.
     private func waitForPoll() async {
         drainInbox()
-        let until = min(clock.now() + pollMilliseconds, hint)
+        let until = min(clock.now() + pollMilliseconds, hints.next ?? .max)
         waitingUntil = until
         defer {
             waitingUntil = .max

@@ -57,8 +57,8 @@ public actor Scheduler {
     public nonisolated let shared: (any SharedDueStore)?
     /// How often the shared store is polled at most.
     let pollMilliseconds: Int64
-    /// The earliest due time scheduled here since the last poll (polling).
-    var hint: Int64 = .max
+    /// The due times scheduled here that no poll has covered yet (polling).
+    var hints = DueHints()
     /// Most messages the next poll claims: halved after a poll whose
     /// messages were deferred (a saturated route gives them back, so claiming
     /// more would only churn), doubled back up to `pollBatch` otherwise.
@@ -133,7 +133,7 @@ public actor Scheduler {
     /// is stored already and the poll finds it.
     private func place(id: String, dueAt: Int64) {
         if shared != nil {
-            hint = min(hint, dueAt)
+            hints.note(dueAt)
         } else {
             index.insert(id: id, dueAt: dueAt)
         }

@@ -36,8 +36,11 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
     public var leaseMilliseconds: Int64 = 30_000
     /// Up to this many rows in `messages` (the planner's estimate), Status
     /// counts finished states exactly; past it, it estimates them
-    /// (`PostgresStore.countsByState`).
-    public var exactCountRows = 200_000
+    /// (`PostgresStore.countsByState`). Low: the exact count scans the
+    /// table, and every replica refreshes Status each second (at 60,000
+    /// rows that was a tenth of the server's time while two replicas
+    /// dispatched).
+    public var exactCountRows = 10_000
     /// How long `PostgresStore.close()` waits for the pool's connections to
     /// end before it returns without them (logged as an error).
     public var closeTimeout: Duration = .seconds(10)

@@ -189,7 +189,8 @@ public final class PostgresStore: ServableStore {
                 // A pooled connection the server had closed (terminated,
                 // restarted) fails before anything is sent: safe to run again
                 // on a new one.
-                if attempt < 3, (error as? PSQLError)?.code == .clientClosedConnection {
+                if attempt < 3, error is ClosedConnectionWatch.ClosedBeforeUse
+                    || (error as? PSQLError)?.code == .clientClosedConnection {
                     attempt += 1
                     continue
                 }

@@ -3,7 +3,6 @@ import HeraldCore
 @testable import HeraldPostgres
 import Logging
 import PostgresNIO
-import Synchronization
 import Testing
 @testable import HeraldStorage
 
@@ -31,5 +30,69 @@ struct PostgresConnectionLossTests {
             return await group.reduce(0, +)
         }
         #expect(wrong == 0, "\(wrong) of \(lanes * rounds) waits on a task that ended said it did not")
+    }
+
+    /// A call whose connection the server kills fails; the next call gets a
+    /// live connection, every time. Before the fix the failed call could
+    /// hand the connection back before the pool saw it close (the server's
+    /// FATAL answer comes before its end of the socket, and the pool learns
+    /// of the close on the event loop while the caller goes on elsewhere),
+    /// and the next call failed on it.
+    @Test(.enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+    func aKilledConnectionIsNeverHandedToTheNextCall() async throws {
+        try await withStore(.postgres) { opened in
+            let store = try #require(opened as? PostgresStore)
+            for round in 0..<30 {
+                let message = makeMessage(id: "m-\(round)", key: "k-\(round)")
+                let killed: @Sendable (PostgresConnection) async throws -> Void = { connection in
+                    let pid = try await PostgresStore.first(connection, "SELECT pg_backend_pid()", logger: store.logger) {
+                        try $0.decode(Int32.self)
+                    }
+                    try await PostgresTestDatabase.admin("SELECT pg_terminate_backend(\(try #require(pid)))")
+                    _ = try await connection.query("SELECT 1", logger: store.logger)
+                }
+                if round % 2 == 0 {
+                    await #expect(throws: StoreError.self) {
+                        try await store.transaction { connection in
+                            try await PostgresRows.insert(connection, message, logger: store.logger)
+                            try await killed(connection)
+                        }
+                    }
+                } else {
+                    await #expect(throws: StoreError.self) { try await store.autocommit(killed) }
+                }
+                // The next call, at once: nothing of the killed one was committed.
+                #expect(try await store.message(id: message.id) == nil, "round \(round)")
+            }
+        }
+    }
+
+    /// The watch's two guarantees on one connection: a call on a connection
+    /// already closed does not run (nothing is sent: the store runs it again
+    /// on another), and a call the server's end of the session failed
+    /// returns only once the connection is closed (so the pool knows).
+    @Test(.enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+    func theWatchNeverRunsOnAClosedConnectionAndReturnsOnlyOnceAKilledOneIsClosed() async throws {
+        let configuration = try PostgresTestDatabase.configuration()
+        let logger = Logger(label: "test")
+        let watch = ClosedConnectionWatch()
+        for round in 0..<10 {
+            let connection = try await PostgresConnection.connect(
+                configuration: try configuration.connectionConfiguration(), id: round, logger: logger)
+            await #expect(throws: (any Error).self) {
+                try await watch.run(connection) { connection in
+                    let pid = try await PostgresStore.first(connection, "SELECT pg_backend_pid()", logger: logger) {
+                        try $0.decode(Int32.self)
+                    }
+                    try await PostgresTestDatabase.admin("SELECT pg_terminate_backend(\(try #require(pid)))")
+                    _ = try await connection.query("SELECT 1", logger: logger)
+                }
+            }
+            #expect(connection.isClosed, "round \(round): the call returned before its connection closed")
+            await #expect(throws: ClosedConnectionWatch.ClosedBeforeUse.self) {
+                try await watch.run(connection) { _ in Issue.record("round \(round): ran on a closed connection") }
+            }
+        }
+        #expect(watch.watchedConnections == 0)
     }
 }

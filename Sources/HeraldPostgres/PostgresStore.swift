@@ -16,8 +16,9 @@ public final class PostgresStore: ServableStore {
     public let configuration: PostgresStoreConfiguration
     let client: PostgresClient
     let logger: Logger
-    /// The pool's `run()`, owned by the store: cancelled by `close()`.
-    private let runner: Task<Void, Never>
+    /// The pool's `run()`, owned by the store: cancelled by `close()`
+    /// (tests: whether a pool reported late ended later).
+    let runner: Task<Void, Never>
     private let closed = Atomic<Bool>(false)
     /// Ends a call whose connection closes under it (postgres-nio#487).
     let closeWatch = ClosedConnectionWatch()

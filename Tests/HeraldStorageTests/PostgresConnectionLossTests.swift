@@ -141,5 +141,13 @@ struct PostgresConnectionLossTests {
         }
     }
 
+    /// postgres-nio's keep-alive query runs inside the pool's run(); one
+    /// sent as its connection closes never completes, and run() with it
+    /// (measured: 10 of 40 pools with a 1 ms keep-alive, 0 of 40 without).
+    @Test func thePoolRunsNoKeepAliveQuery() throws {
+        let configuration = try PostgresStoreConfiguration(url: "postgres://herald@127.0.0.1:5432/herald", replicaID: "test")
+        #expect(try configuration.clientConfiguration().options.keepAliveBehavior == nil)
+    }
+
     static let stressRounds = Int(ProcessInfo.processInfo.environment["HERALD_PG_CLOSE_STRESS"] ?? "") ?? 0
 }

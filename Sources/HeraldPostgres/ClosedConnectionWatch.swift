@@ -15,7 +15,20 @@ import Synchronization
 /// One close callback per connection, not per use: `closeFuture` keeps its
 /// callbacks until it completes, so a callback per query would grow without
 /// bound on a long-lived connection.
+///
+/// A connection the call found dead never goes back to the pool alive in
+/// the pool's eyes: `run` waits for its close (which the pool hears of
+/// first) before it returns. The server's FATAL answer (a terminated
+/// backend) arrives before its end of the socket, and the pool hears of a
+/// close on the event loop while the caller goes on on another thread: the
+/// connection went back idle, the next call was handed it and failed.
 final class ClosedConnectionWatch: Sendable {
+    /// The connection was closed before the call began: nothing was sent
+    /// on it, so the call is safe to run again on another.
+    struct ClosedBeforeUse: Error, CustomStringConvertible {
+        var description: String { "the pooled PostgreSQL connection was closed before the call began" }
+    }
+
     private struct Entry {
         var waiters: [UInt64: @Sendable () -> Void] = [:]
     }
@@ -29,7 +42,49 @@ final class ClosedConnectionWatch: Sendable {
 
     /// Runs `body` on `connection`; ends with an error as soon as the
     /// connection closes, whether or not `body` ever does.
+    ///
+    /// Throws `ClosedBeforeUse` (having waited for the close) when the
+    /// connection is already closed: `body` does not run.
     func run<T: Sendable>(
+        _ connection: PostgresConnection, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        guard !connection.isClosed else {
+            await Self.closeAndWait(connection)
+            throw ClosedBeforeUse()
+        }
+        do {
+            return try await race(connection, body)
+        } catch {
+            if connection.isClosed || Self.endsTheConnection(error) { await Self.closeAndWait(connection) }
+            throw error
+        }
+    }
+
+    /// Whether `error` leaves the connection unusable: the connection
+    /// failed, or the server ended the session (FATAL, PANIC).
+    static func endsTheConnection(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return false }
+        switch error.code {
+        case .serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown,
+             .messageDecodingFailure, .unexpectedBackendMessage:
+            return true
+        case .server:
+            let severity = error.serverInfo?[.severity]
+            return severity == "FATAL" || severity == "PANIC"
+        default:
+            return false
+        }
+    }
+
+    /// Closes `connection` (if it is not already) and returns once its close
+    /// callbacks, the pool's among them, have run.
+    static func closeAndWait(_ connection: PostgresConnection) async {
+        let _: EventLoopFuture<Void> = connection.close()
+        _ = try? await connection.closeFuture.get()
+    }
+
+    /// `body` raced with the connection's close.
+    private func race<T: Sendable>(
         _ connection: PostgresConnection, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let work = Mutex<Task<Void, Never>?>(nil)

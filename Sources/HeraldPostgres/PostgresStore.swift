@@ -16,8 +16,9 @@ public final class PostgresStore: ServableStore {
     public let configuration: PostgresStoreConfiguration
     let client: PostgresClient
     let logger: Logger
-    /// The pool's `run()`, owned by the store: cancelled by `close()`.
-    private let runner: Task<Void, Never>
+    /// The pool's `run()`, owned by the store: cancelled by `close()`
+    /// (tests: whether a pool reported late ended later).
+    let runner: Task<Void, Never>
     private let closed = Atomic<Bool>(false)
     /// Ends a call whose connection closes under it (postgres-nio#487).
     let closeWatch = ClosedConnectionWatch()
@@ -189,7 +190,8 @@ public final class PostgresStore: ServableStore {
                 // A pooled connection the server had closed (terminated,
                 // restarted) fails before anything is sent: safe to run again
                 // on a new one.
-                if attempt < 3, (error as? PSQLError)?.code == .clientClosedConnection {
+                if attempt < 3, error is ClosedConnectionWatch.ClosedBeforeUse
+                    || (error as? PSQLError)?.code == .clientClosedConnection {
                     attempt += 1
                     continue
                 }

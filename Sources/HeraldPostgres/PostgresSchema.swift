@@ -233,14 +233,21 @@ extension PostgresSchema {
     /// the primary key and `messages_leases` only; the readers of these
     /// indexes add the claimed rows from `messages_leases` (few: what
     /// replicas are sending).
+    ///
+    /// New names, created only if missing, then the old ones dropped: an
+    /// operator can build the three beforehand with `CREATE INDEX
+    /// CONCURRENTLY` (docs/SCALING.md), so the migration on a large table
+    /// is three drops instead of three builds that block writes (≈ 15 s per
+    /// million rows here).
     static let v3 = """
-        DROP INDEX messages_user;
-        CREATE INDEX messages_user ON messages (bundle_id, user_id, created_at, id) WHERE sending_since IS NULL;
-        DROP INDEX messages_campaign;
-        CREATE INDEX messages_campaign ON messages (bundle_id, campaign_id, delivery_method, ab_test, funnel, created_at)
+        CREATE INDEX IF NOT EXISTS messages_user_unclaimed ON messages (bundle_id, user_id, created_at, id)
             WHERE sending_since IS NULL;
-        DROP INDEX messages_active;
-        CREATE INDEX messages_active ON messages (state)
+        CREATE INDEX IF NOT EXISTS messages_campaign_unclaimed
+            ON messages (bundle_id, campaign_id, delivery_method, ab_test, funnel, created_at) WHERE sending_since IS NULL;
+        CREATE INDEX IF NOT EXISTS messages_active_unclaimed ON messages (state)
             WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL;
+        DROP INDEX IF EXISTS messages_user;
+        DROP INDEX IF EXISTS messages_campaign;
+        DROP INDEX IF EXISTS messages_active;
         """
 }

@@ -9,7 +9,7 @@ extension PostgresStore {
     /// - while the table holds fewer than 100,000 rows (the planner's
     ///   `pg_class.reltuples`), every state is counted exactly;
     /// - past that, SCHEDULED and HANDED_OFF are counted exactly from the
-    ///   partial indexes `messages_active` and `messages_leases` (their size
+    ///   partial indexes `messages_active_unclaimed` and `messages_leases` (their size
     ///   follows the backlog and what is being sent, not the history), and every finished state is an *estimate*: the row
     ///   estimate times the state's frequency in the planner's statistics
     ///   (`pg_stats`, refreshed by autovacuum's ANALYZE). A rare finished
@@ -22,7 +22,7 @@ extension PostgresStore {
             if rows < Double(self.configuration.exactCountRows) {
                 return try await Self.counts(connection, logger: self.logger, "SELECT state, count(*) FROM messages GROUP BY state")
             }
-            // The waiting rows from `messages_active`, the claimed ones (not
+            // The waiting rows from `messages_active_unclaimed`, the claimed ones (not
             // in it since schema v3) from `messages_leases`, in one snapshot.
             var counts = try await Self.counts(connection, logger: self.logger, """
                 SELECT state, count(*) FROM (

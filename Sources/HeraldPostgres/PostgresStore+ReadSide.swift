@@ -20,7 +20,7 @@ extension PostgresStore {
         }
     }
 
-    /// An index range scan of `messages_user`, newest first, beside the
+    /// An index range scan of `messages_user_unclaimed`, newest first, beside the
     /// claimed rows (left out of that index since schema v3, found through
     /// `messages_leases`: what replicas are sending); the filters apply to
     /// the rows they meet. One row more than asked tells whether a next
@@ -31,7 +31,7 @@ extension PostgresStore {
         let first = query.after == nil
         let (bundle, user, campaign, limit) = (query.bundleID, query.userID, query.campaignID, query.limit + 1)
         var items = try await connection { connection in
-            // The unclaimed rows from `messages_user` (its predicate spelled
+            // The unclaimed rows from `messages_user_unclaimed` (its predicate spelled
             // out, so the planner uses it), the claimed ones from
             // `messages_leases`, merged newest first.
             try await Self.rows(connection, """
@@ -59,7 +59,7 @@ extension PostgresStore {
         return MessagePage(items: items, next: MessageCursor(createdAt: last.createdAt, id: last.id))
     }
 
-    /// One range scan of `messages_campaign` (index-only once vacuumed),
+    /// One range scan of `messages_campaign_unclaimed` (index-only once vacuumed),
     /// grouped in index order, and the campaign's claimed rows (not in that
     /// index since schema v3), in one statement (one snapshot: a row that a
     /// claim or an end moves meanwhile counts once); `MessageFunnel` turns

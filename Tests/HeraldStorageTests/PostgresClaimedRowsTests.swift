@@ -1,7 +1,5 @@
 import HeraldCore
 @testable import HeraldPostgres
-import Logging
-import PostgresNIO
 import Testing
 @testable import HeraldStorage
 
@@ -97,34 +95,24 @@ struct PostgresClaimedRowsTests {
     /// docs/SCALING.md says for large tables) is kept, not built again.
     @Test func aVersionTwoDatabaseGetsThePartialIndexes() async throws {
         try await PostgresTestDatabase.withSchema { configuration in
-            let logger = Logger(label: "test")
-            let connection = try await PostgresConnection.connect(
-                configuration: try configuration.connectionConfiguration(), id: 9, logger: logger)
-            do {
-                let statements = [
-                    "CREATE TABLE herald_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-                    "INSERT INTO herald_schema(version) VALUES (1), (2)",
-                    """
-                    INSERT INTO messages(id, bundle_id, platform, user_id, campaign_id, delivery_method, ab_test,
-                                         window_start, window_end, due_at, state, created_at, updated_at, sending_since,
-                                         owner, lease_until, request)
-                    VALUES ('m-old', 'com.example.app', 'ios', 'user-1', 'welcome', 'traditional', false, 0, 1, 0,
-                            'scheduled', 0, 0, 5, 'gone', 10, '')
-                    """,
-                    """
-                    CREATE INDEX CONCURRENTLY messages_user_unclaimed ON messages (bundle_id, user_id, created_at, id)
-                        WHERE sending_since IS NULL
-                    """,
-                ]
-                for statement in PostgresSchema.statements(PostgresSchema.v1) + PostgresSchema.statements(PostgresSchema.v2)
-                    + statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-            } catch {
-                try? await connection.close()
-                throw error
-            }
-            try await connection.close()
+            let seed = [
+                "CREATE TABLE herald_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+                "INSERT INTO herald_schema(version) VALUES (1), (2)",
+                """
+                INSERT INTO messages(id, bundle_id, platform, user_id, campaign_id, delivery_method, ab_test,
+                                     window_start, window_end, due_at, state, created_at, updated_at, sending_since,
+                                     owner, lease_until, request)
+                VALUES ('m-old', 'com.example.app', 'ios', 'user-1', 'welcome', 'traditional', false, 0, 1, 0,
+                        'scheduled', 0, 0, 5, 'gone', 10, '')
+                """,
+                """
+                CREATE INDEX CONCURRENTLY messages_user_unclaimed ON messages (bundle_id, user_id, created_at, id)
+                    WHERE sending_since IS NULL
+                """,
+            ]
+            try await PostgresTestDatabase.run(
+                PostgresSchema.statements(PostgresSchema.v1) + PostgresSchema.statements(PostgresSchema.v2) + seed,
+                on: configuration)
             let schema = try #require(configuration.schema)
             let predicates = """
                 SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid

@@ -194,19 +194,7 @@ struct PostgresEndsTests {
                 "INSERT INTO outcomes(message_id, device_token, status, at) VALUES ('m-old', 't', 'sent', 1)",
                 "INSERT INTO handovers(message_id, device_token, push, at) VALUES ('m-old', 't', 0, 1)",
             ]
-            // On a connection whose search_path is the test's schema, one statement at a time.
-            let logger = Logger(label: "test")
-            let connection = try await PostgresConnection.connect(
-                configuration: try configuration.connectionConfiguration(), id: 8, logger: logger)
-            do {
-                for statement in PostgresSchema.statements(PostgresSchema.v1) + seed {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-            } catch {
-                try? await connection.close()
-                throw error
-            }
-            try await connection.close()
+            try await PostgresTestDatabase.run(PostgresSchema.statements(PostgresSchema.v1) + seed, on: configuration)
             let foreignKeys = "SELECT string_agg(conrelid::regclass::text, ',' ORDER BY conrelid::regclass::text) FROM pg_constraint "
                 + "WHERE contype = 'f' AND connamespace = '\(schema)'::regnamespace"
             #expect(try await Self.scalar(configuration, foreignKeys) == "handovers,message_keys,outcomes,revokes")

@@ -157,10 +157,20 @@ enum PostgresTestDatabase {
 
     /// Runs one statement (test-made text, no outside values) on its own connection.
     static func admin(_ sql: String) async throws {
+        try await run([sql], on: configuration())
+    }
+
+    /// Runs `statements` (test-made text, no outside values) in order on one
+    /// new connection of `configuration` (its search_path is the test's
+    /// schema, when it has one), then closes it.
+    static func run(_ statements: [String], on configuration: PostgresStoreConfiguration) async throws {
+        let logger = Logger(label: "test")
         let connection = try await PostgresConnection.connect(
-            configuration: try configuration().connectionConfiguration(), id: 1, logger: Logger(label: "test"))
+            configuration: try configuration.connectionConfiguration(), id: 1, logger: logger)
         do {
-            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "test"))
+            for statement in statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
             try await connection.close()
         } catch {
             try? await connection.close()

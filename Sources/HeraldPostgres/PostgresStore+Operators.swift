@@ -6,11 +6,13 @@ extension PostgresStore {
 
     /// Number of messages in each state, cheap on a large table (no counter
     /// rows: those would be hot rows updated by every message):
-    /// - while the table holds fewer than 100,000 rows (the planner's
-    ///   `pg_class.reltuples`), every state is counted exactly;
+    /// - while the table holds fewer than `configuration.exactCountRows`
+    ///   rows (the planner's `pg_class.reltuples`), every state is counted
+    ///   exactly;
     /// - past that, SCHEDULED and HANDED_OFF are counted exactly from the
-    ///   partial indexes `messages_active_unclaimed` and `messages_leases` (their size
-    ///   follows the backlog and what is being sent, not the history), and every finished state is an *estimate*: the row
+    ///   partial indexes `messages_active_unclaimed` and `messages_leases`
+    ///   (their size follows the backlog and what is being sent, not the
+    ///   history), and every finished state is an *estimate*: the row
     ///   estimate times the state's frequency in the planner's statistics
     ///   (`pg_stats`, refreshed by autovacuum's ANALYZE). A rare finished
     ///   state missing from the statistics' common values is not reported.
@@ -22,8 +24,9 @@ extension PostgresStore {
             if rows < Double(self.configuration.exactCountRows) {
                 return try await Self.counts(connection, logger: self.logger, "SELECT state, count(*) FROM messages GROUP BY state")
             }
-            // The waiting rows from `messages_active_unclaimed`, the claimed ones (not
-            // in it since schema v3) from `messages_leases`, in one snapshot.
+            // The waiting rows from `messages_active_unclaimed`, the claimed
+            // ones (not in it since schema v3) from `messages_leases`, in one
+            // snapshot.
             var counts = try await Self.counts(connection, logger: self.logger, """
                 SELECT state, count(*) FROM (
                     SELECT state FROM messages WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL

@@ -20,20 +20,20 @@ extension PostgresStore {
         }
     }
 
-    /// An index range scan of `messages_user_unclaimed`, newest first, beside the
-    /// claimed rows (left out of that index since schema v3, found through
-    /// `messages_leases`: what replicas are sending); the filters apply to
-    /// the rows they meet. One row more than asked tells whether a next
-    /// page exists.
+    /// An index range scan of `messages_user_unclaimed`, newest first,
+    /// beside the claimed rows (left out of that index since schema v3,
+    /// found through `messages_leases`: what replicas are sending); the
+    /// filters apply to the rows they meet. One row more than asked tells
+    /// whether a next page exists.
     public func listMessages(_ query: MessageListQuery) async throws -> MessagePage {
         let states: [String]? = query.states.isEmpty ? nil : query.states.map(\.rawValue).sorted()
         let after = query.after ?? MessageCursor(createdAt: .max, id: "")
         let first = query.after == nil
         let (bundle, user, campaign, limit) = (query.bundleID, query.userID, query.campaignID, query.limit + 1)
         var items = try await connection { connection in
-            // The unclaimed rows from `messages_user_unclaimed` (its predicate spelled
-            // out, so the planner uses it), the claimed ones from
-            // `messages_leases`, merged newest first.
+            // The unclaimed rows from `messages_user_unclaimed` (its
+            // predicate spelled out, so the planner uses it), the claimed
+            // ones from `messages_leases`, merged newest first.
             try await Self.rows(connection, """
                 SELECT * FROM (
                     (SELECT \(unescaped: PostgresRows.summaryColumns) FROM messages
@@ -59,11 +59,11 @@ extension PostgresStore {
         return MessagePage(items: items, next: MessageCursor(createdAt: last.createdAt, id: last.id))
     }
 
-    /// One range scan of `messages_campaign_unclaimed` (index-only once vacuumed),
-    /// grouped in index order, and the campaign's claimed rows (not in that
-    /// index since schema v3), in one statement (one snapshot: a row that a
-    /// claim or an end moves meanwhile counts once); `MessageFunnel` turns
-    /// the groups into counts.
+    /// One range scan of `messages_campaign_unclaimed` (index-only once
+    /// vacuumed), grouped in index order, and the campaign's claimed rows
+    /// (not in that index since schema v3), in one statement (one snapshot:
+    /// a row that a claim or an end moves meanwhile counts once);
+    /// `MessageFunnel` turns the groups into counts.
     public func campaignCounts(
         bundleID: String, campaignID: String, createdFrom: Int64?, createdBefore: Int64?
     ) async throws -> [CohortCounts] {

@@ -38,9 +38,7 @@ struct DueHints {
 
     /// Forgets every time at or before `now` (a poll at `now` covers them).
     mutating func covered(by now: Int64) {
-        var end = 0
-        while end < times.count && times[end] <= now { end += 1 }
-        if end > 0 { times.removeFirst(end) }
+        times.removeFirst(times.firstIndex { $0 > now } ?? times.count)
     }
 
     /// `value` rounded up to a multiple of `step`, saturating at `Int64.max`.

@@ -21,7 +21,22 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "fuzz" / "corpus"
 
 # The selector byte of the `requests` target (RequestsTarget.RPC).
-SCHEDULE, CANCEL, RENDER, REGISTER, UNREGISTER, REPORT = range(6)
+(SCHEDULE, CANCEL, RENDER, REGISTER, UNREGISTER, REPORT, STATUS, HEALTH_CHECK, HEALTH_WATCH, REFLECTION_V1,
+ REFLECTION_V1ALPHA, GET_MESSAGE, LIST_MESSAGES, CAMPAIGN_REPORT) = range(14)
+
+
+def field(number: int, value: bytes | int) -> bytes:
+    """One protobuf field: a varint for an int, length-delimited for bytes."""
+    def varint(v: int) -> bytes:
+        out = bytearray()
+        while v >= 0x80:
+            out.append(v & 0x7F | 0x80)
+            v >>= 7
+        out.append(v)
+        return bytes(out)
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    return varint(number << 3 | 2) + varint(len(value)) + value
 
 
 def stubs():
@@ -125,6 +140,26 @@ def request_seeds(push, device, types) -> list[tuple[str, bytes]]:
     bad = push.CancelRequest(bundle_id="x", platform=ios, user_id="u", campaign_id="c",
                              idempotency_key="k").SerializeToString(deterministic=True).replace(b"\x1a\x01u", b"\x1a\x01\xff")
     seeds.append(("cancel-bad-utf8", bytes([CANCEL]) + bad + b"\x10\x63"))
+    # The unauthenticated and streaming routes, and the read side: plain, and
+    # with an unknown field (a 2-byte StatusRequest `08 01` once trapped the
+    # process: the empty message's descriptor has no field table).
+    seeds.append(("status", bytes([STATUS])))
+    seeds.append(("status-unknown-field", bytes([STATUS]) + field(1, 1)))
+    seeds.append(("health-check", bytes([HEALTH_CHECK]) + field(1, b"herald.v1.PushService")))
+    seeds.append(("health-check-unknown-service", bytes([HEALTH_CHECK]) + field(1, b"nope") + field(9, b"x")))
+    seeds.append(("health-watch", bytes([HEALTH_WATCH]) + field(1, b"")))
+    seeds.append(("reflection-list-services", bytes([REFLECTION_V1]) + field(7, b"*")))
+    seeds.append(("reflection-symbol", bytes([REFLECTION_V1]) + field(4, b"herald.v1.PushService")))
+    seeds.append(("reflection-file", bytes([REFLECTION_V1ALPHA]) + field(3, b"herald/v1/push_service.proto")))
+    seeds.append(("reflection-extension", bytes([REFLECTION_V1ALPHA])
+                  + field(5, field(1, b"herald.v1.ScheduleRequest") + field(2, 100))))
+    seeds.append(("get-message-key", bytes([GET_MESSAGE]) + field(1, b"com.example.app") + field(3, b"k1")))
+    seeds.append(("get-message-id", bytes([GET_MESSAGE]) + field(1, b"com.example.app")
+                  + field(2, b"0190a0b0-0000-7000-8000-000000000000")))
+    seeds.append(("list-messages", bytes([LIST_MESSAGES]) + field(1, b"com.example.app") + field(2, b"alice")
+                  + field(4, 1) + field(4, 2) + field(5, 10)))
+    seeds.append(("campaign-report", bytes([CAMPAIGN_REPORT]) + field(1, b"com.example.app") + field(2, b"c1")
+                  + field(3, b"2025-12-31T00:00:00Z")))
     return seeds
 
 

@@ -113,3 +113,64 @@ def test_oversized_strings_are_refused_by_name(stubs, channel):
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     for name in ["user_id", "campaign_id", "idempotency_key", "collapse_id"]:
         assert name in err.value.details(), err.value.details()
+
+
+# Issue 24 item 0: `08 01` (field 1 = 1) in a StatusRequest, which has no
+# fields, trapped the process. Every route gets unknown fields of each wire
+# type, and the server must answer each and keep serving.
+UNKNOWN_FIELDS = [
+    field(1, 0, _varint(1)),
+    field(15, 1, b"\xff" * 8),
+    field(19000, 2, b"a\x00b"),
+    field(536870911, 5, b"\x01\x02\x03\x04"),
+]
+UNAUTHENTICATED_ROUTES = [
+    "/herald.v1.PushService/Status",
+    "/grpc.health.v1.Health/Check",
+]
+STORE_ROUTES = [
+    "/herald.v1.PushService/Schedule", "/herald.v1.PushService/Cancel", "/herald.v1.PushService/Render",
+    "/herald.v1.PushService/ReportEvent", "/herald.v1.PushService/GetMessage",
+    "/herald.v1.PushService/ListMessages", "/herald.v1.PushService/CampaignReport",
+    "/herald.v1.DeviceService/RegisterDevice", "/herald.v1.DeviceService/UnregisterDevice",
+]
+
+
+@pytest.mark.parametrize("path", UNAUTHENTICATED_ROUTES + STORE_ROUTES)
+def test_unknown_fields_on_every_unary_route_are_answered(herald, path):
+    with grpc.insecure_channel(herald.address) as ch:
+        for unknown in UNKNOWN_FIELDS:
+            try:
+                ch.unary_unary(path)(unknown, timeout=10)
+            except grpc.RpcError as error:
+                # A clear status about the request, never a dead server.
+                assert error.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
+                                        grpc.StatusCode.FAILED_PRECONDITION), (path, error.code(), error.details())
+        # Still serving.
+        assert ch.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=10) == b"\x08\x01"
+
+
+def test_status_with_unknown_field_answers(herald):
+    with grpc.insecure_channel(herald.address) as ch:
+        answer = ch.unary_unary("/herald.v1.PushService/Status")(b"\x08\x01", timeout=10)
+        assert answer  # a StatusResponse
+        assert herald.proc.poll() is None
+
+
+@pytest.mark.parametrize("path", ["/grpc.health.v1.Health/Watch"])
+def test_unknown_fields_on_streaming_routes_are_answered(herald, path):
+    with grpc.insecure_channel(herald.address) as ch:
+        for unknown in UNKNOWN_FIELDS:
+            stream = ch.unary_stream(path)(unknown, timeout=5)
+            try:
+                first = next(iter(stream))
+                assert first in (b"\x08\x01", b"\x08\x03")  # SERVING, or SERVICE_UNKNOWN
+            except grpc.RpcError as error:
+                # Field 1 is the service name: a varint there is a wrong wire type.
+                assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
+            stream.cancel()
+        for unknown in UNKNOWN_FIELDS:
+            answers = list(ch.stream_stream("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo")(
+                iter([unknown, field(7, 2, b"*")]), timeout=10))
+            assert len(answers) == 2
+        assert herald.proc.poll() is None

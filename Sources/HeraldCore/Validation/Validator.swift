@@ -152,6 +152,20 @@ public enum Validator {
     /// Why a bundle id is not a reverse-DNS app id (`com.example.app`: at
     /// least two dot-separated labels of ASCII letters, digits and `-`), or
     /// nil when valid.
+    /// Why `value` cannot be an HTTP/2 header value as it is (it becomes
+    /// `apns-collapse-id`), or nil: RFC 9113 §8.2.1 makes a field with a
+    /// control character (NUL, CR and LF among them) or with white space at
+    /// either end malformed, and a receiver resets the stream, so the
+    /// message could never be delivered.
+    public static func headerValueProblem(_ value: String) -> String? {
+        let u = value.utf8
+        if let bad = u.first(where: { $0 < 0x20 || $0 == 0x7F }) {
+            return "must not contain control characters (found 0x\(String(bad, radix: 16, uppercase: true)))"
+        }
+        if u.first == 0x20 || u.last == 0x20 { return "must not begin or end with a space" }
+        return nil
+    }
+
     public static func bundleIDProblem(_ id: String) -> String? {
         let n = id.utf8.count
         if n == 0 { return "required" }
@@ -194,6 +208,7 @@ public enum Validator {
         }
         if let c = nonEmpty(m.collapseID) {
             checkMax(c, "collapse_id", max: Limits.collapseID, into: &v)
+            if let why = headerValueProblem(c) { v.append(.init(field: "collapse_id", reason: why)) }
         }
         if let ttl = m.ttlSeconds, ttl > TimeToLive.maximum.rawValue {
             v.append(.init(field: "ttl_seconds", reason: "must be at most \(TimeToLive.maximum.rawValue) (4 weeks), got \(ttl)"))

@@ -43,7 +43,11 @@ enum WireRewrite {
                     fields.append((field, WireDescriptors.fieldIndex(of: field.number, in: descriptor)))
                 }
             }
-            let table = descriptor.pointee.fields!
+            // A message with no fields has a nil table (and every index above is nil).
+            guard let table = descriptor.pointee.fields else {
+                for (field, _) in fields where !drop.contains(field.number) && !dropUnknown { copy(field.range) }
+                return
+            }
 
             // Occurrences of each non-repeated message field to merge, and
             // where the merged one goes (the last occurrence).

@@ -252,7 +252,8 @@ enum WireDescriptors {
     /// previous field's index: fields come in order, repeated ones in a row).
     @inline(__always)
     static func fieldIndex(of number: UInt32, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>, near hint: Int) -> Int? {
-        let fields = descriptor.pointee.fields!
+        // A message with no fields (StatusRequest) has a nil table.
+        guard let fields = descriptor.pointee.fields else { return nil }
         let count = Int(descriptor.pointee.n_fields)
         if hint >= 0 && hint < count && fields[hint].id == number { return hint }
         if hint + 1 >= 0 && hint + 1 < count && fields[hint + 1].id == number { return hint + 1 }

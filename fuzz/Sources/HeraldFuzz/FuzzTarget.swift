@@ -27,6 +27,15 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         bytes.withUnsafeBytes { run($0) }
     }
 
+    /// The path of every route the `requests` target reaches, in selector
+    /// order: an input whose first byte is `i` goes to `requestRoutes[i]`.
+    public static var requestRoutes: [String] { RequestsTarget.paths }
+
+    /// Every method the server serves: herald.v1's read from the generated
+    /// service descriptors (a new RPC appears here by itself), Health's and
+    /// reflection's by name.
+    public static var declaredRoutes: [String] { RequestsTarget.declaredPaths }
+
     /// How the server would answer a `requests` input ("ok" or the error),
     /// to check that seeds get past validation; nil for other targets.
     public func answer(_ bytes: [UInt8]) -> String? {

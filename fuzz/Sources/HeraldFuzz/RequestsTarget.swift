@@ -5,16 +5,59 @@ import HeraldProtos
 import HeraldStorage
 @testable import HeraldService
 
-/// Input: one selector byte (`RPC`, modulo 6), then a serialized request
-/// message, handed to the server's own handler for that RPC
-/// (`ServiceHarness`: nesting check, protobuf-c unpack, decoding, validation,
-/// authorization, the store). A Schedule the handler accepted goes on to
+/// Input: one selector byte (`RPC`, modulo the number of routes), then a
+/// serialized request message, handed to the server's own handler for that
+/// route (`ServiceHarness`: nesting check, protobuf-c unpack, decoding,
+/// validation, authorization, the store). Every route the server registers
+/// is here — the unauthenticated ones (Status, Health, reflection) and the
+/// streaming ones included (`HeraldFuzzTests` checks the list against the
+/// generated service descriptors). A Schedule the handler accepted goes on to
 /// what the dispatcher does when it sends: decode the stored request again
 /// and render the alert (and the handoff, for context-aware delivery) or the
 /// FCM message for several device locales.
 enum RequestsTarget {
+    /// New routes go at the end: a seed's selector byte keeps its meaning.
     enum RPC: UInt8, CaseIterable {
         case schedule, cancel, render, registerDevice, unregisterDevice, reportEvent
+        case status, healthCheck, healthWatch, reflectionV1, reflectionV1Alpha
+        case getMessage, listMessages, campaignReport
+
+        /// The route's path on the server.
+        var path: String {
+            switch self {
+            case .schedule: ScheduleService.path
+            case .cancel: CancelService.path
+            case .render: RenderService.path
+            case .registerDevice: DeviceHandlers.registerPath
+            case .unregisterDevice: DeviceHandlers.unregisterPath
+            case .reportEvent: ReportEventService.path
+            case .status: StatusService.path
+            case .healthCheck: HealthService.checkPath
+            case .healthWatch: HealthWatchService.path
+            case .reflectionV1: ReflectionService.v1Path
+            case .reflectionV1Alpha: ReflectionService.v1alphaPath
+            case .getMessage: GetMessageService.path
+            case .listMessages: ListMessagesService.path
+            case .campaignReport: CampaignReportService.path
+            }
+        }
+    }
+
+    /// Every route's path, for the coverage test.
+    static var paths: [String] { RPC.allCases.map(\.path) }
+
+    /// Every method of the services the server registers: herald.v1's from
+    /// the generated service descriptors, Health's and reflection's by name.
+    static var declaredPaths: [String] {
+        var paths = [HealthService.checkPath, HealthWatchService.path, ReflectionService.v1Path, ReflectionService.v1alphaPath]
+        for service in [herald__v1__push_service__descriptor, herald__v1__device_service__descriptor] {
+            guard let methods = service.methods else { continue }
+            let name = String(cString: service.name)
+            for index in 0..<Int(service.n_methods) {
+                paths.append("/\(name)/\(String(cString: methods[index].name))")
+            }
+        }
+        return paths
     }
 
     /// Device locales the dispatcher may render for: none, exact, fallback, unknown.
@@ -48,8 +91,28 @@ enum RequestsTarget {
         case .registerDevice: try ServiceHarness.wait { try await service.devices.register(request) }
         case .unregisterDevice: try ServiceHarness.wait { try await service.devices.unregister(request) }
         case .reportEvent: try ServiceHarness.wait { try await service.report.report(request) }
+        case .status: _ = try service.status.status(request)
+        case .healthCheck: _ = try service.health.check(request)
+        case .healthWatch:
+            // The first answer (the status now, or SERVICE_UNKNOWN) ends the
+            // watch: the stream would otherwise wait for the next change.
+            let watch = service.watch
+            do {
+                try ServiceHarness.wait {
+                    try await watch.watch(request: message) { _ in throw FirstAnswerSent() }
+                    return []
+                }
+            } catch is FirstAnswerSent {}
+        case .reflectionV1, .reflectionV1Alpha:
+            // Failures are error_responses inside the stream: always an answer.
+            precondition(!service.reflection.respond(to: message).isEmpty, "reflection answered nothing")
+        case .getMessage: try ServiceHarness.wait { try await service.getMessage.get(request) }
+        case .listMessages: try ServiceHarness.wait { try await service.listMessages.list(request) }
+        case .campaignReport: try ServiceHarness.wait { try await service.campaignReport.report(request) }
         }
     }
+
+    private struct FirstAnswerSent: Error {}
 
     /// The dispatcher's side of an accepted Schedule request.
     static func dispatch(_ bytes: [UInt8]) throws {

@@ -31,6 +31,13 @@ final class ServiceHarness: Sendable {
     let render: RenderService
     let devices: DeviceHandlers
     let report: ReportEventService
+    let status: StatusService
+    let health: HealthService
+    let watch: HealthWatchService
+    let reflection: ReflectionService
+    let getMessage: GetMessageService
+    let listMessages: ListMessagesService
+    let campaignReport: CampaignReportService
 
     private init() {
         let clock = FixedClock()
@@ -53,6 +60,16 @@ final class ServiceHarness: Sendable {
         render = RenderService(policy: policy, now: { ServiceHarness.nowMilliseconds })
         devices = DeviceHandlers(policy: policy, store: store, clock: clock)
         report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
+        let state = ServingStateCell()
+        status = StatusService(
+            version: "fuzz", startedAtMilliseconds: Self.nowMilliseconds, startedAt: .now, state: state,
+            serverStats: { GRPCServerStats(connectionsOpen: 0, rpcsInFlight: 0, rpcsTotal: 0, bufferedRequestBytes: 0) })
+        health = HealthService(state: state)
+        watch = HealthWatchService(state: state)
+        reflection = ReflectionService()
+        getMessage = GetMessageService(policy: policy, store: store)
+        listMessages = ListMessagesService(policy: policy, store: store)
+        campaignReport = CampaignReportService(policy: policy, store: store)
     }
 
     /// Runs an async handler to completion from libFuzzer's synchronous

@@ -11,6 +11,7 @@
 #        BASELINE_BIN=/tmp/herald-old SKIP_BUILD=1 bench/apns.sh   # A/B: old and
 #        new binary alternating (AB_ROUNDS rounds), medians (bench/lib/ab.sh)
 set -euo pipefail
+umask 077  # the keys made below are secrets: owner-only, as Herald requires
 cd "$(dirname "$0")/.."
 
 apns_figures() {   # one run's output -> `name value` lines for bench/lib/ab.sh

@@ -17,6 +17,7 @@
 #        HERALD_BIN overrides the binary)
 #        BASELINE_BIN=/tmp/herald-old SKIP_BUILD=1 bench/fcm.sh   # A/B (bench/lib/ab.sh)
 set -euo pipefail
+umask 077  # the keys made below are secrets: owner-only, as Herald requires
 cd "$(dirname "$0")/.."
 
 fcm_figures() {   # one run's output -> `name value` lines for bench/lib/ab.sh

@@ -104,7 +104,8 @@ def main() -> int:
     devices = s["device_service_pb2_grpc"].DeviceServiceStub(channel)
     try:
         if args.command == "status":
-            reply = push.Status(p.StatusRequest(), timeout=10)
+            # Without a token (when tokens are configured) Status shows state and counts only.
+            reply = push.Status(p.StatusRequest(), metadata=metadata, timeout=10)
         elif args.command == "register":
             reply = devices.RegisterDevice(d.RegisterDeviceRequest(
                 bundle_id=args.bundle, platform=platform, user_id=args.user, device_token=args.token,

@@ -155,7 +155,8 @@ public final class HeraldServer: Service, Sendable {
             startedAt: .now,
             state: state,
             serverStats: { server.stats() },
-            snapshot: { snapshot.current }
+            snapshot: { snapshot.current },
+            policy: configuration.accessPolicy
         )
         server.register(StatusService.path, .sync(status.status))
         let render = RenderService(policy: configuration.accessPolicy, now: Timestamp.nowMilliseconds)
@@ -261,7 +262,7 @@ public final class HeraldServer: Service, Sendable {
     /// Everything up to serving: the store, recovery, the gateway, the due
     /// index, the handlers; returns the services in start order.
     private func prepare() async throws -> [any Service] {
-        if configuration.accessPolicy.isOpen && !AccessPolicy.isLoopback(configuration.host) {
+        if configuration.accessPolicy.isOpen && !isLoopbackHost(configuration.host) {
             throw ConfigurationError(description:
                 "no access tokens are configured, so Herald serves on loopback only; "
                 + "refusing to listen on \(configuration.host) (give --tokens-file, or use 127.0.0.1)")

@@ -4,8 +4,36 @@ import HeraldPrimitives
 import HeraldProtos
 
 /// `herald.v1.PushService/Status`: the operator's view of this instance.
+///
+/// Who sees what (SPEC §7, 2026-11-27), when tokens are configured:
+/// - no `authorization` metadata: serving state and counts only (uptime,
+///   message counts by state, lag, the server's connection and RPC counts,
+///   the store's kind and health) — no version, no store location, no
+///   provider pools (their route names carry team ids and bundles), no
+///   error text;
+/// - a token that is malformed or unknown: UNAUTHENTICATED, as every other
+///   RPC (a caller who meant to authenticate learns that it failed);
+/// - a token allowing `*`: everything;
+/// - a token allowing some bundles: everything but the store's location,
+///   and only the provider pools that serve one of its bundles.
+/// With no tokens configured (loopback only), everything, as before.
 struct StatusService: Sendable {
     static let path = "/herald.v1.PushService/Status"
+
+    /// What a caller may see.
+    enum View: Equatable {
+        case everything
+        case bundles(Set<String>)
+        case anonymous
+
+        func shows(_ bundles: Set<String>) -> Bool {
+            switch self {
+            case .everything: true
+            case .anonymous: false
+            case .bundles(let allowed): bundles.contains("*") || !bundles.isDisjoint(with: allowed)
+            }
+        }
+    }
 
     let version: String
     let startedAtMilliseconds: Int64
@@ -14,8 +42,19 @@ struct StatusService: Sendable {
     let serverStats: @Sendable () -> GRPCServerStats
     /// Store and delivery figures, refreshed in the background.
     var snapshot: @Sendable () -> OperatorSnapshot = { OperatorSnapshot() }
+    /// Decides the view (an open policy shows everything).
+    var policy = AccessPolicy()
+
+    /// - Throws: UNAUTHENTICATED for a token that is given but malformed or unknown.
+    func view(_ metadata: GRPCMetadata) throws -> View {
+        guard !policy.isOpen else { return .everything }
+        guard metadata["authorization"] != nil else { return .anonymous }
+        guard let grant = try policy.authenticate(metadata) else { return .everything }
+        return grant.bundleIDs.contains("*") ? .everything : .bundles(grant.bundleIDs)
+    }
 
     func status(_ request: GRPCRequest) throws -> [UInt8] {
+        let view = try view(request.metadata)
         // Validates the (empty) request so that garbage is INVALID_ARGUMENT.
         try ProtobufC.withUnpacked(Herald__V1__StatusRequest.self, from: request.message) { _ in }
         let stats = serverStats()
@@ -26,7 +65,7 @@ struct StatusService: Sendable {
         case .serving: HERALD__V1__SERVING_STATE__SERVING_STATE_SERVING
         case .draining: HERALD__V1__SERVING_STATE__SERVING_STATE_DRAINING
         }
-        response.version = arena.string(version)
+        response.version = arena.string(view == .anonymous ? "" : version)
         response.uptime_seconds = UInt64((ContinuousClock.now - startedAt).components.seconds)
         response.started_at = arena.string(RFC3339.format(Timestamp(milliseconds: startedAtMilliseconds)))
         response.server = arena.message(Herald__V1__ServerStatus.self) {
@@ -50,10 +89,12 @@ struct StatusService: Sendable {
             response.store = arena.message(Herald__V1__StoreStatus.self) {
                 $0.kind = arena.string(store.kind)
                 $0.healthy = store.ok && state.readiness.storeWritable ? 1 : 0
-                $0.detail = arena.string(store.lastError.map { "\(store.location): \($0)" } ?? store.location)
+                // The path, or the database's user and host, and the last error: `*` tokens only.
+                $0.detail = arena.string(
+                    view != .everything ? "" : store.lastError.map { "\(store.location): \($0)" } ?? store.location)
             }
         }
-        let pools = figures.pools.map { pool in
+        let pools = figures.pools.filter { view.shows($0.bundleIDs) }.map { pool in
             arena.message(Herald__V1__ApnsPoolStatus.self) {
                 $0.endpoint = arena.string(pool.status.endpoint.description)
                 $0.connections_open = UInt32(pool.status.connectionsOpen)
@@ -76,7 +117,7 @@ struct StatusService: Sendable {
         response.snapshot_age_ms = UInt64(max(0, (ContinuousClock.now - figures.takenAt).nanoseconds / 1_000_000))
         response.n_apns_pools = pools.count
         response.apns_pools = arena.pointerArray(pools)
-        let fcmPools = figures.fcmPools.map { pool in
+        let fcmPools = figures.fcmPools.filter { view.shows($0.bundleIDs) }.map { pool in
             arena.message(Herald__V1__FcmPoolStatus.self) {
                 $0.endpoint = arena.string(pool.endpoint)
                 $0.connections_open = UInt32(pool.status.connectionsOpen)

@@ -52,7 +52,7 @@ public final class DataDirectoryLock: Sendable {
     ///   cannot be opened (a directory, no permission) or written.
     public init(directory: String) throws(DataDirectoryLockError) {
         let path = directory + "/" + Self.fileName
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             throw .cannotLock(path: path, detail: Self.errnoText())
         }
@@ -66,6 +66,9 @@ public final class DataDirectoryLock: Sendable {
             close(fd)
             throw .cannotLock(path: path, detail: "not a regular file")
         }
+        // Owner-only like the store beside it (a lock file of an older
+        // version may be 0644); best effort: it holds only a PID.
+        if status.st_mode & 0o077 != 0 { _ = fchmod(fd, 0o600) }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }

@@ -187,6 +187,7 @@ public final class SQLiteStore: CallbackScheduling {
         if access(dir, W_OK) != 0 {
             throw StoreError.readOnly(path: path, detail: "directory \(dir) is not writable: \(String(cString: strerror(errno)))")
         }
+        try restrictStoreFileModes(path: path)
     }
 
     /// Maps SQLite's codes at open to the clear cases.
@@ -232,5 +233,31 @@ public final class SQLiteStore: CallbackScheduling {
         } catch {
             return StoreHealth(kind: "sqlite", location: path, ok: false, lastError: String(describing: error))
         }
+    }
+}
+
+/// Device tokens and message content are for the owner only: a new
+/// database is created here with mode 0600 (SQLite then gives its `-wal`,
+/// `-shm` and `-journal` the database file's mode, whatever the umask
+/// allows beyond it); an existing database and its companions that group
+/// or others may access are tightened to 0600. Tightening is best effort
+/// (a file of another owner cannot be changed: it is opened as it is).
+func restrictStoreFileModes(path: String) throws {
+    if !POSIXFile.exists(path) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd >= 0 {
+            close(fd)
+        } else {
+            let code = errno
+            if code != EEXIST {
+                throw StoreError.cannotOpen(path: path, detail: "cannot create the database file: \(String(cString: strerror(code)))")
+            }
+        }
+    }
+    for file in [path, path + "-wal", path + "-shm", path + "-journal"] {
+        var info = stat()
+        guard stat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o077 != 0 else { continue }
+        // Result deliberately ignored: not ours to change (EPERM) is not a reason to refuse the store.
+        _ = chmod(file, 0o600)
     }
 }

@@ -106,7 +106,7 @@ struct APNsSimCommand: AsyncParsableCommand {
 
         let simulator = try await APNsSimulator.start(configuration)
         if let caOut {
-            try POSIXFile.writeAtomically(caOut, bytes: Array(simulator.caCertificatePEM.utf8))
+            try POSIXFile.writeAtomically(caOut, bytes: Array(simulator.caCertificatePEM.utf8), mode: 0o644)
         }
         // Child tasks, not detached ones: both end when the simulator stops
         // (its delivery streams finish), and the group awaits them, so every

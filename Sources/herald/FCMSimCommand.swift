@@ -86,7 +86,7 @@ struct FCMSimCommand: AsyncParsableCommand {
         let accepted: AsyncStream<FCMAcceptedMessage>? = quiet ? nil : simulator.acceptedStream()
         let port = try await simulator.start()
         if let caOut {
-            try POSIXFile.writeAtomically(caOut, bytes: Array(simulator.certificatePEM.utf8))
+            try POSIXFile.writeAtomically(caOut, bytes: Array(simulator.certificatePEM.utf8), mode: 0o644)
         }
         // Unbuffered: scripts wait for the first line on a pipe.
         var lines = "listening on \(host):\(port)\n"

@@ -49,6 +49,7 @@ extension ServeCommand {
             admin.host = adminHost
             admin.port = adminPort
             admin.requestTimeout = .milliseconds(Int64(adminTimeout * 1000))
+            admin.maxConnectionsPerPeer = adminMaxConnectionsPerPeer
             configuration.admin = admin
         }
         for entry in simulatorUnregistered {
@@ -82,7 +83,7 @@ extension ServeCommand {
             configuration.accessPolicy = try AccessPolicy.load(path: tokensFile)
             logger.info("access tokens loaded", metadata: ["labels": "\(configuration.accessPolicy.grants.map(\.label))"])
         }
-        if configuration.accessPolicy.isOpen && !AccessPolicy.isLoopback(host) {
+        if configuration.accessPolicy.isOpen && !isLoopbackHost(host) {
             throw ValidationError(
                 "no access tokens are configured, so Herald serves on loopback only; "
                 + "refusing to listen on \(host) (give --tokens-file, or use 127.0.0.1)")

@@ -35,6 +35,7 @@ extension ServeCommand {
         try check("admin-port", adminPort) { (-1...65535).contains($0) ? nil : "must be 0...65535 (-1: off), got \($0)" }
         try check("admin-host", adminHost, Self.notEmpty)
         try check("admin-timeout", adminTimeout) { $0 > 0 && $0 <= 3600 ? nil : "must be more than 0 and at most 3600, got \($0)" }
+        try check("admin-max-connections-per-peer", adminMaxConnectionsPerPeer) { (1...32).contains($0) ? nil : "must be 1...32 (the admin listener's 32 slots), got \($0)" }
         try check("max-concurrent-streams", maxConcurrentStreams, Self.atLeastOne)
         try check("drain-seconds", drainSeconds) { $0 >= 0 ? nil : "must not be negative, got \($0)" }
         try check("max-connections", maxConnections, Self.atLeastOne)

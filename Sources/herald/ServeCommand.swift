@@ -110,6 +110,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("admin-timeout"), help: "Seconds an admin connection has to send a whole request; then it is closed.")
     var adminTimeout: Double = Settings.double("admin-timeout") ?? 5
 
+    @Option(name: .customLong("admin-max-connections-per-peer"), help: "Most admin connections one peer address may hold open (of 32); more are closed on accept.")
+    var adminMaxConnectionsPerPeer: Int = Settings.int("admin-max-connections-per-peer") ?? 8
+
     @Option(name: .customLong("max-concurrent-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS advertised per connection.")
     var maxConcurrentStreams: Int = Settings.int("max-concurrent-streams") ?? 100
 

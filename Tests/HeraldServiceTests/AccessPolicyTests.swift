@@ -1,4 +1,5 @@
 import GRPCEngine
+import HeraldPrimitives
 import Testing
 
 @testable import HeraldService
@@ -44,8 +45,8 @@ struct AccessPolicyTests {
         let policy = AccessPolicy()
         #expect(policy.isOpen)
         #expect(code { try policy.authorize(metadata(nil), bundleID: "com.example.app") } == nil)
-        #expect(AccessPolicy.isLoopback("127.0.0.1") && AccessPolicy.isLoopback("::1") && AccessPolicy.isLoopback("localhost"))
-        #expect(!AccessPolicy.isLoopback("0.0.0.0") && !AccessPolicy.isLoopback("10.1.2.3"))
+        #expect(isLoopbackHost("127.0.0.1") && isLoopbackHost("::1") && isLoopbackHost("localhost"))
+        #expect(!isLoopbackHost("0.0.0.0") && !isLoopbackHost("10.1.2.3"))
     }
 
     @Test("bad files are refused with the line", arguments: [

@@ -52,6 +52,8 @@ struct ReloadTests {
     }
 
     private func routes(_ specs: String, keyFile: URL, reusing old: [APNsGateway.Route] = []) throws -> [APNsGateway.Route] {
+        // Written by Foundation with 0644; Herald refuses a key group or others may read.
+        #expect(chmod(keyFile.path, 0o600) == 0)
         let spec = try APNsRouteSpec.parse("\(specs) key=\(keyFile.path)", source: "test")
         return try APNsRouteSpec.makeRoutes([spec], reusing: old)
     }

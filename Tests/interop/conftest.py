@@ -17,6 +17,11 @@ from dataclasses import dataclass, field
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# Files the tests write (tokens files, routes files, .p8 keys, service-account
+# JSON) are owner-only, as Herald requires of secrets files: it refuses one
+# that group or others may read. Helpers below also chmod 0600 explicitly.
+os.umask(0o077)
 PROTOS = ROOT / "Protos"
 LISTENING = re.compile(r"listening on (\S+):(\d+)")
 ADMIN_LISTENING = re.compile(r"^admin listening on (\S+):(\d+)")
@@ -159,6 +164,7 @@ def routed_apns_simulator(tmp_path, bundle: str):
     p8 = tmp_path / "AuthKey_ROUTEKEY01.p8"
     p8.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                      serialization.NoEncryption()))
+    os.chmod(p8, 0o600)
     public = tmp_path / "public.pem"
     public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
                                                      serialization.PublicFormat.SubjectPublicKeyInfo))
@@ -212,4 +218,5 @@ def write_service_account(directory, project="herald-test", *, token_uri="https:
         "private_key": pem, "client_email": f"herald@{project}.iam.gserviceaccount.com",
         "client_id": "1", "token_uri": token_uri,
     }))
+    os.chmod(path, 0o600)
     return str(path), key

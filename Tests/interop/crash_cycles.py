@@ -73,6 +73,7 @@ class CrashRun:
         with open(self.p8, "wb") as f:
             f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                       serialization.NoEncryption()))
+        os.chmod(self.p8, 0o600)  # Herald refuses a key group or others may read
         public = os.path.join(self.workdir, "public.pem")
         with open(public, "wb") as f:
             f.write(key.public_key().public_bytes(serialization.Encoding.PEM,

@@ -57,7 +57,9 @@ def test_render_requires_a_token_for_the_bundle(stubs, secured, metadata, bundle
 
 def test_status_and_health_need_no_token(stubs, secured):
     with grpc.insecure_channel(secured.address) as channel:
-        assert stubs.push_pb2_grpc.PushServiceStub(channel).Status(stubs.push_pb2.StatusRequest(), timeout=10).version
+        # Without a token: serving state and counts only (test_security_ops.py checks what is left out).
+        status = stubs.push_pb2_grpc.PushServiceStub(channel).Status(stubs.push_pb2.StatusRequest(), timeout=10)
+        assert status.serving == stubs.push_pb2.SERVING_STATE_SERVING
         health = stubs.HealthStub(channel).Check(stubs.health_pb2.HealthCheckRequest(), timeout=10)
         assert health.status == stubs.health_pb2.HealthCheckResponse.SERVING
 

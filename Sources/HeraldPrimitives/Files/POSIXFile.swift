@@ -83,16 +83,18 @@ public enum POSIXFile {
         return text
     }
 
-    /// `mkdir -p`: creates `path` and missing parents (mode 0777 less umask).
-    public static func createDirectories(_ path: String) throws(POSIXFileError) {
+    /// `mkdir -p`: creates `path` and missing parents with `mode` (less the
+    /// umask); 0700 by default (Herald's data directory holds device tokens
+    /// and message content). Existing directories are left as they are.
+    public static func createDirectories(_ path: String, mode: UInt32 = 0o700) throws(POSIXFileError) {
         var isDirectory = false
         if exists(path, isDirectory: &isDirectory) {
             guard isDirectory else { throw POSIXFileError("mkdir", path: path, code: EEXIST) }
             return
         }
         let parent = deletingLastPathComponent(path)
-        if !parent.isEmpty && parent != path { try createDirectories(parent) }
-        if mkdir(path, 0o777) != 0 {
+        if !parent.isEmpty && parent != path { try createDirectories(parent, mode: mode) }
+        if mkdir(path, mode_t(mode)) != 0 {
             let code = errno
             if code != EEXIST { throw POSIXFileError("mkdir", path: path, code: code) }
         }
@@ -136,10 +138,12 @@ extension POSIXFile {
         }
     }
 
-    /// Replaces `path` with `bytes` atomically: writes `path.tmp-PID`, fsyncs, renames.
-    public static func writeAtomically(_ path: String, bytes: [UInt8]) throws(POSIXFileError) {
+    /// Replaces `path` with `bytes` atomically: writes `path.tmp-PID` with
+    /// `mode` (less the umask; 0600 unless the caller says the file is
+    /// public), fsyncs, renames.
+    public static func writeAtomically(_ path: String, bytes: [UInt8], mode: UInt32 = 0o600) throws(POSIXFileError) {
         let temporary = "\(path).tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
         guard fd >= 0 else { let code = errno; throw POSIXFileError("open", path: temporary, code: code) }
         if let code = writeAllOrErrno(fd, bytes) {
             let error = POSIXFileError("write", path: temporary, code: code)
@@ -163,5 +167,33 @@ extension POSIXFile {
             unlink(temporary)
             throw error
         }
+    }
+}
+
+/// A secrets file (tokens, private keys, routes) that group or others may
+/// read or write: refused at start (and on reload) so a key never sits
+/// world-readable unnoticed.
+public struct SecretFileModeError: Error, Sendable, CustomStringConvertible {
+    /// What the file is, e.g. "tokens file".
+    public var what: String
+    public var path: String
+    public var mode: UInt32
+
+    public var description: String {
+        let octal = String(mode & 0o777, radix: 8)
+        return "\(what) \(path) is accessible by group or others (mode 0\(octal)); "
+            + "it holds secrets: run `chmod 600 \(path)` (owner read/write only)"
+    }
+}
+
+extension POSIXFile {
+    /// Throws when `path` (followed through symlinks) grants group or others
+    /// any access (`mode & 0o077 != 0`). A file that cannot be stat'ed passes:
+    /// the read that follows reports why it cannot be read.
+    public static func requireOwnerOnly(_ path: String, what: String) throws(SecretFileModeError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        let mode = UInt32(info.st_mode)
+        if mode & 0o077 != 0 { throw SecretFileModeError(what: what, path: path, mode: mode) }
     }
 }

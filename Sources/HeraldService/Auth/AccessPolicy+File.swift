@@ -33,13 +33,17 @@ extension AccessPolicy {
     }
 }
 
+import HeraldPrimitives
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 extension AccessPolicy {
     /// Reads and parses a tokens file.
+    /// Refuses a file that group or others may access (it holds tokens).
     public static func load(path: String) throws -> AccessPolicy {
+        try POSIXFile.requireOwnerOnly(path, what: "tokens file")
         guard let file = fopen(path, "r") else {
             throw FileError(description: "cannot read tokens file \(path): \(String(cString: strerror(errno)))")
         }

@@ -130,12 +130,6 @@ public struct AccessPolicy: Sendable {
         return (added, removed, changed)
     }
 
-    /// Whether `host` names a loopback address, the only place an open
-    /// policy may listen.
-    public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
-    }
-
     static func sha256(_ text: String) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         var bytes = Array(text.utf8)

@@ -83,9 +83,12 @@ public final class APNsGateway: Sendable {
     /// Each pool's status with its route's name and error book entry.
     func poolReports() async -> [APNsPoolReport] {
         var reports: [APNsPoolReport] = []
+        let routes = routes
         for client in clients {
+            let bundles = routes.filter { $0.client === client }.reduce(into: Set<String>()) { $0.formUnion($1.bundleIDs) }
             reports.append(APNsPoolReport(
-                status: await client.status(), route: routeName(client), errors: errors.entry(ObjectIdentifier(client))))
+                status: await client.status(), route: routeName(client), errors: errors.entry(ObjectIdentifier(client)),
+                bundleIDs: bundles))
         }
         return reports
     }

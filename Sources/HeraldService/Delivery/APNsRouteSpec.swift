@@ -73,6 +73,8 @@ public struct APNsRouteSpec: Sendable, Equatable {
 
     /// Reads a routes file: one route per line, `#` comments.
     public static func parseFile(path: String) throws -> [APNsRouteSpec] {
+        // It names key files: kept private like them.
+        try POSIXFile.requireOwnerOnly(path, what: "APNs routes file")
         let text: String
         do { text = try POSIXFile.readText(path) } catch {
             throw ParseError(description: "cannot read APNs routes file \(path): \(error)")
@@ -112,11 +114,13 @@ public struct APNsRouteSpec: Sendable, Equatable {
                 switch spec.auth {
                 case let .token(teamID, keyID, keyPath):
                     key = .token(teamID: teamID, keyID: keyID, endpoint: endpoint)
+                    try POSIXFile.requireOwnerOnly(keyPath, what: "APNs signing key")
                     secret = try read(keyPath)
                     credentials = .token(keyID: keyID, teamID: teamID, privateKeyPEM: secret)
                 case let .certificate(certificatePath, keyPath):
                     key = APNsPoolKey(credentialID: "cert:\(certificatePath)", endpoint: endpoint)
                     let certificate = try read(certificatePath)
+                    try POSIXFile.requireOwnerOnly(keyPath, what: "APNs certificate private key")
                     let privateKey = try read(keyPath)
                     secret = certificate + "\u{0}" + privateKey
                     credentials = .certificate(certificatePEM: certificate, privateKeyPEM: privateKey)

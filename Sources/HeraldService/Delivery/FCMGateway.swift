@@ -79,10 +79,12 @@ public final class FCMGateway: Sendable {
 
     func poolReports() async -> [FCMPoolReport] {
         var reports: [FCMPoolReport] = []
+        let all = routes
         for route in pools {
+            let bundles = all.filter { $0.client === route.client }.reduce(into: Set<String>()) { $0.formUnion($1.bundleIDs) }
             reports.append(FCMPoolReport(
                 status: await route.client.status(), route: route.name, project: route.projectID,
-                endpoint: route.endpoint, errors: errors.entry(ObjectIdentifier(route.client))))
+                endpoint: route.endpoint, errors: errors.entry(ObjectIdentifier(route.client)), bundleIDs: bundles))
         }
         return reports
     }
@@ -164,4 +166,6 @@ struct FCMPoolReport: Sendable {
     var project: String
     var endpoint: String
     var errors: ProviderErrorBook.Entry
+    /// Every bundle the routes sharing this pool serve (`*`: all).
+    var bundleIDs: Set<String> = ["*"]
 }

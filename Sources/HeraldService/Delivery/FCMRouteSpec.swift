@@ -74,6 +74,8 @@ public struct FCMRouteSpec: Sendable, Equatable {
 
     /// Reads a routes file: one route per line, `#` comments.
     public static func parseFile(path: String) throws -> [FCMRouteSpec] {
+        // It names service-account keys: kept private like them.
+        try POSIXFile.requireOwnerOnly(path, what: "FCM routes file")
         let text: String
         do { text = try POSIXFile.readText(path) } catch {
             throw ParseError(description: "cannot read FCM routes file \(path): \(error)")
@@ -90,6 +92,9 @@ public struct FCMRouteSpec: Sendable, Equatable {
     /// Reads and checks the service-account key (JSON fields, an RSA
     /// private key that loads): the error names the route.
     func serviceAccount() throws -> FCMServiceAccount {
+        do { try POSIXFile.requireOwnerOnly(keyPath, what: "FCM service-account key") } catch {
+            throw ParseError(description: "FCM route \(source) (project=\(projectID)): \(error)")
+        }
         let bytes: [UInt8]
         do { bytes = Array(try POSIXFile.readText(keyPath).utf8) } catch {
             throw ParseError(description: "FCM route \(source) (project=\(projectID)): cannot read the service-account key \(keyPath): \(error)")

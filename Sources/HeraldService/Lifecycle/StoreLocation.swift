@@ -70,6 +70,7 @@ struct OpenedStore {
             // binds; released after the store closed (StoreService) or here.
             let lock = try DataDirectoryLock(directory: configuration.dataDirectory)
             logger.info("data directory", metadata: ["path": "\(configuration.dataDirectory)"])
+            warnIfShared(directory: configuration.dataDirectory, logger: logger)
             var options = SQLiteStore.Options()
             options.durability = configuration.durability
             options.commitObserver = { [metrics] in metrics.storeCommitted($0) }
@@ -85,5 +86,15 @@ struct OpenedStore {
             let store = try await PostgresStore.open(postgres, logger: logger)
             return OpenedStore(store: store, lock: nil, probeDirectory: nil)
         }
+    }
+
+    /// A data directory Herald did not create may let group or others list
+    /// it (systemd's `StateDirectoryMode=` defaults to 0755): the files in it
+    /// are 0600 either way, so this warns and changes nothing.
+    static func warnIfShared(directory: String, logger: Logger) {
+        var info = stat()
+        guard stat(directory, &info) == 0, info.st_mode & 0o077 != 0 else { return }
+        logger.warning("data directory is accessible by group or others; its files are 0600, but run chmod 700 on it",
+                       metadata: ["path": "\(directory)", "mode": "0\(String(UInt32(info.st_mode) & 0o777, radix: 8))"])
     }
 }

@@ -5,18 +5,37 @@ import NIOHTTP1
 /// `/healthz`, `/readyz`; 405 for other methods on them, 404 elsewhere.
 /// Every answer has a short text body; a request body is never read (the
 /// byte budget bounds it).
-final class AdminHTTPHandler: ChannelInboundHandler {
+///
+/// Backpressure: one answer at a time, and the next request is read only
+/// once the last answer has been written to the socket. A client that
+/// pipelines requests and never reads therefore holds at most one answer
+/// in this process (the rest of its requests wait in its own socket
+/// buffers), and the request timeout closes it. Reads are held by not
+/// passing `read()` on (`autoRead` asks through this handler, the last in
+/// the pipeline), so a transport handler in front (TLS) changes nothing.
+final class AdminHTTPHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
     let endpoints: AdminEndpoints
+    let metrics: AdminMetricsCache
     let budget: AdminRequestBudget
     let requestTimeout: TimeAmount
     private var head: HTTPRequestHead?
     private var timer: Scheduled<Void>?
+    /// An answer is being written and has not reached the socket yet.
+    private var writing = false
+    /// A request that arrived while `writing` (at most one: the pipelining
+    /// handler hands over the next request only after an answer's end).
+    private var waiting: HTTPRequestHead?
+    /// A `read()` held back while `writing`.
+    private var readHeld = false
+    private var removed = false
 
-    init(endpoints: AdminEndpoints, budget: AdminRequestBudget, requestTimeout: TimeAmount) {
+    init(endpoints: AdminEndpoints, metrics: AdminMetricsCache, budget: AdminRequestBudget, requestTimeout: TimeAmount) {
         self.endpoints = endpoints
+        self.metrics = metrics
         self.budget = budget
         self.requestTimeout = requestTimeout
     }
@@ -26,15 +45,25 @@ final class AdminHTTPHandler: ChannelInboundHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        removed = true
         timer?.cancel()
         timer = nil
     }
 
-    /// The next request must be complete within `requestTimeout`.
+    /// The next request must be complete, and the last answer written,
+    /// within `requestTimeout`.
     private func armTimer(_ context: ChannelHandlerContext) {
         timer?.cancel()
         let channel = context.channel
         timer = context.eventLoop.scheduleTask(in: requestTimeout) { channel.close(promise: nil) }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if writing || waiting != nil {
+            readHeld = true
+        } else {
+            context.read()
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -46,7 +75,42 @@ final class AdminHTTPHandler: ChannelInboundHandler {
         case .end:
             guard let head else { return }
             self.head = nil
-            respond(context, head)
+            if writing {
+                guard waiting == nil else {
+                    // Cannot happen behind the pipelining handler; never queue more than one.
+                    context.close(promise: nil)
+                    return
+                }
+                waiting = head
+            } else {
+                respond(context, head)
+            }
+        }
+    }
+
+    /// The last answer reached the socket (or failed): answer the request
+    /// that waited, else let reading resume.
+    private func written(_ context: ChannelHandlerContext, _ result: Result<Void, any Error>, keepAlive: Bool) {
+        writing = false
+        guard !removed else { return }
+        guard case .success = result, keepAlive else {
+            context.close(promise: nil)
+            return
+        }
+        if let next = waiting {
+            waiting = nil
+            // Not from inside the previous write's completion: a client that
+            // reads as fast as it pipelines would otherwise nest one answer
+            // per request on the stack.
+            context.eventLoop.assumeIsolated().execute {
+                guard !self.removed else { return }
+                self.respond(context, next)
+            }
+            return
+        }
+        if readHeld {
+            readHeld = false
+            context.read()
         }
     }
 
@@ -55,47 +119,53 @@ final class AdminHTTPHandler: ChannelInboundHandler {
         let known = ["/metrics", "/healthz", "/readyz"].contains(path)
         var status = HTTPResponseStatus.ok
         var contentType = "text/plain; charset=utf-8"
-        var body: [UInt8]
+        let body: ByteBuffer
         var extra: [(String, String)] = []
         if !known {
             status = .notFound
-            body = Array("not found: try /metrics, /healthz or /readyz\n".utf8)
+            body = ByteBuffer(string: "not found: try /metrics, /healthz or /readyz\n")
         } else if head.method != .GET && head.method != .HEAD {
             status = .methodNotAllowed
             extra.append(("Allow", "GET, HEAD"))
-            body = Array("method not allowed: use GET\n".utf8)
+            body = ByteBuffer(string: "method not allowed: use GET\n")
         } else {
             switch path {
             case "/metrics":
                 contentType = "text/plain; version=0.0.4; charset=utf-8"
-                body = endpoints.metrics.render()
+                // Rendered at most once a second, shared by every connection.
+                body = metrics.body()
             case "/healthz":
                 let alive = endpoints.alive()
                 status = alive ? .ok : .serviceUnavailable
-                body = Array((alive ? "ok\n" : "stopped\n").utf8)
+                body = ByteBuffer(string: alive ? "ok\n" : "stopped\n")
             default:
                 let readiness = endpoints.state.readiness
                 if readiness.isReady {
-                    body = Array("ready\n".utf8)
+                    body = ByteBuffer(string: "ready\n")
                 } else {
                     status = .serviceUnavailable
                     let why = readiness.state != .serving ? "\(readiness.state)" : "store not writable"
-                    body = Array("not ready: \(why)\n".utf8)
+                    body = ByteBuffer(string: "not ready: \(why)\n")
                 }
             }
         }
         let keepAlive = head.isKeepAlive && status != .methodNotAllowed
-        var headers = HTTPHeaders([("Content-Type", contentType), ("Content-Length", String(body.count))] + extra)
+        var headers = HTTPHeaders([("Content-Type", contentType), ("Content-Length", String(body.readableBytes))] + extra)
         headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
-        if head.method != .HEAD {
-            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
-        }
-        let channel = context.channel
-        let done = context.eventLoop.makePromise(of: Void.self)
-        if !keepAlive { done.futureResult.whenComplete { _ in channel.close(promise: nil) } }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
+        // Set before writing: the pipelining handler hands over the next
+        // request from inside the write of `.end`, and the write may
+        // complete inside the flush.
+        writing = true
         budget.used = 0
         armTimer(context)
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        if head.method != .HEAD {
+            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        }
+        let done = context.eventLoop.makePromise(of: Void.self)
+        done.futureResult.assumeIsolated().whenComplete { result in
+            self.written(context, result, keepAlive: keepAlive)
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
     }
 }

@@ -12,6 +12,12 @@ public struct AdminConfiguration: Sendable {
     public var port = 0
     /// Most admin connections open at once; more are closed on accept.
     public var maxConnections = 32
+    /// Most admin connections one peer address may hold open; more from it
+    /// are closed on accept, so one client cannot take every slot (and
+    /// shut a liveness probe out of `/healthz`).
+    public var maxConnectionsPerPeer = 8
+    /// How long one rendering of `/metrics` is served to every scraper.
+    public var metricsInterval: Duration = .seconds(1)
     /// Bytes a connection may send for one request (head and body); past it
     /// the connection is closed.
     public var maxRequestBytes = 8 * 1024
@@ -40,34 +46,64 @@ final class AdminServer: Sendable {
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let channel = Mutex<(any Channel)?>(nil)
     let openConnections = Atomic<Int>(0)
+    /// Open connections per peer address.
+    private let peers = Mutex<[String: Int]>([:])
+    /// `/metrics` as last rendered, shared by every connection.
+    let metrics: AdminMetricsCache
 
     init(configuration: AdminConfiguration, endpoints: AdminEndpoints, logger: Logger) {
         self.configuration = configuration
         self.endpoints = endpoints
         self.logger = logger
+        let registry = endpoints.metrics
+        metrics = AdminMetricsCache(interval: configuration.metricsInterval) { registry.render() }
+    }
+
+    /// Counts a new connection against the global and the per-peer limits
+    /// (released when it closes); false when it is over either.
+    private func admit(_ channel: any Channel) -> Bool {
+        let open = openConnections.wrappingAdd(1, ordering: .relaxed).newValue
+        let peer = channel.remoteAddress?.ipAddress ?? "unknown"
+        let fromPeer = peers.withLock { peers in
+            let count = peers[peer, default: 0] + 1
+            peers[peer] = count
+            return count
+        }
+        channel.closeFuture.whenComplete { _ in
+            self.openConnections.subtract(1, ordering: .relaxed)
+            self.peers.withLock { peers in
+                let count = (peers[peer] ?? 1) - 1
+                peers[peer] = count > 0 ? count : nil
+            }
+        }
+        return open <= configuration.maxConnections && fromPeer <= configuration.maxConnectionsPerPeer
+    }
+
+    /// The handlers of one admitted connection, appended to its pipeline: a
+    /// transport handler (TLS) goes in front of them, before this runs or
+    /// at `.first`.
+    func configureConnection(_ channel: any Channel) throws {
+        let budget = AdminRequestBudget(limit: configuration.maxRequestBytes)
+        let sync = channel.pipeline.syncOperations
+        try sync.addHandler(AdminByteCounter(budget: budget))
+        try sync.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
+        try sync.addHandler(AdminHTTPHandler(
+            endpoints: endpoints, metrics: metrics, budget: budget, requestTimeout: TimeAmount(configuration.requestTimeout)))
     }
 
     /// Binds; returns the bound address.
     func start() async throws -> (host: String, port: Int) {
         let configuration = configuration
-        let endpoints = endpoints
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let open = openConnections.wrappingAdd(1, ordering: .relaxed).newValue
-                    channel.closeFuture.whenComplete { _ in self.openConnections.subtract(1, ordering: .relaxed) }
-                    guard open <= configuration.maxConnections else {
+                    guard admit(channel) else {
                         channel.close(promise: nil)
                         return
                     }
-                    let budget = AdminRequestBudget(limit: configuration.maxRequestBytes)
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(AdminByteCounter(budget: budget))
-                    try sync.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
-                    try sync.addHandler(AdminHTTPHandler(
-                        endpoints: endpoints, budget: budget, requestTimeout: TimeAmount(configuration.requestTimeout)))
+                    try configureConnection(channel)
                 }
             }
         do {
@@ -117,5 +153,40 @@ final class AdminByteCounter: ChannelInboundHandler {
             return
         }
         context.fireChannelRead(data)
+    }
+}
+
+/// `/metrics` rendered at most once per `interval` and shared: scrapers
+/// (or an attacker) asking faster get the same bytes, one buffer for every
+/// connection. The body ends with `herald_admin_metrics_renders_total`, the
+/// renders since start.
+final class AdminMetricsCache: Sendable {
+    let interval: Duration
+    private let render: @Sendable () -> [UInt8]
+    private let cached = Mutex<(at: ContinuousClock.Instant, body: ByteBuffer)?>(nil)
+    private let renders = Atomic<Int>(0)
+
+    init(interval: Duration, render: @escaping @Sendable () -> [UInt8]) {
+        self.interval = interval
+        self.render = render
+    }
+
+    /// How many times the body was rendered.
+    var renderCount: Int { renders.load(ordering: .relaxed) }
+
+    func body(now: ContinuousClock.Instant = .now) -> ByteBuffer {
+        cached.withLock { cached in
+            if let cached, now - cached.at < interval { return cached.body }
+            let count = renders.wrappingAdd(1, ordering: .relaxed).newValue
+            var body = ByteBuffer(bytes: render())
+            body.writeString("""
+                # HELP herald_admin_metrics_renders_total Renders of /metrics (at most one a second, shared by scrapers).
+                # TYPE herald_admin_metrics_renders_total counter
+                herald_admin_metrics_renders_total \(count)
+
+                """)
+            cached = (now, body)
+            return body
+        }
     }
 }

@@ -65,4 +65,7 @@ struct APNsPoolReport: Sendable {
     var status: APNsPoolStatus
     var route: String
     var errors: ProviderErrorBook.Entry
+    /// Every bundle the routes sharing this pool serve (`*`: all): Status
+    /// shows a bundle-scoped token only the pools that serve its bundles.
+    var bundleIDs: Set<String> = ["*"]
 }

@@ -26,6 +26,7 @@ enum Settings {
         "admin-host", "admin-port", "admin-timeout", "log-format", "access-log", "retention-days",
         "fcm-route", "fcm-routes-file", "fcm-rate-per-minute", "fcm-sim-unregistered", "fcm-sim-other-sender", "fcm-sim-fault",
         "store", "replica-id", "lease-seconds",
+        "max-concurrent-reads", "max-queued-reads", "read-timeout",
     ]
 
     /// A value as one layer gives it, and where from.

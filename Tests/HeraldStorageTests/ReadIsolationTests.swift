@@ -144,6 +144,47 @@ struct ReadIsolationTests {
         }
     }
 
+    /// Reads that block inside the store (every read-side thread held) and
+    /// 300 more queued behind them hold none of the threads Swift's tasks
+    /// run on: Schedule, the dispatcher's reads and health still answer.
+    /// When the read side ran on the calling task's thread, two held reads
+    /// stopped every task on a two-core machine.
+    @Test func blockedReadsHoldOnlyTheirOwnThreads() async throws {
+        var options = SQLiteStore.Options()
+        options.readSideThreads = 4
+        try await withStore(options: options) { store, _ in
+            try await store.importMessages([makeMessage(id: "m1", key: "k1")])
+            let release = DispatchSemaphore(value: 0)
+            let held = SharedCount()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        _ = try await store.readSide.read { _ in
+                            held.add()
+                            release.wait()
+                        }
+                    }
+                }
+                let deadline = ContinuousClock.now + .seconds(20)
+                while held.value < 4 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+                #expect(held.value == 4)
+                for i in 0..<300 {
+                    group.addTask {
+                        _ = try await store.listMessages(MessageListQuery(bundleID: "com.example.app", userID: "user-\(i)", limit: 10))
+                    }
+                }
+                for i in 0..<20 {
+                    let outcome = try await store.schedule(makeMessage(id: "w-\(i)", userID: "writer", key: "w-\(i)"))
+                    guard case .scheduled = outcome else { throw StoreError.invalidRecord("not stored: \(outcome)") }
+                }
+                #expect(try await store.message(id: "w-19") != nil)
+                #expect(await store.health().ok)
+                for _ in 0..<4 { release.signal() }
+                try await group.waitForAll()
+            }
+        }
+    }
+
     @Test func anSQLiteReadPastTheTimeoutIsStoppedAndACancelledOneEnds() async throws {
         var options = SQLiteStore.Options()
         options.readSideTimeout = .milliseconds(300)
@@ -173,12 +214,13 @@ struct ReadIsolationTests {
             let store = try await PostgresStore.open(configuration)
             await #expect(throws: StoreError.readTimedOut(limit: .milliseconds(500))) {
                 try await store.connection(on: .reads) { connection in
-                    _ = try await connection.query("SELECT pg_sleep(30)", logger: store.logger)
+                    // Rows are streamed: the server's error comes while reading them.
+                    for try await _ in try await connection.query("SELECT pg_sleep(30)", logger: store.logger) {}
                 }
             }
             // The write pool has no such limit (a Schedule batch is never cut short).
             try await store.connection(on: .main) { connection in
-                _ = try await connection.query("SELECT pg_sleep(0.8)", logger: store.logger)
+                for try await _ in try await connection.query("SELECT pg_sleep(0.8)", logger: store.logger) {}
             }
             await closeInTime(store)
         }
@@ -208,7 +250,7 @@ struct ReadIsolationTests {
                     group.addTask {
                         try await store.connection(on: .reads) { connection in
                             hogging.add()
-                            _ = try await connection.query("SELECT pg_sleep(4)", logger: store.logger)
+                            for try await _ in try await connection.query("SELECT pg_sleep(4)", logger: store.logger) {}
                         }
                     }
                 }

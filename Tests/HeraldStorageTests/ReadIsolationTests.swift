@@ -88,6 +88,43 @@ struct ReadIsolationTests {
         }
     }
 
+    /// PostgreSQL v3 → v4: duplicates removed (the first of each report
+    /// kept, delivery outcomes untouched), then a repeat adds nothing, a
+    /// 4,096-byte FCM token included (the index holds its md5).
+    @Test(.enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+    func aPostgresVersion3DatabaseKeepsTheFirstReportOfEachDeviceAndEvent() async throws {
+        try await PostgresTestDatabase.withSchema { configuration in
+            let rows = [("t1", "displayed", 30), ("t1", "displayed", 10), ("t1", "opened", 40), ("t1", "opened", 50),
+                        ("t2", "displayed", 60), ("t1", "sent", 5), ("t1", "sent", 6)]
+                .map { "('m1', '\($0.0)', '\($0.1)', \(now + Int64($0.2)))" }.joined(separator: ", ")
+            let seed = [
+                "CREATE TABLE herald_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+                "INSERT INTO herald_schema(version) VALUES (1), (2), (3)",
+                """
+                INSERT INTO messages(id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test,
+                                     window_start, window_end, due_at, state, created_at, updated_at, request)
+                VALUES ('m1', 'com.example.app', 'android', 'user-1', 'welcome', 'k1', 'traditional', false, 0, 1, 0,
+                        'sent', 0, 0, '')
+                """,
+                "INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES ('com.example.app', 'k1', 'm1')",
+                "INSERT INTO outcomes(message_id, device_token, status, at) VALUES \(rows)",
+            ]
+            try await PostgresTestDatabase.run(
+                [PostgresSchema.v1, PostgresSchema.v2, PostgresSchema.v3].flatMap(PostgresSchema.statements) + seed,
+                on: configuration)
+            let store = try await PostgresStore.open(configuration)
+            let outcomes = try await store.outcomes(messageID: "m1")
+            #expect(outcomes.map { "\($0.deviceToken) \($0.kind.rawValue) \($0.at - now)" }.sorted()
+                    == ["t1 displayed 30", "t1 opened 40", "t1 sent 5", "t1 sent 6", "t2 displayed 60"])
+            let long = String(repeating: "a", count: 4_096)
+            for _ in 0..<3 {
+                try await store.recordOutcome(DeviceOutcome(messageID: "m1", deviceToken: long, kind: .opened, at: now + 70))
+            }
+            #expect(try await store.outcomes(messageID: "m1").filter { $0.deviceToken == long }.count == 1)
+            await closeInTime(store)
+        }
+    }
+
     // MARK: Reads against writes (item 4)
 
     /// A campaign of `count` messages (created in chunks).

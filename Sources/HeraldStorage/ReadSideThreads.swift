@@ -49,8 +49,10 @@ final class ReadSideThreads: @unchecked Sendable {
         self.timeout = timeout
     }
 
-    /// Runs `body` on a read-side thread's connection (one snapshot: a
-    /// transaction around it), suspending the caller meanwhile.
+    /// Runs `body` on a read-side thread's connection, suspending the
+    /// caller meanwhile: `StoreError.readTimedOut` past `timeout`,
+    /// `CancellationError` when the caller's task is cancelled (a query
+    /// under way is interrupted), `StoreError.closed` after `close()`.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         let cancellation = ReadCancellation()
         return try await withTaskCancellationHandler {

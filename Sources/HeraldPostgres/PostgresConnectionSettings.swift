@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HeraldStorage
 import PostgresNIO
 
@@ -18,7 +23,7 @@ extension PostgresStoreConfiguration {
             let tls: PostgresConnection.Configuration.TLS
             switch self.tls {
             case .disable: tls = .disable
-            case .require, .verifyFull: tls = .require(try NIOSSLContext(configuration: tlsConfiguration))
+            case .require, .verifyCA, .verifyFull: tls = .require(try NIOSSLContext(configuration: try tlsConfiguration()))
             }
             configuration = .init(host: host, port: port, username: username, password: password, database: database, tls: tls)
         }
@@ -26,8 +31,10 @@ extension PostgresStoreConfiguration {
         return configuration
     }
 
-    /// The pool.
-    func clientConfiguration() throws -> PostgresClient.Configuration {
+    /// The store's pool `pool`: the main one (`maximumConnections`), the
+    /// read side's (`readConnections`, with `statement_timeout`) or the
+    /// leases' (`leaseConnections`).
+    func clientConfiguration(for pool: PostgresStore.Pool = .main) throws -> PostgresClient.Configuration {
         var configuration: PostgresClient.Configuration
         if let unixSocketPath {
             configuration = .init(unixSocketPath: unixSocketPath, username: username, password: password, database: database)
@@ -35,12 +42,23 @@ extension PostgresStoreConfiguration {
             let tls: PostgresClient.Configuration.TLS
             switch self.tls {
             case .disable: tls = .disable
-            case .require, .verifyFull: tls = .require(tlsConfiguration)
+            case .require, .verifyCA, .verifyFull: tls = .require(try tlsConfiguration())
             }
             configuration = .init(host: host, port: port, username: username, password: password, database: database, tls: tls)
         }
         configuration.options.additionalStartupParameters = startupParameters
-        configuration.options.maximumConnections = maximumConnections
+        switch pool {
+        case .main:
+            configuration.options.maximumConnections = maximumConnections
+        case .reads:
+            configuration.options.maximumConnections = readConnections
+            // Every statement of the read pool, set once per connection (a
+            // startup parameter, like `SET statement_timeout`).
+            let milliseconds = max(1, readTimeout.components.seconds * 1_000 + readTimeout.components.attoseconds / 1_000_000_000_000_000)
+            configuration.options.additionalStartupParameters.append(("statement_timeout", "\(milliseconds)"))
+        case .leases:
+            configuration.options.maximumConnections = leaseConnections
+        }
         configuration.options.minimumConnections = 0
         // No keep-alive query on idle connections: postgres-nio 1.33 runs it
         // inside the pool's run(), and one sent as its connection closes (a
@@ -55,11 +73,26 @@ extension PostgresStoreConfiguration {
         return configuration
     }
 
-    /// `require`: encrypted, certificate not checked (libpq's meaning);
-    /// `verify-full`: certificate chain and host name checked.
-    private var tlsConfiguration: TLSConfiguration {
+    /// `require`: encrypted, certificate not checked (libpq's meaning), or
+    /// the chain checked when `sslrootcert` is given (libpq's rule);
+    /// `verify-ca`: the chain checked against `sslrootcert` (or the
+    /// system's trust store), not the host name; `verify-full`: the chain
+    /// and the host name. Throws, naming the file, when `sslrootcert`
+    /// cannot be read.
+    func tlsConfiguration() throws(PostgresURLError) -> TLSConfiguration {
         var configuration = TLSConfiguration.makeClientConfiguration()
-        if tls == .require { configuration.certificateVerification = .none }
+        configuration.minimumTLSVersion = .tlsv12
+        if let file = tlsRootCertificates {
+            guard access(file, R_OK) == 0 else {
+                throw PostgresURLError("sslrootcert \(file) cannot be read: \(String(cString: strerror(errno)))")
+            }
+            configuration.trustRoots = .file(file)
+        }
+        switch tls {
+        case .require where tlsRootCertificates == nil: configuration.certificateVerification = .none
+        case .require, .verifyCA: configuration.certificateVerification = .noHostnameVerification
+        case .verifyFull, .disable: configuration.certificateVerification = .fullVerification
+        }
         return configuration
     }
 }
@@ -77,6 +110,10 @@ enum PostgresErrors {
         if let info = error.serverInfo {
             let state = info[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
             return "PostgreSQL: \(info[.message] ?? "error")\(state)"
+        }
+        if error.code == .sslUnsupported {
+            return "PostgreSQL connection: the server does not offer TLS, and sslmode requires it (off loopback sslmode "
+                + "defaults to verify-full; give the server a certificate, or sslmode=disable on a network you trust)"
         }
         if let underlying = error.underlying {
             return "PostgreSQL connection: \(error.code): \(underlying)"

@@ -91,13 +91,15 @@ enum PostgresRows {
     }
 
     /// Records one device's result, and stamps the message's milestone for
-    /// the app's DISPLAYED / OPENED reports (the first one wins).
+    /// the app's DISPLAYED / OPENED reports (the first one wins). A report
+    /// already recorded for (message, device) adds no row (schema v4).
     static func insert(_ connection: PostgresConnection, _ outcome: DeviceOutcome, logger: Logger) async throws {
         try await connection.query("""
             INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment)
             VALUES (\(outcome.messageID), \(outcome.deviceToken), \(outcome.kind.rawValue), \(outcome.apnsID),
                     \(outcome.reason), \(outcome.at), \(outcome.httpStatus.map { Int32(clamping: $0) }),
                     \(outcome.attempts.map { Int32(clamping: $0) }), \(outcome.environment?.rawValue))
+            ON CONFLICT DO NOTHING
             """, logger: logger)
         switch outcome.kind {
         case .displayed:

@@ -39,7 +39,7 @@ import PostgresNIO
 ///   estimates finished states from the planner's statistics on big tables
 ///   (`PostgresStore.countsByState`).
 enum PostgresSchema {
-    static let migrations: [String] = [v1, v2, v3]
+    static let migrations: [String] = [v1, v2, v3, v4]
 
     /// The schema version this build writes.
     static var version: Int { migrations.count }
@@ -249,5 +249,19 @@ extension PostgresSchema {
         DROP INDEX IF EXISTS messages_user;
         DROP INDEX IF EXISTS messages_campaign;
         DROP INDEX IF EXISTS messages_active;
+        """
+
+    /// Version 4: one DISPLAYED and one OPENED row per (message, device)
+    /// (issue 24; SQLite's v7). Duplicates a former build wrote are removed,
+    /// the first report of each staying (the one the milestones hold); the
+    /// partial unique index makes a repeated report a no-op (`ON CONFLICT DO
+    /// NOTHING`). It indexes md5(device_token), not the token: an FCM token
+    /// may be 4,096 bytes, past a B-tree entry's limit (about 2,700 bytes).
+    static let v4 = """
+        DELETE FROM outcomes o USING outcomes d
+        WHERE o.status IN ('displayed', 'opened') AND d.status = o.status
+          AND d.message_id = o.message_id AND d.device_token = o.device_token AND d.seq < o.seq;
+        CREATE UNIQUE INDEX IF NOT EXISTS outcomes_reports ON outcomes (message_id, status, md5(device_token))
+            WHERE status IN ('displayed', 'opened');
         """
 }

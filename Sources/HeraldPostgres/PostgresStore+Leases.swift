@@ -41,11 +41,12 @@ extension PostgresStore: SharedDueStore {
         .joined(separator: ", ")
 
     /// Only rows still claimed by this replica (`owner`): a claim taken over
-    /// (or finished) meanwhile is not extended.
+    /// (or finished) meanwhile is not extended. On the lease pool: never
+    /// behind reads, Schedules or claims waiting for a connection.
     public func renewLeases(ids: [String], now: Int64) async throws -> Set<String> {
         guard !ids.isEmpty else { return [] }
         let leaseUntil = now + configuration.leaseMilliseconds
-        return Set(try await autocommit { connection in
+        return Set(try await autocommit(on: .leases) { connection in
             try await Self.rows(connection, """
                 UPDATE messages SET lease_until = \(leaseUntil)
                 WHERE id = ANY(\(ids)::text[]) AND sending_since IS NOT NULL AND owner = \(self.configuration.replicaID)
@@ -72,7 +73,8 @@ extension PostgresStore: SharedDueStore {
     /// message waits again in its pre-claim state, for the devices without
     /// an outcome).
     private func recover(now: Int64, includingOwn: Bool) async throws -> InterruptedRecovery {
-        try await transaction { connection in
+        // The lease pool: a takeover is as urgent as a renewal.
+        try await transaction(on: .leases) { connection in
             let ids = try await Self.rows(connection, """
                 SELECT id FROM messages
                 WHERE sending_since IS NOT NULL

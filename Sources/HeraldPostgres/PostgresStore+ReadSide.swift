@@ -30,7 +30,7 @@ extension PostgresStore {
         let after = query.after ?? MessageCursor(createdAt: .max, id: "")
         let first = query.after == nil
         let (bundle, user, campaign, limit) = (query.bundleID, query.userID, query.campaignID, query.limit + 1)
-        var items = try await connection { connection in
+        var items = try await connection(on: .reads) { connection in
             // The unclaimed rows from `messages_user_unclaimed` (its
             // predicate spelled out, so the planner uses it), the claimed
             // ones from `messages_leases`, merged newest first.
@@ -67,7 +67,7 @@ extension PostgresStore {
     public func campaignCounts(
         bundleID: String, campaignID: String, createdFrom: Int64?, createdBefore: Int64?
     ) async throws -> [CohortCounts] {
-        let groups = try await connection { connection in
+        let groups = try await connection(on: .reads) { connection in
             try await Self.rows(connection, """
                 SELECT delivery_method, ab_test, funnel, sum(n)::bigint FROM (
                     SELECT delivery_method, ab_test, funnel::bigint AS funnel, count(*) AS n
@@ -106,7 +106,7 @@ extension PostgresStore {
     /// Runs `body` in a read-only REPEATABLE READ transaction: every query
     /// of it sees one snapshot (a message with its outcomes and marks).
     func snapshot<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        try await connection { connection in
+        try await connection(on: .reads) { connection in
             try await Self.inTransaction(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: self.logger, body)
         }
     }
@@ -125,7 +125,8 @@ extension PostgresStore {
         }
         let outcomes = try await rows(connection, """
             SELECT message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment
-            FROM outcomes WHERE message_id = \(message.id) ORDER BY seq
+            FROM outcomes WHERE message_id = \(message.id) AND status NOT IN ('displayed', 'opened')
+            ORDER BY seq LIMIT \(MessageDetail.maxDeviceEntries)
             """, logger: logger, PostgresRows.outcome)
         var inFlight: [HandOverMark] = []
         if let push = message.pushStartedAt {
@@ -134,7 +135,7 @@ extension PostgresStore {
                 WHERE h.message_id = \(message.id) AND h.push = \(push) AND NOT EXISTS (
                     SELECT 1 FROM outcomes o
                     WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= \(push))
-                ORDER BY h.at, h.device_token
+                ORDER BY h.at, h.device_token LIMIT \(MessageDetail.maxDeviceEntries)
                 """, logger: logger) { row in
                 let (token, at) = try row.decode((String, Int64).self)
                 return HandOverMark(messageID: message.id, deviceToken: token, push: push, at: at)

@@ -14,9 +14,23 @@ import Synchronization
 /// `synchronous_commit = on`) before its `await` returns.
 public final class PostgresStore: ServableStore {
     public let configuration: PostgresStoreConfiguration
+    /// Schedule, claims, ends, devices, operators: `maximumConnections`.
     let client: PostgresClient
+    /// The read side (GetMessage, ListMessages, CampaignReport) only:
+    /// `readConnections`, each with `statement_timeout` = `readTimeout`, so
+    /// reads never take a connection the writes need (docs/SECURITY.md
+    /// "Reads and writes").
+    let readClient: PostgresClient
+    /// Lease renewal and takeover only (`leaseConnections`): a claim's
+    /// lease is renewed in time whatever else waits for a connection.
+    let leaseClient: PostgresClient
+
+    /// Which of the store's pools a call runs on.
+    enum Pool: Sendable {
+        case main, reads, leases
+    }
     let logger: Logger
-    /// The pool's `run()`, owned by the store: cancelled by `close()`
+    /// The pools' `run()`, owned by the store: cancelled by `close()`
     /// (tests: whether a pool reported late ended later).
     let runner: Task<Void, Never>
     private let closed = Atomic<Bool>(false)
@@ -55,20 +69,35 @@ public final class PostgresStore: ServableStore {
             throw StoreError.cannotOpen(path: location, detail: "migrating the schema: \(PostgresErrors.describe(error))")
         }
         try? await connection.close()
-        return PostgresStore(configuration: configuration, clientConfiguration: try configuration.clientConfiguration(),
-                             logger: logger)
+        return PostgresStore(
+            configuration: configuration, clientConfiguration: try configuration.clientConfiguration(),
+            readConfiguration: try configuration.clientConfiguration(for: .reads),
+            leaseConfiguration: try configuration.clientConfiguration(for: .leases), logger: logger)
     }
 
-    private init(configuration: PostgresStoreConfiguration, clientConfiguration: PostgresClient.Configuration, logger: Logger) {
+    private init(
+        configuration: PostgresStoreConfiguration, clientConfiguration: PostgresClient.Configuration,
+        readConfiguration: PostgresClient.Configuration, leaseConfiguration: PostgresClient.Configuration, logger: Logger
+    ) {
         self.configuration = configuration
         self.logger = logger
         let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+        let readClient = PostgresClient(configuration: readConfiguration, backgroundLogger: logger)
+        let leaseClient = PostgresClient(configuration: leaseConfiguration, backgroundLogger: logger)
         self.client = client
+        self.readClient = readClient
+        self.leaseClient = leaseClient
         // Detached: `PostgresClient.run()` shuts the pool down at a
         // ServiceLifecycle graceful shutdown it inherits through task-locals
         // (SIGTERM under `herald serve`), which closed the pool while
         // delivery was still draining; the store closes it itself (`close()`).
-        self.runner = Task.detached { await client.run() }
+        self.runner = Task.detached {
+            await withDiscardingTaskGroup { group in
+                for pool in [client, readClient, leaseClient] {
+                    group.addTask { await pool.run() }
+                }
+            }
+        }
     }
 
     /// Closes the pool (its connections end); later calls throw `StoreError.closed`.
@@ -103,9 +132,11 @@ public final class PostgresStore: ServableStore {
     /// Runs `body` in one transaction (BEGIN … COMMIT; ROLLBACK when it
     /// throws). A deadlock or serialization failure (the server rolled the
     /// transaction back) runs it again, at most three times in all.
-    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(
+        on pool: Pool = .main, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         try await recordingFailure {
-            try await self.connection { connection in
+            try await self.connection(on: pool) { connection in
                 try await Self.inTransaction(connection, "BEGIN", logger: self.logger, body)
             }
         }
@@ -121,9 +152,11 @@ public final class PostgresStore: ServableStore {
     /// the write is committed (and durable, with the server's
     /// `synchronous_commit`), for one cheap round trip. A failure counts for
     /// `health()` as a transaction's does.
-    func autocommit<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func autocommit<T: Sendable>(
+        on pool: Pool = .main, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         try await recordingFailure {
-            try await self.connection { connection in
+            try await self.connection(on: pool) { connection in
                 let result = try await body(connection)
                 try await connection.query(Self.committed, logger: self.logger)
                 return result
@@ -167,10 +200,18 @@ public final class PostgresStore: ServableStore {
         }
     }
 
-    /// Runs `body` on a pooled connection, mapping the driver's errors to
+    /// Runs `body` on a connection of `pool`, mapping the driver's errors to
     /// `StoreError`; retries the whole of it after a deadlock or a
-    /// serialization failure.
-    func connection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    /// serialization failure. On the read pool, a statement stopped by its
+    /// `statement_timeout` is `StoreError.readTimedOut`.
+    func connection<T: Sendable>(
+        on pool: Pool = .main, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let client = switch pool {
+        case .main: self.client
+        case .reads: readClient
+        case .leases: leaseClient
+        }
         var attempt = 1
         while true {
             guard !closed.load(ordering: .acquiring) else { throw StoreError.closed }
@@ -196,6 +237,9 @@ public final class PostgresStore: ServableStore {
                     continue
                 }
                 if closed.load(ordering: .acquiring) { throw StoreError.closed }
+                if pool == .reads, PostgresErrors.sqlState(error) == "57014" {
+                    throw StoreError.readTimedOut(limit: configuration.readTimeout)
+                }
                 throw StoreError.database(PostgresErrors.describe(error))
             }
         }

@@ -1,19 +1,39 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Where a `PostgresStore` connects, parsed strictly from a libpq-style URL:
 ///
-///     postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&host=/socket/dir]
+///     postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&sslrootcert=FILE&passfile=FILE&host=/socket/dir]
 ///
-/// (`postgresql://` too). `sslmode` is `disable` (the default), `require`
-/// (TLS, certificate not checked) or `verify-full` (TLS, certificate and
-/// host name checked against the system's trust store). A `host=` parameter
-/// starting with `/` names the directory of the server's unix socket
-/// (`DIR/.s.PGSQL.PORT`), as libpq reads it; the URL's host is then ignored.
-/// User, password and database may be percent-encoded.
+/// (`postgresql://` too). `sslmode` (docs/SECURITY.md "PostgreSQL
+/// connection security"):
+/// - `verify-full`: TLS; the server's certificate chain is checked against
+///   `sslrootcert` (a PEM file of CA certificates) or the system's trust
+///   store, and its name against the host. The default for a host that is
+///   not loopback.
+/// - `verify-ca`: TLS; the chain is checked, the host name is not.
+/// - `require`: TLS without any check of the certificate (libpq's meaning:
+///   encrypted, but anyone on the path can stand in for the server). With
+///   `sslrootcert` it checks the chain, like `verify-ca` (libpq's rule).
+/// - `disable`: no TLS. The default for a loopback host (`localhost`,
+///   127.0.0.0/8, ::1) and for a unix socket.
+///
+/// The password comes from the URL, else from `passfile=FILE`, else from
+/// the file `PGPASSFILE` names (libpq's format, 0600 or stricter: see
+/// `PostgresPassfile`). A `host=` parameter starting with `/` names the
+/// directory of the server's unix socket (`DIR/.s.PGSQL.PORT`), as libpq
+/// reads it; the URL's host is then ignored. User, password and database
+/// may be percent-encoded.
 ///
 /// `description` (and `redactedURL`) never show the password.
 public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConvertible {
     public enum TLSMode: String, Sendable, Hashable, CaseIterable {
         case disable
         case require
+        case verifyCA = "verify-ca"
         case verifyFull = "verify-full"
     }
 
@@ -25,11 +45,27 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
     public var password: String?
     public var database: String
     public var tls: TLSMode
+    /// `sslrootcert`: a PEM file of the CA certificates the server's chain
+    /// must lead to (nil: the system's trust store).
+    public var tlsRootCertificates: String?
+    /// `passfile`: where the password came from, when it did (shown in
+    /// `redactedURL`; the password never is).
+    public var passfile: String?
     /// The schema the tables live in (`search_path`); nil: the server's
     /// default (`public`). Tests give each case a fresh one.
     public var schema: String?
-    /// Most connections the pool opens (each replica).
+    /// Most connections the pool opens (each replica) for Schedule,
+    /// claims, ends, devices and operators.
     public var maximumConnections = 16
+    /// Connections of the read side's own pool (GetMessage, ListMessages,
+    /// CampaignReport), apart from `maximumConnections`.
+    public var readConnections = 8
+    /// `statement_timeout` of the read pool's connections: a read-side
+    /// statement running longer is stopped (`StoreError.readTimedOut`).
+    public var readTimeout: Duration = .seconds(5)
+    /// Connections of the lease pool (renewal and takeover only), apart
+    /// from the others: a lease is renewed in time whatever else waits.
+    public var leaseConnections = 2
     /// This replica's name, recorded as the `owner` of its claims.
     public var replicaID: String
     /// How long a claim is leased (`lease_until` = claim time + this).
@@ -45,8 +81,12 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
     /// end before it returns without them (logged as an error).
     public var closeTimeout: Duration = .seconds(10)
 
-    /// Parses `url`; throws a message naming what is wrong (never the password).
-    public init(url: String, replicaID: String) throws(PostgresURLError) {
+    /// Parses `url`; throws a message naming what is wrong (never the
+    /// password). `passfileEnvironment` is `PGPASSFILE`'s value (the
+    /// process's environment by default).
+    public init(
+        url: String, replicaID: String, passfileEnvironment: String? = PostgresStoreConfiguration.environmentPassfile()
+    ) throws(PostgresURLError) {
         var rest: Substring
         if url.hasPrefix("postgres://") {
             rest = url.dropFirst("postgres://".count)
@@ -85,6 +125,7 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
         tls = .disable
         self.replicaID = replicaID
         var socketDirectory: String?
+        var mode: TLSMode?
         var seen: Set<String> = []
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -92,30 +133,67 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
             guard seen.insert(key).inserted else { throw PostgresURLError("gives \(key) twice") }
             switch key {
             case "sslmode":
-                guard let mode = TLSMode(rawValue: value) else {
-                    throw PostgresURLError("sslmode must be one of disable, require, verify-full (got \(value))")
+                guard let given = TLSMode(rawValue: value) else {
+                    throw PostgresURLError("sslmode must be one of disable, require, verify-ca, verify-full (got \(value))")
                 }
-                tls = mode
+                mode = given
+            case "sslrootcert":
+                guard !value.isEmpty else { throw PostgresURLError("sslrootcert needs a file name") }
+                tlsRootCertificates = value
+            case "passfile":
+                guard !value.isEmpty else { throw PostgresURLError("passfile needs a file name") }
+                passfile = value
             case "host":
                 guard value.hasPrefix("/") else {
                     throw PostgresURLError("the host= parameter must be a unix socket directory (an absolute path)")
                 }
                 socketDirectory = value
             default:
-                throw PostgresURLError("unknown parameter \(key) (known: sslmode, host)")
+                throw PostgresURLError("unknown parameter \(key) (known: sslmode, sslrootcert, passfile, host)")
             }
         }
         if let socketDirectory {
-            if tls != .disable { throw PostgresURLError("sslmode must be disable with a unix socket (host=)") }
+            if let mode, mode != .disable { throw PostgresURLError("sslmode must be disable with a unix socket (host=)") }
             unixSocketPath = (socketDirectory.hasSuffix("/") ? socketDirectory : socketDirectory + "/") + ".s.PGSQL.\(port)"
         }
+        // The safe default: TLS with every check off loopback.
+        tls = mode ?? (unixSocketPath != nil || Self.isLoopback(host) ? .disable : .verifyFull)
+        if tlsRootCertificates != nil && tls == .disable {
+            throw PostgresURLError("sslrootcert needs sslmode verify-full, verify-ca or require (sslmode is disable)")
+        }
+        if password == nil, let file = passfile ?? passfileEnvironment.flatMap({ $0.isEmpty ? nil : $0 }) {
+            password = try PostgresPassfile.password(
+                path: file, host: unixSocketPath == nil ? host : "localhost", port: port, database: database, user: username)
+            passfile = file
+        }
+    }
+
+    /// `PGPASSFILE` of the process's environment, if set.
+    public static func environmentPassfile() -> String? {
+        getenv("PGPASSFILE").map { String(cString: $0) }
+    }
+
+    /// `localhost`, an IPv4 address in 127.0.0.0/8 or `::1`, by value (a
+    /// name like `127.0.0.1.example.com` is not loopback).
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 {
+            return UInt32(bigEndian: v4.s_addr) >> 24 == 127
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { bytes in bytes.prefix(15).allSatisfy { $0 == 0 } && bytes[15] == 1 }
+        }
+        return false
     }
 
     /// The URL with the password replaced by `***` (for logs and errors).
     public var redactedURL: String {
         var url = "postgres://\(username)\(password == nil ? "" : ":***")@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)"
-        var parameters: [String] = []
-        if tls != .disable { parameters.append("sslmode=\(tls.rawValue)") }
+        var parameters = ["sslmode=\(tls.rawValue)"]
+        if let tlsRootCertificates { parameters.append("sslrootcert=\(tlsRootCertificates)") }
+        if let passfile { parameters.append("passfile=\(passfile)") }
         if let unixSocketPath { parameters.append("host=\(unixSocketPath)") }
         if !parameters.isEmpty { url += "?" + parameters.joined(separator: "&") }
         return url

@@ -17,6 +17,9 @@ enum DomainStatus {
             return GRPCStatus(.invalidArgument, "\(override).enabled is false: nothing would be sent to \(override == "ios" ? "APNs" : "FCM")")
         case StoreError.abandoned:
             return GRPCStatus(.deadlineExceeded, "deadline exceeded before the message was stored: nothing was stored")
+        case StoreError.readTimedOut(let limit):
+            return GRPCStatus(.resourceExhausted, "the read ran past --read-timeout (\(limit)) and was stopped; "
+                + "narrow it (a campaign's created range) or retry later")
         case let store as StoreError:
             // Retryable from the caller's side: nothing was acknowledged.
             return GRPCStatus(.unavailable, "store unavailable: \(store)")

@@ -78,6 +78,8 @@ public struct HeraldConfiguration: Sendable {
 
     /// The store: nil is the embedded one, `databasePath` (`--store`).
     public var store: StoreLocation?
+    /// The read side's bounds (GetMessage, ListMessages, CampaignReport).
+    public var readSide = ReadSideLimits()
 
     /// The embedded store's file.
     public var databasePath: String { Self.databasePath(in: dataDirectory) }
@@ -371,6 +373,7 @@ public final class HeraldServer: Service, Sendable {
         for route in routes.handlers(store: store, scheduler: scheduler, revokes: revokes) {
             server.register(route.path, route.handler, admission: policy.admission)
         }
-        ReadSideAccess.register(on: server, policy: policy, store: store)
+        let reads = ReadAdmission(maxConcurrent: configuration.readSide.maxConcurrent, maxQueued: configuration.readSide.maxQueued)
+        ReadSideAccess.register(on: server, policy: policy, store: store, reads: reads)
     }
 }

@@ -26,10 +26,19 @@ public struct MessageDetail: Sendable, Hashable {
     public var milestones: MessageMilestones
     /// For a SUPERSEDED message: the message that holds its key now.
     public var supersededBy: String?
-    /// Every outcome recorded for it, in the order recorded.
+    /// Its delivery outcomes (the app's DISPLAYED / OPENED reports left
+    /// out: the milestones hold them), in the order recorded, at most
+    /// `maxDeviceEntries`.
     public var outcomes: [DeviceOutcome]
-    /// Devices handed to the provider in the push under way, no answer yet.
+    /// Devices handed to the provider in the push under way, no answer yet,
+    /// at most `maxDeviceEntries`.
     public var inFlight: [HandOverMark]
+
+    /// The most delivery outcomes (and, apart, in-flight marks) one detail
+    /// loads, the first recorded: GetMessage's answer stays bounded (at
+    /// most about 4 MiB with 4,096-byte FCM tokens, under a client's
+    /// default receive limit) whatever a message's device count.
+    public static let maxDeviceEntries = 1_000
 
     public init(message: StoredMessage, milestones: MessageMilestones, supersededBy: String?,
                 outcomes: [DeviceOutcome], inFlight: [HandOverMark]) {

@@ -178,10 +178,13 @@ extension SQLiteStore {
         try await write { db in try Self.insert(outcome, into: db) }
     }
 
+    /// Records `outcome`; a DISPLAYED or OPENED report already recorded for
+    /// (message, device) changes nothing (schema v7's `outcomes_reports`).
     static func insert(_ outcome: DeviceOutcome, into db: Database) throws {
         try db.run("""
             INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            ON CONFLICT DO NOTHING
             """) {
             try $0.bind(outcome.messageID, at: 1)
             try $0.bind(outcome.deviceToken, at: 2)

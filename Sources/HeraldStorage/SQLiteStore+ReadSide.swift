@@ -43,7 +43,7 @@ extension SQLiteStore: MessageReadSide {
         """
 
     public func messageDetail(bundleID: String, messageID: String) async throws -> MessageDetail? {
-        try read { db in
+        try await readSide.read { db in
             let statement = try db.cached(Self.detailByID)
             try statement.bind(messageID, at: 1)
             try statement.bind(bundleID, at: 2)
@@ -52,7 +52,7 @@ extension SQLiteStore: MessageReadSide {
     }
 
     public func messageDetail(bundleID: String, idempotencyKey: String) async throws -> MessageDetail? {
-        try read { db in
+        try await readSide.read { db in
             let statement = try db.cached(Self.detailByKey)
             try statement.bind(bundleID, at: 1)
             try statement.bind(idempotencyKey, at: 2)
@@ -61,7 +61,7 @@ extension SQLiteStore: MessageReadSide {
     }
 
     public func listMessages(_ query: MessageListQuery) async throws -> MessagePage {
-        try read { db in
+        try await readSide.read { db in
             let statement = try db.cached(query.after == nil ? Self.listFirst : Self.listAfter)
             try statement.bind(query.bundleID, at: 1)
             try statement.bind(query.userID, at: 2)
@@ -89,7 +89,7 @@ extension SQLiteStore: MessageReadSide {
     public func campaignCounts(
         bundleID: String, campaignID: String, createdFrom: Int64?, createdBefore: Int64?
     ) async throws -> [CohortCounts] {
-        try read { db in
+        try await readSide.read { db in
             let statement = try db.cached(Self.campaign)
             try statement.bind(bundleID, at: 1)
             try statement.bind(campaignID, at: 2)
@@ -142,9 +142,10 @@ extension SQLiteStore: MessageReadSide {
     private static func outcomes(of id: String, _ db: Database) throws -> [DeviceOutcome] {
         let statement = try db.cached("""
             SELECT message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment
-            FROM outcomes WHERE message_id = ?1 ORDER BY rowid
+            FROM outcomes WHERE message_id = ?1 AND status NOT IN ('displayed', 'opened') ORDER BY rowid LIMIT ?2
             """)
         try statement.bind(id, at: 1)
+        try statement.bind(MessageDetail.maxDeviceEntries, at: 2)
         var outcomes: [DeviceOutcome] = []
         while try statement.step() {
             outcomes.append(DeviceOutcome(
@@ -164,10 +165,11 @@ extension SQLiteStore: MessageReadSide {
             SELECT h.device_token, h.at FROM handovers h
             WHERE h.message_id = ?1 AND h.push = ?2 AND NOT EXISTS (
                 SELECT 1 FROM outcomes o WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= ?2)
-            ORDER BY h.at, h.device_token
+            ORDER BY h.at, h.device_token LIMIT ?3
             """)
         try statement.bind(message.id, at: 1)
         try statement.bind(push, at: 2)
+        try statement.bind(MessageDetail.maxDeviceEntries, at: 3)
         var marks: [HandOverMark] = []
         while try statement.step() {
             marks.append(HandOverMark(messageID: message.id, deviceToken: statement.string(0), push: push, at: statement.int64(1)))

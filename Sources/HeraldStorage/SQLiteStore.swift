@@ -53,6 +53,13 @@ public final class SQLiteStore: CallbackScheduling {
         public var walLimitPages = 32_768
         /// Told each group commit's time (BEGIN to COMMIT), on the writer thread.
         public var commitObserver: (@Sendable (Duration) -> Void)?
+        /// Threads (each with its connection) running the read side's
+        /// queries (GetMessage, ListMessages, CampaignReport), started as
+        /// needed: at most this many run at once, the others queue.
+        public var readSideThreads = 8
+        /// A read-side query running longer is interrupted
+        /// (`StoreError.readTimedOut`).
+        public var readSideTimeout: Duration = .seconds(5)
 
         public init() {}
     }
@@ -61,6 +68,9 @@ public final class SQLiteStore: CallbackScheduling {
     public let path: String
     let writer: GroupCommitWriter
     private let readers: ReaderPool
+    /// The read side's own threads (`ReadSideThreads`), apart from `readers`
+    /// (the dispatcher's and Schedule's reads).
+    let readSide: ReadSideThreads
     private let checkpointer: Checkpointer
 
     /// Opens (creating or migrating) the database at `path`.
@@ -88,6 +98,8 @@ public final class SQLiteStore: CallbackScheduling {
             checkpointPages: options.checkpointPages, walLimitPages: options.walLimitPages,
             commitObserver: options.commitObserver)
         self.readers = ReaderPool(path: path, busyTimeoutMs: options.busyTimeoutMs)
+        self.readSide = ReadSideThreads(
+            path: path, busyTimeoutMs: options.busyTimeoutMs, maxThreads: options.readSideThreads, timeout: options.readSideTimeout)
     }
 
     /// Commits queued writes and closes the connections. Later calls throw
@@ -95,6 +107,7 @@ public final class SQLiteStore: CallbackScheduling {
     public func close() async {
         // Readers first: the writer, closing last, checkpoints the WAL.
         readers.close()
+        await readSide.close()
         await checkpointer.close()
         await writer.close()
         await writer.syncer?.close()

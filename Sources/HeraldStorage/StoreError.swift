@@ -29,6 +29,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// message `id`: nothing was written (a bug in the caller, not a race —
     /// a race shows as a compare-and-set that applies nothing).
     case illegalTransition(from: MessageState, to: MessageState, id: String)
+    /// A read-side query (GetMessage, ListMessages, CampaignReport) ran
+    /// past the read timeout and was stopped (SQLite: interrupted;
+    /// PostgreSQL: `statement_timeout`). Nothing was written.
+    case readTimedOut(limit: Duration)
     /// Any other SQLite failure.
     case sqlite(SQLiteError)
     /// Any other failure of a database server (PostgreSQL): the connection,
@@ -55,6 +59,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "store: the caller's deadline passed before the write; nothing was written"
         case .illegalTransition(let from, let to, let id):
             return "store: message \(id) cannot go from \(from.rawValue) to \(to.rawValue); nothing was written"
+        case .readTimedOut(let limit):
+            return "store: the read ran past its time limit (\(limit)) and was stopped"
         case .sqlite(let error):
             return "store: \(error)"
         case .database(let detail):

@@ -25,6 +25,9 @@ extension ServeCommand {
                 configuration.store = .postgres(postgres)
             }
         }
+        configuration.readSide.maxConcurrent = maxConcurrentReads
+        configuration.readSide.maxQueued = maxQueuedReads
+        configuration.readSide.timeout = .milliseconds(Int64(readTimeout * 1000))
         configuration.grpc.maxConcurrentStreams = maxConcurrentStreams
         configuration.grpc.maxConnections = maxConnections
         configuration.grpc.maxBufferedBytes = maxBufferedRequestMiB << 20

@@ -21,6 +21,9 @@ extension ServeCommand {
         }
         try check("replica-id", replicaID) { $0.count <= 200 ? nil : "must be at most 200 characters" }
         try check("lease-seconds", leaseSeconds) { (3...3600).contains($0) ? nil : "must be 3...3600, got \($0)" }
+        try check("max-concurrent-reads", maxConcurrentReads) { (1...256).contains($0) ? nil : "must be 1...256, got \($0)" }
+        try check("max-queued-reads", maxQueuedReads) { (0...100_000).contains($0) ? nil : "must be 0...100000, got \($0)" }
+        try check("read-timeout", readTimeout) { $0 >= 0.01 && $0 <= 3600 ? nil : "must be 0.01...3600 seconds, got \($0)" }
         try check("durability", durability) { ["full", "process"].contains($0) ? nil : "must be full or process, got \"\($0)\"" }
         try check("tokens-file", tokensFile) { _ in nil }
         try check("grace-seconds", graceSeconds) { (0...3600).contains($0) ? nil : "must be 0...3600, got \($0)" }

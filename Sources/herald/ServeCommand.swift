@@ -45,6 +45,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("lease-seconds"), help: "With a postgres:// store: how long a claim holds without renewal (renewed every third of it while sending); a dead replica's claims are taken over by another after this (env HERALD_LEASE_SECONDS).")
     var leaseSeconds: Int = Settings.int("lease-seconds") ?? 30
 
+    @Option(name: .customLong("max-concurrent-reads"), help: "GetMessage, ListMessages and CampaignReport calls reading at once; also the store capacity kept for them (SQLite reader threads; PostgreSQL connections of a read pool of their own, beside the 16 for writes) (env HERALD_MAX_CONCURRENT_READS).")
+    var maxConcurrentReads: Int = Settings.int("max-concurrent-reads") ?? 8
+
+    @Option(name: .customLong("max-queued-reads"), help: "Read-side calls waiting for one of those places; more are RESOURCE_EXHAUSTED at once (env HERALD_MAX_QUEUED_READS).")
+    var maxQueuedReads: Int = Settings.int("max-queued-reads") ?? 64
+
+    @Option(name: .customLong("read-timeout"), help: "Seconds one read-side query may run in the store before it is stopped (SQLite: interrupted; PostgreSQL: statement_timeout) and answered RESOURCE_EXHAUSTED (env HERALD_READ_TIMEOUT).")
+    var readTimeout: Double = Settings.double("read-timeout") ?? 5
+
     @Option(help: "full: fsync each group commit before answering (survives power loss); process: the write is in the OS (survives kill -9, may lose the last commits on power loss) (env HERALD_DURABILITY).")
     var durability: String = Settings.string("durability") ?? "full"
 

@@ -27,6 +27,7 @@ enum Settings {
         "fcm-route", "fcm-routes-file", "fcm-rate-per-minute", "fcm-sim-unregistered", "fcm-sim-other-sender", "fcm-sim-fault",
         "store", "replica-id", "lease-seconds",
         "admin-max-connections-per-peer",
+        "max-concurrent-reads", "max-queued-reads", "read-timeout",
     ]
 
     /// A value as one layer gives it, and where from.

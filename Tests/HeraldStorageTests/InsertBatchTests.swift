@@ -150,7 +150,7 @@ struct InsertBatchTests {
                 db.close()
             }
             let store = try SQLiteStore(path: path)
-            #expect(try userVersion(path) == 6)
+            #expect(try userVersion(path) == SQLiteStore.schemaVersion)
             let triggers = try store.read { db in
                 try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%insert'")
             }

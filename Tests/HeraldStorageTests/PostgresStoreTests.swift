@@ -160,7 +160,7 @@ struct PostgresStoreTests {
                 Issue.record("unexpected \(error)")
                 return
             }
-            #expect(location == "postgres://\(configuration.username):***@127.0.0.1:\(configuration.port)/\(configuration.database)")
+            #expect(location == "postgres://\(configuration.username):***@127.0.0.1:\(configuration.port)/\(configuration.database)?sslmode=disable")
             #expect(!error.description.contains("s3cret-pw"))
         }
     }

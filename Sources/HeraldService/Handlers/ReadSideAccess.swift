@@ -12,14 +12,18 @@ enum ReadSideAccess {
         }
     }
 
-    /// Registers GetMessage, ListMessages and CampaignReport.
-    static func register(on server: GRPCServer, policy: AccessPolicy, store: any MessageReadSide) {
+    /// Registers GetMessage, ListMessages and CampaignReport, each run
+    /// under `reads` (one bound for the three).
+    static func register(on server: GRPCServer, policy: AccessPolicy, store: any MessageReadSide, reads: ReadAdmission) {
         let admission = policy.admission
         let get = GetMessageService(policy: policy, store: store)
-        server.register(GetMessageService.path, DomainStatus.async(get.get), admission: admission)
+        server.register(GetMessageService.path, DomainStatus.async { request in try await reads.run { try await get.get(request) } },
+                        admission: admission)
         let list = ListMessagesService(policy: policy, store: store)
-        server.register(ListMessagesService.path, DomainStatus.async(list.list), admission: admission)
+        server.register(ListMessagesService.path, DomainStatus.async { request in try await reads.run { try await list.list(request) } },
+                        admission: admission)
         let report = CampaignReportService(policy: policy, store: store)
-        server.register(CampaignReportService.path, DomainStatus.async(report.report), admission: admission)
+        server.register(CampaignReportService.path, DomainStatus.async { request in try await reads.run { try await report.report(request) } },
+                        admission: admission)
     }
 }

@@ -34,7 +34,17 @@ struct ReportEventService: Sendable {
                 decoder.check("must be MESSAGE_EVENT_DISPLAYED or MESSAGE_EVENT_OPENED", "event")
                 displayed = false
             }
-            let token = decoder.string(wire.device_token, "device_token")
+            // Held to RegisterDevice's rules (SPEC §7): optional, but when
+            // given an APNs token (hex) or an FCM registration token of at
+            // most 4,096 bytes; APNs tokens in one spelling, so a repeated
+            // report finds its row (one per message, device and event).
+            var token = decoder.string(wire.device_token, "device_token")
+            if token.utf8.count > Validator.Limits.fcmToken {
+                decoder.check("is \(token.utf8.count) bytes; the limit is \(Validator.Limits.fcmToken)", "device_token")
+            } else if let platform, !token.isEmpty {
+                decoder.check(Validator.deviceTokenProblem(token, platform: platform), "device_token")
+                if platform == .ios { token = token.lowercased() }
+            }
             if let occurredAt = decoder.optionalString(wire.occurred_at, "occurred_at") {
                 do throws(RFC3339ParseError) {
                     _ = try RFC3339.parse(occurredAt)

@@ -74,6 +74,8 @@ struct OpenedStore {
             var options = SQLiteStore.Options()
             options.durability = configuration.durability
             options.commitObserver = { [metrics] in metrics.storeCommitted($0) }
+            options.readSideThreads = configuration.readSide.maxConcurrent
+            options.readSideTimeout = configuration.readSide.timeout
             do {
                 let store = try SQLiteStore(path: path, options: options)
                 return OpenedStore(store: store, lock: lock, probeDirectory: configuration.dataDirectory)
@@ -81,7 +83,9 @@ struct OpenedStore {
                 lock.release()
                 throw error
             }
-        case .postgres(let postgres):
+        case .postgres(var postgres):
+            postgres.readConnections = configuration.readSide.maxConcurrent
+            postgres.readTimeout = configuration.readSide.timeout
             logger.info("store", metadata: ["postgres": "\(postgres.redactedURL)", "replica": "\(postgres.replicaID)"])
             let store = try await PostgresStore.open(postgres, logger: logger)
             return OpenedStore(store: store, lock: nil, probeDirectory: nil)

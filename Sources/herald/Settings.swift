@@ -26,6 +26,7 @@ enum Settings {
         "admin-host", "admin-port", "admin-timeout", "log-format", "access-log", "retention-days",
         "fcm-route", "fcm-routes-file", "fcm-rate-per-minute", "fcm-sim-unregistered", "fcm-sim-other-sender", "fcm-sim-fault",
         "store", "replica-id", "lease-seconds",
+        "tls-cert", "tls-key", "tls-client-ca", "allow-plaintext", "admin-tls",
     ]
 
     /// A value as one layer gives it, and where from.
@@ -43,6 +44,18 @@ enum Settings {
     static func int(_ key: String) -> Int? { string(key).flatMap(Int.init) }
 
     static func double(_ key: String) -> Double? { string(key).flatMap(Double.init) }
+
+    /// A boolean setting: true/yes/1 or false/no/0; nil when absent or
+    /// unparsable (`validate()` reports the latter).
+    static func bool(_ key: String) -> Bool? { string(key).flatMap(parseBool) }
+
+    static func parseBool(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "1", "on": true
+        case "false", "no", "0", "off": false
+        default: nil
+        }
+    }
 
     /// A repeatable flag's values from the config file.
     static func list(_ key: String) -> [String] { (file.values[key] ?? []).map(\.value) }

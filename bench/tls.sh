@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 
 N_MANY=${N_MANY:-200000}     # requests per -c16 -m32 run
 N_CONN=${N_CONN:-3000}       # connections (one request each) per handshake run
-CONN_RATE=${CONN_RATE:-400}  # connections started per 0.1 s (h2load -r): above what the server can take
+CONN_RATE=${CONN_RATE:-400}  # connections started per 0.1 s (h2load -r; at most N_CONN): above what the server can take
+(( CONN_RATE > N_CONN )) && CONN_RATE=$N_CONN
 ROUNDS=${ROUNDS:-3}          # interleaved rounds; medians are reported
 H2LOAD_THREADS=${H2LOAD_THREADS:-1}
 RUN_TIMEOUT=${RUN_TIMEOUT:-180}
@@ -113,8 +114,8 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 echo "== new TLS connections: $N_CONN connections, one request each, started at up to $((CONN_RATE * 10))/s ($ROUNDS rounds) =="
 for round in $(seq 1 "$ROUNDS"); do
-    run nghttpd-conn "$NGHTTPD_PID" "$NGHTTPD_URL" "$N_CONN" "$N_CONN" 1 -r "$CONN_RATE" --rate-period 0.1s -d "$WORK/empty.bin"
-    run herald-conn "$TLS_PID" "$HEALTH_TLS" "$N_CONN" "$N_CONN" 1 -r "$CONN_RATE" --rate-period 0.1s "${GRPC_ARGS[@]}"
+    run nghttpd-conn "$NGHTTPD_PID" "$NGHTTPD_URL" "$N_CONN" "$N_CONN" 1 -r "$CONN_RATE" --rate-period 100ms -d "$WORK/empty.bin"
+    run herald-conn "$TLS_PID" "$HEALTH_TLS" "$N_CONN" "$N_CONN" 1 -r "$CONN_RATE" --rate-period 100ms "${GRPC_ARGS[@]}"
 done
 
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

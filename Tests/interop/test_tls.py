@@ -17,6 +17,7 @@ import socket
 import ssl
 import subprocess
 import time
+import warnings
 
 import grpc
 import pytest
@@ -287,15 +288,34 @@ def test_a_client_that_does_not_trust_the_servers_ca_fails(tls_server, other_pki
 
 def test_tls_1_1_is_refused(tls_server):
     context = tls_client_context()
-    context.minimum_version = ssl.TLSVersion.TLSv1
-    context.maximum_version = ssl.TLSVersion.TLSv1_1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # what an old client offers
+        context.minimum_version = ssl.TLSVersion.TLSv1
+        context.maximum_version = ssl.TLSVersion.TLSv1_1
     try:
         context.set_ciphers("DEFAULT:@SECLEVEL=0")
     except ssl.SSLError:
         pass
     with socket.create_connection(("127.0.0.1", tls_server.port), timeout=10) as raw:
-        with pytest.raises((ssl.SSLError, ConnectionResetError)):
+        with pytest.raises(ssl.SSLError) as error:
             context.wrap_socket(raw, server_hostname="localhost")
+    # The server's protocol_version alert, not the client refusing to try.
+    assert "PROTOCOL_VERSION" in str(error.value).upper().replace(" ", "_"), error.value
+
+
+def test_a_client_that_does_not_offer_alpn_h2_is_refused(tls_server):
+    context = tls_client_context()
+    context.set_alpn_protocols(["http/1.1"])
+    with socket.create_connection(("127.0.0.1", tls_server.port), timeout=10) as raw:
+        with pytest.raises(ssl.SSLError) as error:
+            context.wrap_socket(raw, server_hostname="localhost")
+    assert "no application protocol" in str(error.value), error.value
+    # TLS 1.2 with h2 is accepted (1.2 is the minimum, not 1.3).
+    context = tls_client_context()
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    with socket.create_connection(("127.0.0.1", tls_server.port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname="localhost") as tls:
+            assert tls.version() == "TLSv1.2" and tls.selected_alpn_protocol() == "h2"
 
 
 # --- stock clients -------------------------------------------------------------

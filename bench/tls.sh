@@ -8,6 +8,7 @@
 #   bench/tls.sh                       # release build, then the runs
 #   SKIP_BUILD=1 N_MANY=100000 N_CONN=2000 bench/tls.sh
 #   HERALD_BIN=.build/debug/herald bench/tls.sh     # another binary, no build
+#   NGHTTPD_THREADS=2 bench/tls.sh  # nghttpd with 2 worker threads (default 1, as bench/rpc.sh)
 #
 # Prints per run: rate, p50/p99 (h2load --log-file), server CPU per request
 # (/proc/PID/stat), and Herald's peak RSS (VmHWM). Only 127.0.0.1 is loaded;
@@ -54,7 +55,7 @@ start_herald "$WORK/h2c"
 H2C_PID=$HERALD_PID; H2C_PORT=$HERALD_PORT; PIDS+=("$H2C_PID")
 
 NGHTTPD_PORT=$(free_port)
-nghttpd -d "$WORK/www" "$NGHTTPD_PORT" "$KEY" "$CERT" > "$WORK/nghttpd.log" 2>&1 &
+nghttpd -n "${NGHTTPD_THREADS:-1}" -d "$WORK/www" "$NGHTTPD_PORT" "$KEY" "$CERT" > "$WORK/nghttpd.log" 2>&1 &
 NGHTTPD_PID=$!; PIDS+=("$NGHTTPD_PID")
 for _ in $(seq 1 200); do
     nghttp -t 1s "https://127.0.0.1:$NGHTTPD_PORT/check" > /dev/null 2>&1 && break
@@ -112,6 +113,8 @@ for round in $(seq 1 "$ROUNDS"); do
     run herald-tls "$TLS_PID" "$HEALTH_TLS" "$N_MANY" 16 32 "${GRPC_ARGS[@]}"
     run herald-h2c "$H2C_PID" "$HEALTH_H2C" "$N_MANY" 16 32 "${GRPC_ARGS[@]}"
 done
+HWM_TLS_C16=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$TLS_PID/status")
+HWM_H2C_C16=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$H2C_PID/status")
 echo "== new TLS connections: $N_CONN connections, one request each, started at up to $((CONN_RATE * 10))/s ($ROUNDS rounds) =="
 for round in $(seq 1 "$ROUNDS"); do
     run nghttpd-conn "$NGHTTPD_PID" "$NGHTTPD_URL" "$N_CONN" "$N_CONN" 1 -r "$CONN_RATE" --rate-period 100ms -d "$WORK/empty.bin"
@@ -125,5 +128,12 @@ echo "== verdicts (medians) =="
 awk -v t="$T" -v n="$N" 'BEGIN { r=t/n; printf "Health over TLS / nghttpd over TLS: %.0f / %.0f = %.2f (budget >= 0.8) %s\n", t, n, r, (r>=0.8?"PASS":"FAIL") }'
 awk -v t="$T" -v h="$H" 'BEGIN { r=t/h; printf "Health over TLS / Herald h2c: %.0f / %.0f = %.2f (budget >= 0.6) %s\n", t, h, r, (r>=0.6?"PASS":"FAIL") }'
 awk -v t="$CH" -v n="$CN" 'BEGIN { r=t/n; printf "new TLS connections/s, Herald / nghttpd: %.0f / %.0f = %.2f (budget >= 0.8) %s\n", t, n, r, (r>=0.8?"PASS":"FAIL") }'
-awk '$1 == "VmHWM:" { printf "Herald (TLS) peak RSS (VmHWM): %.1f MiB\n", $2/1024 }' "/proc/$TLS_PID/status"
-awk '$1 == "VmHWM:" { printf "Herald (h2c) peak RSS (VmHWM): %.1f MiB\n", $2/1024 }' "/proc/$H2C_PID/status"
+# Per-round ratios (each pair ran back to back, so load drift cancels more): their median.
+pair_median() {  # pair_median A[@] B[@] -> median of A[i]/B[i]
+    local -n a=$1 b=$2; local i out=()
+    for i in "${!a[@]}"; do out+=("$(awk -v x="${a[$i]}" -v y="${b[$i]}" 'BEGIN { printf "%.3f", x/y }')"); done
+    median "${out[@]}"
+}
+echo "per-round ratio medians: TLS/nghttpd-TLS $(pair_median RPS_herald_tls RPS_nghttpd_tls), TLS/h2c $(pair_median RPS_herald_tls RPS_herald_h2c), conn/s $(pair_median CONN_herald_conn CONN_nghttpd_conn)"
+awk -v t="$HWM_TLS_C16" -v h="$HWM_H2C_C16" 'BEGIN { printf "peak RSS (VmHWM) after the -c 16 runs: Herald TLS %.1f MiB, Herald h2c %.1f MiB\n", t/1024, h/1024 }'
+awk -v n="$N_CONN" '$1 == "VmHWM:" { printf "Herald (TLS) peak RSS after the handshake runs (up to %d connections open at once): %.1f MiB\n", n, $2/1024 }' "/proc/$TLS_PID/status"

@@ -223,6 +223,10 @@ let package = Package(
             "GRPCEngine", "HTTP2Core", "CInterop",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
+        .testTarget(name: "TLSTransportTests", dependencies: [
+            "TLSTransport",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .testTarget(
             name: "APNsTests",
             dependencies: [

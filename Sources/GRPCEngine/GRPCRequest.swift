@@ -1,5 +1,5 @@
 import Logging
-import NIOCore
+public import NIOCore
 
 /// One unary call as the handler sees it.
 public struct GRPCRequest: Sendable {
@@ -135,6 +135,11 @@ public struct GRPCServerConfiguration: Sendable {
     /// watch says NOT_SERVING and returns) before they are cancelled and end
     /// with UNAVAILABLE. The drain's own timeout still bounds everything.
     public var streamingDrainGrace: Duration = .seconds(1)
+    /// Adds handlers in front of each accepted connection's HTTP/2 handler
+    /// (TLS), on the connection's event loop through `syncOperations`; a throw
+    /// closes the connection. Nil: cleartext (h2c). The handshake timeout
+    /// runs from accept, so it bounds what these handlers do first too.
+    public var connectionPrologue: (@Sendable (any Channel) throws -> Void)?
 
     public init() {}
 }

@@ -114,6 +114,7 @@ public final class GRPCServer: Sendable {
                         return
                     }
                     channel.closeFuture.whenComplete { _ in shared.releaseConnection() }
+                    try shared.configuration.connectionPrologue?(channel)
                     try channel.pipeline.syncOperations.addHandler(GRPCConnection(shared: shared, channel: channel))
                 }
             }

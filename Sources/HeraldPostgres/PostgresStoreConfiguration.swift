@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -157,7 +159,7 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
             unixSocketPath = (socketDirectory.hasSuffix("/") ? socketDirectory : socketDirectory + "/") + ".s.PGSQL.\(port)"
         }
         // The safe default: TLS with every check off loopback.
-        tls = mode ?? (unixSocketPath != nil || Self.isLoopback(host) ? .disable : .verifyFull)
+        tls = mode ?? (unixSocketPath != nil || isLoopbackHost(host) ? .disable : .verifyFull)
         if tlsRootCertificates != nil && tls == .disable {
             throw PostgresURLError("sslrootcert needs sslmode verify-full, verify-ca or require (sslmode is disable)")
         }
@@ -171,21 +173,6 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
     /// `PGPASSFILE` of the process's environment, if set.
     public static func environmentPassfile() -> String? {
         getenv("PGPASSFILE").map { String(cString: $0) }
-    }
-
-    /// `localhost`, an IPv4 address in 127.0.0.0/8 or `::1`, by value (a
-    /// name like `127.0.0.1.example.com` is not loopback).
-    static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" { return true }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 {
-            return UInt32(bigEndian: v4.s_addr) >> 24 == 127
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, host, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { bytes in bytes.prefix(15).allSatisfy { $0 == 0 } && bytes[15] == 1 }
-        }
-        return false
     }
 
     /// The URL with the password replaced by `***` (for logs and errors).

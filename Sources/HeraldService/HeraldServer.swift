@@ -2,7 +2,7 @@ import APNs
 public import APNsSimulation
 public import GRPCEngine
 import HeraldPrimitives
-import TLSTransport
+public import TLSTransport
 import HeraldCore
 public import HeraldStorage
 public import Logging
@@ -61,6 +61,8 @@ public struct HeraldConfiguration: Sendable {
     public var clock: any HeraldClock = SystemClock()
     /// The admin HTTP listener (`/metrics`, `/healthz`, `/readyz`); nil: off.
     public var admin: AdminConfiguration?
+    /// TLS on the gRPC listener (SIGHUP re-reads its files); nil: h2c.
+    public var tls: ServerTLS?
     /// One line per RPC (method, code, duration, peer, bundle); nil logs
     /// them at debug level instead.
     public var accessLogPath: String?
@@ -133,6 +135,12 @@ public final class HeraldServer: Service, Sendable {
         var grpc = configuration.grpc
         grpc.host = configuration.host
         grpc.port = configuration.port
+        if let tls = configuration.tls {
+            let handshakeTimeout = grpc.handshakeTimeout
+            grpc.connectionPrologue = { channel in
+                try channel.pipeline.syncOperations.addHandler(tls.makeHandler(for: .http2, handshakeTimeout: handshakeTimeout))
+            }
+        }
         let server = GRPCServer(configuration: grpc, logger: logger)
         self.server = server
 
@@ -351,7 +359,8 @@ public final class HeraldServer: Service, Sendable {
         services.append(GatewayService(stopper: stopper))
         if let sources = configuration.reload {
             services.append(ReloadService(reloader: ConfigReloader(
-                sources: sources, policy: configuration.accessPolicy, gateway: gateway, logger: logger)))
+                sources: sources, policy: configuration.accessPolicy, gateway: gateway, logger: logger,
+                tls: configuration.tls)))
         }
         services.append(StatusSnapshotService(
             cell: snapshot, store: store, gateway: gateway, clock: clock, logger: logger, metrics: metrics))

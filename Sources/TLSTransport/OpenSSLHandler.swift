@@ -1,8 +1,10 @@
 import CInterop
 public import NIOCore
 
-/// Fired inbound once the handshake is done and ALPN agreed on `h2`.
+/// Fired inbound once the handshake is done and ALPN agreed on `h2` (or, for
+/// a handler that does not require it, on whatever was agreed).
 public struct TLSHandshakeCompleted: Sendable {
+    /// The protocol ALPN agreed on; empty when none was.
     public let alpnProtocol: String
     /// The subject of the certificate the peer presented, if any (servers see
     /// client certificates only when the context requests them).
@@ -24,6 +26,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     private enum State { case idle, handshaking, established, closed }
 
     private let tls: TLSContext
+    private let requireH2: Bool
     private let serverName: String?
     private var ssl: OpaquePointer?
     private var readBIO: OpaquePointer?
@@ -38,8 +41,13 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// - Parameters:
     ///   - serverName: SNI and the name (DNS or IP) the certificate must match (client side).
     ///   - handshakeTimeout: close the connection if the handshake has not finished by then.
-    public init(context tls: TLSContext, serverName: String? = nil, handshakeTimeout: Duration = .seconds(10)) throws {
+    ///   - requireH2: fail a handshake that did not agree on ALPN `h2`
+    ///     (false for an HTTP/1.1 server, which selects `http/1.1` or none).
+    public init(
+        context tls: TLSContext, serverName: String? = nil, handshakeTimeout: Duration = .seconds(10), requireH2: Bool = true
+    ) throws {
         self.tls = tls
+        self.requireH2 = requireH2
         self.handshakeTimeout = TimeAmount(handshakeTimeout)
         self.serverName = serverName
         let ssl = try tls.makeSSL()
@@ -160,7 +168,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
             var length: UInt32 = 0
             SSL_get0_alpn_selected(ssl, &data, &length)
             let alpn = data.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
-            guard alpn == "h2" else {
+            guard alpn == "h2" || !requireH2 else {
                 fail(context: context, TLSError(.alpnNotNegotiated, "peer did not agree to ALPN h2 (got \(alpn ?? "none"))"))
                 return
             }
@@ -174,7 +182,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
                 }
                 X509_free(peer)
             }
-            context.fireUserInboundEventTriggered(TLSHandshakeCompleted(alpnProtocol: "h2", peerCertificateSubject: subject))
+            context.fireUserInboundEventTriggered(TLSHandshakeCompleted(alpnProtocol: alpn ?? "", peerCertificateSubject: subject))
             let writes = pendingWrites
             pendingWrites = []
             for (buffer, promise) in writes { encrypt(buffer, promise: promise, context: context) }

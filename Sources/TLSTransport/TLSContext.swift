@@ -58,12 +58,65 @@ public final class TLSContext: @unchecked Sendable {
     /// With `requestClientCertificate`, clients may present a certificate
     /// (APNs certificate auth); it is reported, not verified, and not required.
     public static func server(certificatePEM: String, keyPEM: String, requestClientCertificate: Bool = false) throws -> TLSContext {
+        try server(
+            certificatePEM: certificatePEM, keyPEM: keyPEM,
+            clientCertificates: requestClientCertificate ? .requestedUnverified : .none)
+    }
+
+    /// What a server context asks of clients' certificates.
+    public enum ClientCertificates: Sendable {
+        /// None asked for.
+        case none
+        /// Asked for, reported, not verified, not required (APNs certificate auth in the simulator).
+        case requestedUnverified
+        /// Required and verified against these CAs (PEM, one or more): mTLS. A
+        /// client without one, or with one no CA here issued, fails the handshake.
+        case required(caPEM: String)
+    }
+
+    /// The protocol a server context selects by ALPN.
+    public enum ServerALPN: Sendable {
+        /// `h2`; a client that does not offer it fails the handshake.
+        case h2
+        /// `http/1.1` when the client offers it, else no ALPN (an HTTP/1.1 listener).
+        case http11
+    }
+
+    /// A server context: `certificatePEM` (leaf first, then chain), TLS 1.2+,
+    /// ALPN per `alpn`, client certificates per `clientCertificates`, and
+    /// session resumption (a server-side session cache and TLS tickets).
+    public static func server(
+        certificatePEM: String, keyPEM: String, clientCertificates: ClientCertificates, alpn: ServerALPN = .h2
+    ) throws -> TLSContext {
         let tls = try TLSContext(role: .server)
         try tls.useCertificate(pem: certificatePEM, keyPEM: keyPEM)
-        if requestClientCertificate {
+        switch clientCertificates {
+        case .none:
+            break
+        case .requestedUnverified:
             SSL_CTX_set_verify(tls.context, SSL_VERIFY_PEER, { _, _ in 1 })
+        case .required(let caPEM):
+            let certificates = try X509Certificate.chain(fromPEM: caPEM)
+            guard !certificates.isEmpty else { throw TLSError(.configuration, "no certificate in the client CA PEM") }
+            let store = SSL_CTX_get_cert_store(tls.context)
+            for certificate in certificates {
+                try OpenSSLCall.check("X509_STORE_add_cert") { X509_STORE_add_cert(store, certificate.pointer) }
+                // Named in the CertificateRequest, so a client picks the right certificate.
+                try OpenSSLCall.check("SSL_CTX_add_client_CA") { SSL_CTX_add_client_CA(tls.context, certificate.pointer) }
+            }
+            SSL_CTX_set_verify(tls.context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
         }
-        SSL_CTX_set_alpn_select_cb(tls.context, selectH2, nil)
+        // Resumption: OpenSSL's server session cache is on by default, and TLS
+        // 1.2 and 1.3 tickets too; a session ID context is what lets a session
+        // of a verified client be resumed (without one OpenSSL refuses it).
+        let sessionContext = Array("herald".utf8)
+        try OpenSSLCall.check("SSL_CTX_set_session_id_context") {
+            SSL_CTX_set_session_id_context(tls.context, sessionContext, UInt32(sessionContext.count))
+        }
+        switch alpn {
+        case .h2: SSL_CTX_set_alpn_select_cb(tls.context, selectH2, nil)
+        case .http11: SSL_CTX_set_alpn_select_cb(tls.context, selectHTTP11, nil)
+        }
         return tls
     }
 
@@ -84,6 +137,8 @@ public final class TLSContext: @unchecked Sendable {
         self.context = context
         self.role = role
         // set_mode and set_options return the new bit mask, not a status.
+        // Record buffers are released when idle: an idle connection (a
+        // server may hold thousands) then costs no 34 KiB of them.
         _ = cinterop_SSL_CTX_set_mode(context, Int(SSL_MODE_RELEASE_BUFFERS))
         // RFC 7540 §9.2.2: no renegotiation, no compression for HTTP/2.
         // SSL_OP_NO_COMPRESSION (bit 17) | SSL_OP_NO_RENEGOTIATION (bit 30):
@@ -91,7 +146,7 @@ public final class TLSContext: @unchecked Sendable {
         _ = cinterop_SSL_CTX_set_options(context, (1 << 17) | (1 << 30))
     }
 
-    private func useCertificate(pem: String, keyPEM: String) throws {
+    func useCertificate(pem: String, keyPEM: String) throws {
         let chain = try X509Certificate.chain(fromPEM: pem)
         guard let leaf = chain.first else { throw TLSError(.configuration, "no certificate in PEM") }
         guard SSL_CTX_use_certificate(context, leaf.pointer) == 1 else {
@@ -140,4 +195,26 @@ private let selectH2: @convention(c) (
         index += 1 + length
     }
     return SSL_TLSEXT_ERR_ALERT_FATAL
+}
+
+/// Server ALPN for an HTTP/1.1 listener: `http/1.1` when offered, else no ALPN.
+private let selectHTTP11: @convention(c) (
+    OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+    UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
+) -> Int32 = { _, out, outLength, input, inputLength, _ in
+    guard let input, let out, let outLength else { return SSL_TLSEXT_ERR_NOACK }
+    let wanted = Array("http/1.1".utf8)
+    var index = 0
+    let total = Int(inputLength)
+    while index < total {
+        let length = Int(input[index])
+        if index + 1 + length > total { break }
+        if length == wanted.count && (0..<length).allSatisfy({ input[index + 1 + $0] == wanted[$0] }) {
+            out.pointee = input + index + 1
+            outLength.pointee = UInt8(length)
+            return SSL_TLSEXT_ERR_OK
+        }
+        index += 1 + length
+    }
+    return SSL_TLSEXT_ERR_NOACK
 }

@@ -8,7 +8,7 @@ struct HeraldCommand: AsyncParsableCommand {
         commandName: "herald",
         abstract: "Herald: a push-notification scheduling service (gRPC over HTTP/2).",
         version: HeraldVersion.current,
-        subcommands: [ServeCommand.self, APNsSimCommand.self, FCMSimCommand.self, BackupCommand.self],
+        subcommands: [ServeCommand.self, APNsSimCommand.self, FCMSimCommand.self, BackupCommand.self, TLSSelfSignedCommand.self],
         defaultSubcommand: ServeCommand.self
     )
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import HeraldPrimitives
 import HeraldService
 import Logging
+import TLSTransport
 
 #if canImport(Glibc)
 import Glibc
@@ -55,6 +56,17 @@ extension ServeCommand {
             admin.maxConnectionsPerPeer = adminMaxConnectionsPerPeer
             configuration.admin = admin
         }
+        if !tlsCert.isEmpty {
+            // Each error names its file (unreadable, key readable by others,
+            // expired, key and certificate not a pair).
+            let tls = try ServerTLS(files: .init(
+                certificate: tlsCert, key: tlsKey, clientCA: tlsClientCA.isEmpty ? nil : tlsClientCA))
+            configuration.tls = tls
+            if adminTLS { configuration.admin?.tls = tls }
+            logger.info("TLS on the gRPC listener", metadata: [
+                "certificate": "\(tls.summary)", "mtls": "\(!tlsClientCA.isEmpty)", "admin_tls": "\(adminTLS)",
+            ])
+        }
         for entry in simulatorUnregistered {
             let parts = entry.split(separator: ":", maxSplits: 1)
             let timestamp = parts.count == 2 ? Int64(parts[1]) : nil
@@ -90,6 +102,11 @@ extension ServeCommand {
             throw ValidationError(
                 "no access tokens are configured, so Herald serves on loopback only; "
                 + "refusing to listen on \(host) (give --tokens-file, or use 127.0.0.1)")
+        }
+        if configuration.tls == nil && !allowPlaintext && !isLoopbackHost(host) {
+            throw ValidationError(
+                "refusing to serve h2c (cleartext: tokens and messages readable on the network) on \(host): "
+                + "give --tls-cert and --tls-key, or --allow-plaintext when a sidecar terminates TLS")
         }
         configuration.reload = ReloadSources(
             tokensFile: tokensFile.isEmpty ? nil : tokensFile, fixedRoutes: fixedRoutes,

@@ -58,6 +58,20 @@ extension ServeCommand {
         }
         try check("retention-days", retentionDays) { (1...36_500).contains($0) ? nil : "must be 1...36500, got \($0)" }
         if let retentionSeconds, retentionSeconds < 1 { throw ValidationError("--retention-seconds: must be at least 1, got \(retentionSeconds)") }
+        for key in ["allow-plaintext", "admin-tls"] {
+            for candidate in Settings.candidates(key) where Settings.parseBool(candidate.value) == nil {
+                throw ValidationError("\(candidate.origin): must be true or false, got \"\(candidate.value)\"")
+            }
+        }
+        if tlsCert.isEmpty != tlsKey.isEmpty {
+            throw ValidationError(tlsCert.isEmpty ? "\(Settings.origin("tls-key")) needs --tls-cert" : "\(Settings.origin("tls-cert")) needs --tls-key")
+        }
+        if !tlsClientCA.isEmpty && tlsCert.isEmpty {
+            throw ValidationError("\(Settings.origin("tls-client-ca")) needs --tls-cert and --tls-key")
+        }
+        if adminTLS && tlsCert.isEmpty {
+            throw ValidationError("--admin-tls needs --tls-cert and --tls-key (the admin listener uses the same certificate)")
+        }
         for entry in allListed("sim-unregistered", simulatorUnregistered) {
             let parts = entry.value.split(separator: ":", maxSplits: 1)
             guard !entry.value.isEmpty, parts.count == 1 || Int64(parts[1]) != nil else {

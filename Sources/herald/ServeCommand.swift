@@ -18,7 +18,7 @@ import Glibc
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve the Herald gRPC API (h2c) until SIGTERM/SIGINT."
+        abstract: "Serve the Herald gRPC API (TLS with --tls-cert, else h2c) until SIGTERM/SIGINT."
     )
 
     @Option(help: "A config file of `key = value` lines named like these flags (env HERALD_CONFIG). Precedence: flag, environment (HERALD_<FLAG>), config file, default.")
@@ -163,6 +163,26 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("retention-days"), help: "Days a finished message (and its idempotency key) is kept after its last state change; then it is deleted in the background (env HERALD_RETENTION_DAYS).")
     var retentionDays: Int = Settings.int("retention-days") ?? 30
+
+    @Option(name: .customLong("tls-cert"), help: "Serve gRPC over TLS (ALPN h2, TLS 1.2+) with this PEM certificate, leaf first then its chain (env HERALD_TLS_CERT); SIGHUP re-reads it.")
+    var tlsCert: String = Settings.string("tls-cert") ?? ""
+
+    @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert; refused when group or others may read it (env HERALD_TLS_KEY).")
+    var tlsKey: String = Settings.string("tls-key") ?? ""
+
+    @Option(name: .customLong("tls-client-ca"), help: "mTLS: require a client certificate issued by a CA in this PEM file; clients without one fail the handshake (env HERALD_TLS_CLIENT_CA).")
+    var tlsClientCA: String = Settings.string("tls-client-ca") ?? ""
+
+    @Flag(name: .customLong("allow-plaintext"), help: "Serve h2c (no TLS) on a non-loopback --host, e.g. behind a mesh sidecar that terminates TLS (env HERALD_ALLOW_PLAINTEXT=true). Without it such a listener needs --tls-cert.")
+    var allowPlaintextFlag = false
+
+    @Flag(name: .customLong("admin-tls"), help: "Serve the admin listener over TLS with --tls-cert/--tls-key (env HERALD_ADMIN_TLS=true).")
+    var adminTLSFlag = false
+
+    /// `--allow-plaintext`, or `allow-plaintext = true` in the environment or config file.
+    var allowPlaintext: Bool { allowPlaintextFlag || Settings.bool("allow-plaintext") == true }
+    /// `--admin-tls`, or `admin-tls = true` in the environment or config file.
+    var adminTLS: Bool { adminTLSFlag || Settings.bool("admin-tls") == true }
 
     @Option(name: .customLong("retention-seconds"), help: .hidden)  // testing and bench/retention.sh: overrides --retention-days
     var retentionSeconds: Int?

@@ -28,6 +28,7 @@ enum Settings {
         "store", "replica-id", "lease-seconds",
         "admin-max-connections-per-peer",
         "max-concurrent-reads", "max-queued-reads", "read-timeout",
+        "tls-cert", "tls-key", "tls-client-ca", "allow-plaintext", "admin-tls",
     ]
 
     /// A value as one layer gives it, and where from.
@@ -45,6 +46,18 @@ enum Settings {
     static func int(_ key: String) -> Int? { string(key).flatMap(Int.init) }
 
     static func double(_ key: String) -> Double? { string(key).flatMap(Double.init) }
+
+    /// A boolean setting: true/yes/1 or false/no/0; nil when absent or
+    /// unparsable (`validate()` reports the latter).
+    static func bool(_ key: String) -> Bool? { string(key).flatMap(parseBool) }
+
+    static func parseBool(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "1", "on": true
+        case "false", "no", "0", "off": false
+        default: nil
+        }
+    }
 
     /// A repeatable flag's values from the config file.
     static func list(_ key: String) -> [String] { (file.values[key] ?? []).map(\.value) }

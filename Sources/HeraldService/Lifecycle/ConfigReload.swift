@@ -1,6 +1,7 @@
 import APNs
 import FCM
 import Logging
+import TLSTransport
 import ServiceLifecycle
 import UnixSignals
 
@@ -35,6 +36,9 @@ struct ConfigReloader: Sendable {
     let policy: AccessPolicy
     let gateway: APNsGateway
     let logger: Logger
+    /// The gRPC (and admin) listener's TLS files, re-read on their own: a
+    /// bad certificate leaves the one in force and the rest still reloads.
+    var tls: ServerTLS? = nil
 
     fileprivate struct ReloadError: Error, CustomStringConvertible {
         var description: String
@@ -44,6 +48,20 @@ struct ConfigReloader: Sendable {
     struct Retired {
         var apns: [APNsClient] = []
         var fcm: [FCMClient] = []
+    }
+
+    /// Re-reads the TLS certificate, key and client CA: later connections
+    /// use them, open ones keep theirs; when they are bad the ones in force stay.
+    func reloadTLS() {
+        guard let tls else { return }
+        do {
+            let summary = try tls.reload()
+            logger.notice("TLS certificate reloaded", metadata: [
+                "serial": "\(summary.serial)", "subject": "\(summary.subject)", "not_after": "\(summary.notAfter)",
+            ])
+        } catch {
+            logger.error("TLS reload failed; the certificate in force stays", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Returns the clients no route uses any more (to retire once idle).
@@ -142,6 +160,7 @@ struct ReloadService: Service {
         await withDiscardingTaskGroup { retirements in
             for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
                 reloader.logger.info("SIGHUP: reloading the tokens file, APNs and FCM routes")
+                reloader.reloadTLS()
                 let retired = reloader.reload()
                 for client in retired.apns {
                     retirements.addTask { await reloader.gateway.retireWhenIdle(client) }

@@ -1,4 +1,5 @@
 import Logging
+public import TLSTransport
 import GRPCEngine
 import NIOCore
 import NIOHTTP1
@@ -25,6 +26,8 @@ public struct AdminConfiguration: Sendable {
     /// the previous answer); past it the connection is closed. Bounds both
     /// idle connections and slowloris.
     public var requestTimeout: Duration = .seconds(5)
+    /// TLS (HTTP/1.1, the gRPC listener's certificate); nil: plain HTTP.
+    public var tls: ServerTLS?
 
     public init() {}
 }
@@ -85,6 +88,9 @@ final class AdminServer: Sendable {
     func configureConnection(_ channel: any Channel) throws {
         let budget = AdminRequestBudget(limit: configuration.maxRequestBytes)
         let sync = channel.pipeline.syncOperations
+        if let tls = configuration.tls {
+            try sync.addHandler(tls.makeHandler(for: .http1, handshakeTimeout: configuration.requestTimeout))
+        }
         try sync.addHandler(AdminByteCounter(budget: budget))
         try sync.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
         try sync.addHandler(AdminHTTPHandler(

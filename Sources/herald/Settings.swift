@@ -26,6 +26,8 @@ enum Settings {
         "admin-host", "admin-port", "admin-timeout", "log-format", "access-log", "retention-days",
         "fcm-route", "fcm-routes-file", "fcm-rate-per-minute", "fcm-sim-unregistered", "fcm-sim-other-sender", "fcm-sim-fault",
         "store", "replica-id", "lease-seconds",
+        "max-connections-per-peer", "unauthenticated-max-message-bytes", "unauthenticated-buffer-kib",
+        "unauthenticated-streams-per-connection", "unauthenticated-streams", "unauthenticated-stream-max-age",
     ]
 
     /// A value as one layer gives it, and where from.

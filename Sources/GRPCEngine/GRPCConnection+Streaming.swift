@@ -190,12 +190,16 @@ extension GRPCConnection {
     }
 
     /// The idle timeout fired with only background calls open (unauthenticated
-    /// streaming calls): they end with UNAVAILABLE before the GOAWAY.
-    func endBackgroundCalls() {
-        for stream in streams.all where stream.isBackground {
+    /// streaming calls): they end with UNAVAILABLE before the GOAWAY. True
+    /// when there were any.
+    @discardableResult
+    func endBackgroundCalls() -> Bool {
+        let background = streams.all.filter(\.isBackground)
+        for stream in background {
             endStreamingCall(stream, GRPCStatus(.unavailable,
                 "connection idle for \(shared.configuration.idleTimeout) with only calls without a token open "
                     + "(idleTimeout); call again"))
         }
+        return !background.isEmpty
     }
 }

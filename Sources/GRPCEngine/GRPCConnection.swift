@@ -309,7 +309,9 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
             return
         case .goawayIdle:
             logger.debug("closing idle connection", metadata: ["timeout": "\(shared.configuration.idleTimeout)"])
-            endBackgroundCalls()
+            // Their trailers go out ahead of the GOAWAY (some clients, such
+            // as python-h2, drop every frame after a GOAWAY).
+            if endBackgroundCalls() { flushOutput() }
             submitFinalGoaway()
             closeAfterFlush()
             return

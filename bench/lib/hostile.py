@@ -220,6 +220,7 @@ def unauthenticated(args) -> None:
 
     import h2.config
     import h2.connection
+    import h2.exceptions
 
     tmp = hb.bench_tmp("herald-hostile-")
     tokens = os.path.join(tmp, "tokens")
@@ -247,13 +248,13 @@ def unauthenticated(args) -> None:
         for _ in range(args.flood):
             try:
                 client = attacker()
-                if client.sock.recv(9):
+                if client.pump():  # the server's SETTINGS: accepted (EOF: refused on accept)
                     accepted += 1
                     held.append(client)
                 else:
                     refused_conn += 1
                     client.sock.close()
-            except (ConnectionResetError, BrokenPipeError):
+            except (ConnectionResetError, BrokenPipeError, h2.exceptions.ProtocolError):
                 refused_conn += 1
         # 2. Slow unauthenticated bodies: 4 Health calls per connection on the
         # first args.connections accepted, each declaring 64,000 bytes and sending 63,000.
@@ -262,7 +263,8 @@ def unauthenticated(args) -> None:
             ids = []
             for _ in range(4):
                 sid = client.start(HEALTH_CHECK)
-                client.send(sid, struct.pack(">BI", 0, 64_000) + b"\x00" * 63_000)
+                client.send(sid, struct.pack(">BI", 0, 64_000))
+                client.send_flow_controlled(sid, b"\x00" * 63_000)
                 ids.append(sid)
             client.call(HEALTH_CHECK, EMPTY_FRAME)  # in order: the four were processed
             body_refused += sum(1 for sid in ids if client.streams[sid].grpc_status == 8)
@@ -311,7 +313,7 @@ def unauthenticated(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", nargs="*", default=["health-under-render", "partial-bodies", "no-token-bodies"])
+    parser.add_argument("part", nargs="*", default=["health-under-render", "partial-bodies", "no-token-bodies", "unauthenticated"])
     parser.add_argument("--keys", type=int, default=900, help="user_info keys in the large Render")
     parser.add_argument("--render-n", type=int, default=400, help="large Renders sent by the four clients")
     parser.add_argument("--health-n", type=int, default=2000, help="Health calls per latency run")

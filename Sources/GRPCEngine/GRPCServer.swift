@@ -7,7 +7,8 @@ import Synchronization
 /// HTTP/2 frame parsed by libnghttp2 (one server session per connection, memory mode).
 ///
 /// Answers, per gRPC PROTOCOL-HTTP2 and statuscodes.md:
-/// - method other than POST → HTTP 405; content-type not `application/grpc[+…|;…]` → HTTP 415;
+/// - method other than POST → HTTP 405; content-type not `application/grpc[+…|;…]` → HTTP 415,
+///   each once the request has ended (END_STREAM), so nghttp2 still checks the rest of it;
 /// - unknown path → UNIMPLEMENTED; malformed `grpc-timeout` → INVALID_ARGUMENT;
 ///   header list over `maxHeaderListBytes` → RESOURCE_EXHAUSTED (all Trailers-Only);
 /// - declared message length over `maxReceiveMessageBytes` → RESOURCE_EXHAUSTED as soon as

@@ -144,3 +144,51 @@ def test_watch_alone_does_not_keep_a_connection_open(server):
         assert client.pump() or client.eof
     assert client.terminated is not None
     client.sock.close()
+
+
+# --- the settings: flag, environment, config file ------------------------------
+
+@pytest.mark.parametrize("key,value,needle", [
+    ("max-connections-per-peer", "-1", "must not be negative"),
+    ("unauthenticated-max-message-bytes", "0", "1...4194304"),
+    ("unauthenticated-max-message-bytes", "5000000", "1...4194304"),
+    ("unauthenticated-buffer-kib", "0", "1...1048576"),
+    ("unauthenticated-streams-per-connection", "0", "at least 1"),
+    ("unauthenticated-streams", "0", "at least 1"),
+    ("unauthenticated-stream-max-age", "0", "86400"),
+])
+def test_a_bad_bound_is_refused_from_each_layer(tmp_path, key, value, needle):
+    from test_config_strict import one_error_line, run_serve
+
+    data = str(tmp_path / "data")
+    error = one_error_line(run_serve([f"--{key}={value}", "--data-dir", data]))
+    assert f"--{key}" in error and needle in error, error
+    env = "HERALD_" + key.upper().replace("-", "_")
+    error = one_error_line(run_serve(["--data-dir", data], env={env: value}))
+    assert env in error and needle in error, error
+    config = tmp_path / "herald.conf"
+    config.write_text(f"{key} = {value}\n")
+    error = one_error_line(run_serve(["--config", str(config), "--data-dir", data]))
+    assert f"{config}:1: {key}" in error and needle in error, error
+
+
+def test_bounds_from_the_environment_and_the_config_file_apply(tmp_path, monkeypatch):
+    config = tmp_path / "herald.conf"
+    config.write_text("unauthenticated-max-message-bytes = 1000\n")
+    monkeypatch.setenv("HERALD_MAX_CONNECTIONS_PER_PEER", "1")
+    proc = start_herald("--config", str(config))
+    try:
+        client = Client(proc.host, proc.port)
+        response = client.call(HEALTH_CHECK, frame(b"\x0a\x82\x10" + b"s" * 2050))
+        assert response.grpc_status == 8
+        assert "limit of 1000 bytes" in response.headers["grpc-message"]
+        extra = socket.create_connection((proc.host, proc.port), timeout=TIMEOUT)
+        extra.sendall(PREFACE + EMPTY_SETTINGS)
+        try:
+            assert read_until_eof(extra) == b"", "a second connection from 127.0.0.1 is refused"
+        except ConnectionResetError:
+            pass
+        extra.close()
+        client.close()
+    finally:
+        assert proc.stop() == 0

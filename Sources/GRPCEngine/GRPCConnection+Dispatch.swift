@@ -6,6 +6,10 @@ import NIOCore
 extension GRPCConnection {
     /// END_STREAM from the client: run the handler.
     func requestEnded(_ stream: GRPCStream) {
+        if let answer = stream.pendingAnswer {
+            respondPending(stream, answer)
+            return
+        }
         if stream.hasInbound {
             inboundEnded(stream)
             return
@@ -166,11 +170,13 @@ extension GRPCConnection {
         stream.cancellation = nil
         // One clock read serves liveness and the observer's duration.
         let now = NIODeadline.now()
-        if session != nil, let turnedIdle = liveness.callClosed(now: now) {
+        // A background call left the idle count when its handler started.
+        if session != nil, !stream.isBackground, let turnedIdle = liveness.callClosed(now: now) {
             scheduleLivenessTick(at: turnedIdle)
         }
         stream.deadlineTimer?.cancel()
         stream.deadlineTimer = nil
+        if stream.unauthenticated { releaseUnauthenticatedSlot(stream) }
         endStreamingWork(stream)
         if stream.counted {
             stream.counted = false
@@ -183,7 +189,7 @@ extension GRPCConnection {
     func releaseBuffered(_ stream: GRPCStream) {
         if stream.bufferedBytes != 0 {
             bufferedRequestBytes -= stream.bufferedBytes
-            shared.releaseBuffered(stream.bufferedBytes)
+            releaseShared(stream, stream.bufferedBytes)
             stream.bufferedBytes = 0
         }
         if stream.phase != .receiving {

@@ -78,13 +78,13 @@ extension GRPCConnection {
                 "request header list exceeds \(shared.configuration.maxHeaderListBytes) bytes"))
             return
         }
+        // Not a gRPC call: answered once the request has ended (see `pendingAnswer`).
         guard stream.isPost else {
-            respondHTTP(stream, StaticHeaders.status405, count: StaticHeaders.status405Count,
-                        body: stream.isHead ? [] : HTTPAnswer.notPost)
+            stream.pendingAnswer = .notPost
             return
         }
         guard stream.contentType == .grpc else {
-            respondHTTP(stream, StaticHeaders.status415, count: StaticHeaders.status415Count, body: HTTPAnswer.notGRPC)
+            stream.pendingAnswer = .notGRPC
             return
         }
         counters.rpcStarted()
@@ -103,6 +103,7 @@ extension GRPCConnection {
             respondError(stream, refusal)
             return
         }
+        if route.unauthenticated, !admitUnauthenticated(stream, route) { return }
         if let timeout = stream.timeout {
             stream.deadlineBox = GRPCCallDeadline(after: timeout.duration)
             // Deadlines beyond ~100 days never fire in practice; avoid TimeAmount overflow.
@@ -136,7 +137,7 @@ extension GRPCConnection {
         // by at most its size (a gzip message is checked again once inflated).
         // The closure captures the stream and an Int, not `self` (each
         // captured reference cost a retain and a release per call).
-        let limit = shared.configuration.maxReceiveMessageBytes
+        let limit = stream.deframer.maxMessageBytes
         let deframed = deframe(stream, bytes) { compressed, message in
             if stream.message != nil {
                 throw GRPCStatus(.unimplemented, "unary method received more than one request message")
@@ -164,7 +165,7 @@ extension GRPCConnection {
             try stream.deframer.append(bytes, onMessage)
             return true
         } catch let error as GRPCFramingError {
-            respondError(stream, error.status)
+            respondError(stream, framingStatus(stream, error))
         } catch let status as GRPCStatus {
             respondError(stream, status)
         } catch {
@@ -173,10 +174,75 @@ extension GRPCConnection {
         return false
     }
 
+    /// The status of a framing error; an unauthenticated route's size limit is named as such.
+    func framingStatus(_ stream: GRPCStream, _ error: GRPCFramingError) -> GRPCStatus {
+        guard stream.unauthenticated, case .messageTooLarge(let declared, let limit) = error else { return error.status }
+        return GRPCStatus(.resourceExhausted, "request message of \(declared) bytes exceeds the limit of \(limit) bytes "
+            + "for methods callable without a token (unauthenticatedMaxReceiveMessageBytes)")
+    }
+
     /// A message as the handler gets it. The deframer passes compressed
     /// messages only when gzip was negotiated; inflated size is checked again.
-    func inflate(_ compressed: Bool, _ message: [UInt8]) throws -> [UInt8] {
-        compressed ? try GRPCGzip.decompress(message, limit: shared.configuration.maxReceiveMessageBytes) : message
+    func inflate(_ compressed: Bool, _ message: [UInt8], limit: Int) throws -> [UInt8] {
+        compressed ? try GRPCGzip.decompress(message, limit: limit) : message
+    }
+
+    /// Puts a call of an unauthenticated route under that class's limits
+    /// (before any of its body arrives): the smaller message size, the
+    /// separate buffer budget and, for a streaming call, one of the bounded
+    /// slots and the age limit. False when it was refused (answered).
+    func admitUnauthenticated(_ stream: GRPCStream, _ route: GRPCRoute) -> Bool {
+        let configuration = shared.configuration
+        stream.unauthenticated = true
+        stream.deframer = GRPCMessageDeframer(
+            maxMessageBytes: configuration.unauthenticatedMaxReceiveMessageBytes, acceptsCompressed: stream.gzip)
+        guard route.streaming != nil else { return true }
+        guard unauthenticatedStreams < configuration.unauthenticatedMaxStreamsPerConnection else {
+            respondError(stream, GRPCStatus(.resourceExhausted,
+                "too many streaming calls without a token on this connection: limit "
+                    + "\(configuration.unauthenticatedMaxStreamsPerConnection) (unauthenticatedMaxStreamsPerConnection)"))
+            return false
+        }
+        guard shared.reserveUnauthenticatedStream() else {
+            respondError(stream, GRPCStatus(.resourceExhausted,
+                "too many streaming calls without a token on this server: limit "
+                    + "\(configuration.unauthenticatedMaxStreams) (unauthenticatedMaxStreams); retry later"))
+            return false
+        }
+        unauthenticatedStreams += 1
+        stream.holdsUnauthenticatedSlot = true
+        let bound = NIOLoopBound(stream, eventLoop: eventLoop)
+        stream.ageTimer = eventLoop.scheduleTask(in: TimeAmount(configuration.unauthenticatedMaxStreamAge)) { [self] in
+            streamAged(bound.value)
+        }
+        return true
+    }
+
+    /// Gives back an unauthenticated streaming call's slot and stops its age timer.
+    func releaseUnauthenticatedSlot(_ stream: GRPCStream) {
+        stream.ageTimer?.cancel()
+        stream.ageTimer = nil
+        guard stream.holdsUnauthenticatedSlot else { return }
+        stream.holdsUnauthenticatedSlot = false
+        unauthenticatedStreams -= 1
+        shared.releaseUnauthenticatedStream()
+    }
+
+    /// An unauthenticated streaming call reached `unauthenticatedMaxStreamAge`: it ends with UNAVAILABLE.
+    func streamAged(_ stream: GRPCStream) {
+        stream.ageTimer = nil
+        guard session != nil, stream.machine.deadlineExpired() else { return }
+        endStreamingCall(stream, GRPCStatus(.unavailable,
+            "call reached the maximum age of \(shared.configuration.unauthenticatedMaxStreamAge) for methods "
+                + "callable without a token (unauthenticatedMaxStreamAge); call again"))
+        flushOutput()
+    }
+
+    /// Ends a call whose handler may still run: the handler is cancelled, the status sent.
+    func endStreamingCall(_ stream: GRPCStream, _ status: GRPCStatus) {
+        stream.task?.cancel()
+        stream.task = nil
+        respondError(stream, status)
     }
 
     /// Settles the stream's reservation to the bytes it really holds.
@@ -193,8 +259,18 @@ extension GRPCConnection {
     func releaseReservation(_ stream: GRPCStream, _ bytes: Int) {
         guard bytes > 0 else { return }
         bufferedRequestBytes -= bytes
-        shared.releaseBuffered(bytes)
+        releaseShared(stream, bytes)
         stream.bufferedBytes -= bytes
+    }
+
+    /// Gives `bytes` back to the server-wide budget the stream draws from.
+    @inline(__always)
+    func releaseShared(_ stream: GRPCStream, _ bytes: Int) {
+        if stream.unauthenticated {
+            shared.releaseUnauthenticatedBuffered(bytes)
+        } else {
+            shared.releaseBuffered(bytes)
+        }
     }
 
     /// The request's END_STREAM: no partial message may remain. False when the call was ended.
@@ -218,7 +294,14 @@ extension GRPCConnection {
                 "connection request buffer limit of \(configuration.maxBufferedBytesPerConnection) bytes reached"))
             return false
         }
-        if !shared.reserveBuffered(bytes) {
+        if stream.unauthenticated {
+            if !shared.reserveUnauthenticatedBuffered(bytes) {
+                respondError(stream, GRPCStatus(.resourceExhausted,
+                    "server request buffer limit of \(configuration.unauthenticatedMaxBufferedBytes) bytes for methods "
+                        + "callable without a token reached (unauthenticatedMaxBufferedBytes); retry later"))
+                return false
+            }
+        } else if !shared.reserveBuffered(bytes) {
             respondError(stream, GRPCStatus(.resourceExhausted,
                 "server request buffer limit of \(configuration.maxBufferedBytes) bytes reached; retry later"))
             return false

@@ -21,7 +21,8 @@ extension GRPCConnection {
         let body = unaryBody(message)
         stream.responseBody = body
         stream.recyclesBody = true
-        do {
+        do throws(HTTP2SessionError) {
+            try injectedSubmissionFault()
             try session.submitResponse(
                 streamID: stream.id, headers: StaticHeaders.okResponse, count: StaticHeaders.okResponseCount, body: body)
         } catch {
@@ -79,6 +80,7 @@ extension GRPCConnection {
         releaseBuffered(stream)
         withStatusHeaders(status, prefix: true) { headers, count in
             do throws(HTTP2SessionError) {
+                try injectedSubmissionFault()
                 try session.submitResponse(streamID: stream.id, headers: headers, count: count, body: nil)
             } catch {
                 resetAfterFailedResponse(stream, error)
@@ -123,7 +125,8 @@ extension GRPCConnection {
         releaseBuffered(stream)
         let body = text.isEmpty ? nil : HTTP2OutboundBody(text)
         stream.responseBody = body
-        do {
+        do throws(HTTP2SessionError) {
+            try injectedSubmissionFault()
             try session.submitResponse(streamID: stream.id, headers: headers, count: count, body: body)
         } catch {
             resetAfterFailedResponse(stream, error)
@@ -132,16 +135,47 @@ extension GRPCConnection {
 
     /// A response nghttp2 would not take still ends the stream: RST_STREAM
     /// (INTERNAL_ERROR), so the client sees an error and the call is not left
-    /// counted in flight.
+    /// counted in flight. When even that fails the connection is closed, but
+    /// never from here: this runs inside nghttp2's callbacks (mem_recv), and
+    /// closing the channel runs `channelInactive` at once, which would free
+    /// the streams nghttp2 still points at. The state goes to closing (no
+    /// more input is read) and the close happens on the next flush, after
+    /// nghttp2 has returned.
     func resetAfterFailedResponse(_ stream: GRPCStream, _ error: HTTP2SessionError) {
         guard let session else { return }
         logger.warning("response not submitted; resetting the stream", metadata: [
             "stream": "\(stream.id)", "error": "\(error)",
         ])
-        do { try session.submitRSTStream(streamID: stream.id, errorCode: NGHTTP2_INTERNAL_ERROR) } catch {
+        do throws(HTTP2SessionError) {
+            try injectedSubmissionFault()
+            try session.submitRSTStream(streamID: stream.id, errorCode: NGHTTP2_INTERNAL_ERROR)
+        } catch {
             logger.error("RST_STREAM not submitted; closing the connection", metadata: ["error": "\(error)"])
-            closeAfterFlush()
+            state.close()
+            scheduleFlush()
         }
+    }
+
+    /// The plain HTTP answer of a request that is not a gRPC call, once its request ended.
+    func respondPending(_ stream: GRPCStream, _ answer: GRPCStream.PendingAnswer) {
+        stream.pendingAnswer = nil
+        switch answer {
+        case .notPost:
+            respondHTTP(stream, StaticHeaders.status405, count: StaticHeaders.status405Count,
+                        body: stream.isHead ? [] : HTTPAnswer.notPost)
+        case .notGRPC:
+            respondHTTP(stream, StaticHeaders.status415, count: StaticHeaders.status415Count, body: HTTPAnswer.notGRPC)
+        }
+    }
+
+    /// Debug builds: a submission fails when a test asked for it (`GRPCTestFaults`).
+    @inline(__always)
+    func injectedSubmissionFault() throws(HTTP2SessionError) {
+        #if DEBUG
+        if shared.testFaults.failSubmissions.load(ordering: .relaxed) {
+            throw HTTP2SessionError("injected submission fault", NGHTTP2_ERR_NOMEM.rawValue)
+        }
+        #endif
     }
 }
 

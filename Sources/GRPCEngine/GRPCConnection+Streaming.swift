@@ -15,6 +15,12 @@ extension GRPCConnection {
     func startStreaming(_ stream: GRPCStream, _ body: @escaping @Sendable (GRPCResponseWriter) async throws -> Void) {
         stream.machine.handlerStarted()
         stream.isStreaming = true
+        if stream.unauthenticated {
+            // A call anyone may hold open (a health watch) is no activity:
+            // the connection stays under the idle timeout.
+            stream.isBackground = true
+            if let turnedIdle = liveness.callClosed(now: .now()) { scheduleLivenessTick(at: turnedIdle) }
+        }
         let writer = GRPCResponseWriter(call: GRPCStreamingCall(connection: self, stream: stream))
         let loop = eventLoop
         let bound = NIOLoopBound(stream, eventLoop: loop)
@@ -48,8 +54,9 @@ extension GRPCConnection {
     /// held (partial and untaken messages) count against the request buffers.
     func inboundData(_ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer) {
         guard stream.phase == .running, stream.counted, let inbound = stream.streaming?.inbound else { return }
+        let limit = stream.deframer.maxMessageBytes
         let deframed = deframe(stream, bytes) { compressed, message in
-            let message = try inflate(compressed, message)
+            let message = try inflate(compressed, message, limit: limit)
             stream.inboundQueuedBytes += message.count
             inbound.yield(message)
         }
@@ -180,5 +187,19 @@ extension GRPCConnection {
         for stream in streams.all where stream.isStreaming && stream.phase == .running {
             stream.task?.cancel()
         }
+    }
+
+    /// The idle timeout fired with only background calls open (unauthenticated
+    /// streaming calls): they end with UNAVAILABLE before the GOAWAY. True
+    /// when there were any.
+    @discardableResult
+    func endBackgroundCalls() -> Bool {
+        let background = streams.all.filter(\.isBackground)
+        for stream in background {
+            endStreamingCall(stream, GRPCStatus(.unavailable,
+                "connection idle for \(shared.configuration.idleTimeout) with only calls without a token open "
+                    + "(idleTimeout); call again"))
+        }
+        return !background.isEmpty
     }
 }

@@ -40,6 +40,12 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     @exclusivity(unchecked) var spareBodies: HTTP2OutboundBody?
     @exclusivity(unchecked) var spareBodyCount = 0
     private(set) var remoteAddress: String?
+    /// Unauthenticated routes' streaming calls open on this connection.
+    var unauthenticatedStreams = 0
+    #if DEBUG
+    /// nghttp2 is inside `receive` or `nextOutput` (its callbacks may run).
+    private var insideSession = 0
+    #endif
 
     // Handshake, idle, keepalive and request-receive timeouts: one timer,
     // rescheduled only when an event needs it earlier than planned.
@@ -123,6 +129,10 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         guard let session, state.acceptsInput else { return }
         liveness.peerSentBytes()
         do {
+            #if DEBUG
+            insideSession += 1
+            defer { insideSession -= 1 }
+            #endif
             try session.receive(unwrapInboundIn(data))
         } catch {
             logger.info("closing connection after protocol error", metadata: ["error": "\(error.reason)"])
@@ -176,6 +186,12 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
 
     private func teardown() {
         guard session != nil else { return }
+        #if DEBUG
+        if insideSession > 0 {
+            logger.error("connection torn down inside an nghttp2 call")
+            shared.testFaults.teardownsInsideSession.add(1, ordering: .relaxed)
+        }
+        #endif
         state.closed()
         livenessTimer?.cancel()
         livenessTimer = nil
@@ -196,6 +212,10 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         guard let session, let context else { return }
         var output: ByteBuffer? = nil
         do {
+            #if DEBUG
+            insideSession += 1
+            defer { insideSession -= 1 }
+            #endif
             while let chunk = try session.nextOutput() {
                 if output == nil {
                     // Reuse last flush's storage: the previous write has normally completed and
@@ -262,6 +282,10 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         var oldestReceiving: NIODeadline?
         for stream in streams.all where stream.phase == .receiving {
             if stream.receiveStartedAt + receiveLimit <= now {
+                if let answer = stream.pendingAnswer {
+                    respondPending(stream, answer)
+                    continue
+                }
                 respondError(stream, GRPCStatus(
                     .deadlineExceeded,
                     "request not received within \(shared.configuration.requestReceiveTimeout) (requestReceiveTimeout)"))
@@ -285,6 +309,9 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
             return
         case .goawayIdle:
             logger.debug("closing idle connection", metadata: ["timeout": "\(shared.configuration.idleTimeout)"])
+            // Their trailers go out ahead of the GOAWAY (some clients, such
+            // as python-h2, drop every frame after a GOAWAY).
+            if endBackgroundCalls() { flushOutput() }
             submitFinalGoaway()
             closeAfterFlush()
             return

@@ -72,15 +72,34 @@ final class GRPCRoute: Sendable {
     let admission: GRPCAdmission?
     /// Registration order: the method's index in `GRPCServer.methods`.
     let index: Int
+    /// Registered with `GRPCRouteLimits.unauthenticated`.
+    let unauthenticated: Bool
 
     init(
-        handler: GRPCUnaryHandler?, streaming: GRPCStreamingHandler? = nil, admission: GRPCAdmission?, index: Int = -1
+        handler: GRPCUnaryHandler?, streaming: GRPCStreamingHandler? = nil, admission: GRPCAdmission?, index: Int = -1,
+        limits: GRPCRouteLimits = .standard
     ) {
         self.handler = handler
         self.streaming = streaming
         self.admission = admission
         self.index = index
+        self.unauthenticated = limits == .unauthenticated
     }
+}
+
+/// Which limits a route's calls run under.
+public enum GRPCRouteLimits: Sendable, Hashable {
+    /// The server's: `maxReceiveMessageBytes`, `maxBufferedBytes`.
+    case standard
+    /// For a method anyone may call without a token (health, reflection,
+    /// status): its request messages are bounded by
+    /// `unauthenticatedMaxReceiveMessageBytes` and buffered in their own
+    /// `unauthenticatedMaxBufferedBytes` budget, so such callers can never
+    /// take the budget the admitted methods need; its streaming calls are
+    /// bounded in number (`unauthenticatedMaxStreamsPerConnection`,
+    /// `unauthenticatedMaxStreams`) and age (`unauthenticatedMaxStreamAge`),
+    /// and do not keep their connection out of the idle timeout.
+    case unauthenticated
 }
 
 /// Decides from a call's request headers, before its body is read, whether it
@@ -107,12 +126,32 @@ public struct GRPCServerConfiguration: Sendable {
     /// Most connections open at once; further ones are closed as soon as they
     /// are accepted. Lowered at start to fit the process's file-descriptor limit.
     public var maxConnections: Int = 4096
+    /// Most connections open at once from one peer address (an IPv6 peer:
+    /// its /64); further ones are closed as soon as they are accepted.
+    /// Loopback counts like any other address. 0: no per-peer cap.
+    public var maxConnectionsPerPeer: Int = 256
     /// Request bytes one connection may hold buffered across its unfinished
     /// calls; past it the call that would grow it gets RESOURCE_EXHAUSTED.
     public var maxBufferedBytesPerConnection: Int = 16 * 1024 * 1024
     /// Request bytes all connections together may hold buffered; past it the
     /// call that would grow it gets RESOURCE_EXHAUSTED.
     public var maxBufferedBytes: Int = 128 * 1024 * 1024
+
+    // Calls of routes registered with `GRPCRouteLimits.unauthenticated`.
+
+    /// Largest request message of such a call; larger → RESOURCE_EXHAUSTED.
+    public var unauthenticatedMaxReceiveMessageBytes: Int = 64 * 1024
+    /// Request bytes all such calls together may hold buffered (their own
+    /// budget, apart from `maxBufferedBytes`); past it: RESOURCE_EXHAUSTED.
+    public var unauthenticatedMaxBufferedBytes: Int = 4 * 1024 * 1024
+    /// Streaming calls of such routes open at once on one connection; more
+    /// are refused with RESOURCE_EXHAUSTED.
+    public var unauthenticatedMaxStreamsPerConnection: Int = 16
+    /// The same bound for the whole server.
+    public var unauthenticatedMaxStreams: Int = 1024
+    /// A streaming call of such a route is ended with UNAVAILABLE at this
+    /// age (the client calls again).
+    public var unauthenticatedMaxStreamAge: Duration = .seconds(1800)
     /// Time a new connection has to send the HTTP/2 preface and its SETTINGS.
     public var handshakeTimeout: Duration = .seconds(10)
     /// A connection with no open call for this long gets GOAWAY and is closed.
@@ -151,11 +190,21 @@ public struct GRPCServerStats: Sendable, Hashable {
     public var rpcsTotal: Int
     /// Request bytes held for calls still arriving, all connections together.
     public var bufferedRequestBytes: Int
+    /// The part of the request bytes held by unauthenticated routes' calls
+    /// (their own budget, not in `bufferedRequestBytes`).
+    public var unauthenticatedBufferedBytes: Int
+    /// Streaming calls of unauthenticated routes open.
+    public var unauthenticatedStreams: Int
 
-    public init(connectionsOpen: Int, rpcsInFlight: Int, rpcsTotal: Int, bufferedRequestBytes: Int = 0) {
+    public init(
+        connectionsOpen: Int, rpcsInFlight: Int, rpcsTotal: Int, bufferedRequestBytes: Int = 0,
+        unauthenticatedBufferedBytes: Int = 0, unauthenticatedStreams: Int = 0
+    ) {
         self.connectionsOpen = connectionsOpen
         self.rpcsInFlight = rpcsInFlight
         self.rpcsTotal = rpcsTotal
         self.bufferedRequestBytes = bufferedRequestBytes
+        self.unauthenticatedBufferedBytes = unauthenticatedBufferedBytes
+        self.unauthenticatedStreams = unauthenticatedStreams
     }
 }

@@ -7,7 +7,8 @@ import Synchronization
 /// HTTP/2 frame parsed by libnghttp2 (one server session per connection, memory mode).
 ///
 /// Answers, per gRPC PROTOCOL-HTTP2 and statuscodes.md:
-/// - method other than POST → HTTP 405; content-type not `application/grpc[+…|;…]` → HTTP 415;
+/// - method other than POST → HTTP 405; content-type not `application/grpc[+…|;…]` → HTTP 415,
+///   each once the request has ended (END_STREAM), so nghttp2 still checks the rest of it;
 /// - unknown path → UNIMPLEMENTED; malformed `grpc-timeout` → INVALID_ARGUMENT;
 ///   header list over `maxHeaderListBytes` → RESOURCE_EXHAUSTED (all Trailers-Only);
 /// - declared message length over `maxReceiveMessageBytes` → RESOURCE_EXHAUSTED as soon as
@@ -48,22 +49,34 @@ public final class GRPCServer: Sendable {
     ///
     /// - Parameter admission: checked on the request headers, before any of the
     ///   body is buffered (e.g. authentication): a status it returns ends the call.
-    public func register(_ path: String, _ handler: GRPCUnaryHandler, admission: GRPCAdmission? = nil) {
+    /// - Parameter limits: `.unauthenticated` for a method anyone may call
+    ///   (see `GRPCRouteLimits`).
+    public func register(
+        _ path: String, _ handler: GRPCUnaryHandler, admission: GRPCAdmission? = nil, limits: GRPCRouteLimits = .standard
+    ) {
         state.withLock { state in
             precondition(state.shared == nil, "register(_:_:) must be called before start()")
-            state.routes[path] = GRPCRoute(handler: handler, admission: admission, index: state.methods.count)
+            state.routes[path] = GRPCRoute(
+                handler: handler, admission: admission, index: state.methods.count, limits: limits)
             state.methods.append(path)
         }
     }
 
     /// Registers a streaming method at `path` (e.g. `/pkg.Service/Watch`).
-    public func register(_ path: String, streaming handler: GRPCStreamingHandler, admission: GRPCAdmission? = nil) {
+    public func register(
+        _ path: String, streaming handler: GRPCStreamingHandler, admission: GRPCAdmission? = nil,
+        limits: GRPCRouteLimits = .standard
+    ) {
         state.withLock { state in
             precondition(state.shared == nil, "register(_:streaming:) must be called before start()")
-            state.routes[path] = GRPCRoute(handler: nil, streaming: handler, admission: admission, index: state.methods.count)
+            state.routes[path] = GRPCRoute(
+                handler: nil, streaming: handler, admission: admission, index: state.methods.count, limits: limits)
             state.methods.append(path)
         }
     }
+
+    /// Faults tests inject (honoured by debug builds only).
+    let testFaults = GRPCTestFaults()
 
     /// The registered method paths, in registration order (the index a
     /// `GRPCFinishedCall` names).
@@ -87,7 +100,8 @@ public final class GRPCServer: Sendable {
             var configuration = configuration
             configuration.maxConnections = ProcessLimits.connectionCap(configuration.maxConnections, logger: logger)
             let shared = GRPCServerShared(
-                configuration: configuration, routes: state.routes, observer: state.observer, logger: logger)
+                configuration: configuration, routes: state.routes, observer: state.observer, logger: logger,
+                testFaults: testFaults)
             let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
             shared.computePool.start()
             state.shared = shared
@@ -109,11 +123,12 @@ public final class GRPCServer: Sendable {
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard shared.reserveConnection() else {
+                    let peer = GRPCPeerKey(channel.remoteAddress)
+                    guard shared.reserveConnection(peer: peer) else {
                         channel.close(promise: nil)
                         return
                     }
-                    channel.closeFuture.whenComplete { _ in shared.releaseConnection() }
+                    channel.closeFuture.whenComplete { _ in shared.releaseConnection(peer: peer) }
                     try shared.configuration.connectionPrologue?(channel)
                     try channel.pipeline.syncOperations.addHandler(GRPCConnection(shared: shared, channel: channel))
                 }
@@ -136,7 +151,7 @@ public final class GRPCServer: Sendable {
     /// A snapshot of the counters.
     public func stats() -> GRPCServerStats {
         let shared = state.withLock { $0.shared }
-        return shared?.stats() ?? GRPCServerStats(connectionsOpen: 0, rpcsInFlight: 0, rpcsTotal: 0, bufferedRequestBytes: 0)
+        return shared?.stats() ?? GRPCServerStats(connectionsOpen: 0, rpcsInFlight: 0, rpcsTotal: 0)
     }
 
     /// GOAWAY to every connection, stop accepting, let in-flight RPCs finish (bounded by
@@ -217,9 +232,17 @@ final class GRPCServerShared: Sendable {
     let computeCalls = Atomic<Int>(0)
     /// Request bytes buffered by all connections (bounded by `maxBufferedBytes`).
     let bufferedBytes = Atomic<Int>(0)
+    /// Request bytes buffered by unauthenticated routes' calls (bounded by
+    /// `unauthenticatedMaxBufferedBytes`; not in `bufferedBytes`).
+    let unauthenticatedBufferedBytes = Atomic<Int>(0)
+    /// Unauthenticated routes' streaming calls open (bounded by `unauthenticatedMaxStreams`).
+    let unauthenticatedStreams = Atomic<Int>(0)
+    let testFaults: GRPCTestFaults
     /// Connections accepted and not yet closed (bounded by `maxConnections`).
     private let openConnections = Atomic<Int>(0)
-    /// Connections refused at the cap since the last warning (logged at most every 10 s).
+    /// Open connections per peer address (bounded by `maxConnectionsPerPeer`).
+    private let peers = Mutex<[GRPCPeerKey: Int]>([:])
+    /// Connections refused at the caps since the last warning (logged at most every 10 s).
     private let refusedConnections = Atomic<Int>(0)
     private let lastRefusalLog = Atomic<Int64>(0)
     private let registry = Mutex<Registry>(Registry())
@@ -233,9 +256,10 @@ final class GRPCServerShared: Sendable {
 
     init(
         configuration: GRPCServerConfiguration, routes: [String: GRPCRoute], observer: (any GRPCCallObserver)? = nil,
-        logger: Logger
+        logger: Logger, testFaults: GRPCTestFaults = GRPCTestFaults()
     ) {
         self.configuration = configuration
+        self.testFaults = testFaults
         self.routes = routes
         tally = observer?.tally
         if let observer {
@@ -257,25 +281,65 @@ final class GRPCServerShared: Sendable {
         self.computePool = NIOThreadPool(numberOfThreads: max(1, configuration.computeThreads))
     }
 
-    /// Takes a connection slot; false at `maxConnections` (the caller closes the channel).
-    func reserveConnection() -> Bool {
+    /// Takes a connection slot, and one of `peer`'s; false at `maxConnections`
+    /// or at `maxConnectionsPerPeer` (the caller closes the channel).
+    func reserveConnection(peer: GRPCPeerKey?) -> Bool {
         let open = openConnections.wrappingAdd(1, ordering: .relaxed).newValue
-        if open <= configuration.maxConnections { return true }
+        guard open <= configuration.maxConnections else {
+            openConnections.subtract(1, ordering: .relaxed)
+            logRefusal("connection limit reached: refusing new connections", limit: configuration.maxConnections)
+            return false
+        }
+        let perPeer = configuration.maxConnectionsPerPeer
+        guard perPeer > 0, let peer else { return true }
+        let admitted = peers.withLock { peers in
+            let count = peers[peer, default: 0]
+            guard count < perPeer else { return false }
+            peers[peer] = count + 1
+            return true
+        }
+        if !admitted {
+            openConnections.subtract(1, ordering: .relaxed)
+            logRefusal("per-peer connection limit reached: refusing the peer's new connections",
+                       limit: perPeer, peer: peer.description)
+        }
+        return admitted
+    }
+
+    func releaseConnection(peer: GRPCPeerKey?) {
         openConnections.subtract(1, ordering: .relaxed)
+        guard configuration.maxConnectionsPerPeer > 0, let peer else { return }
+        peers.withLock { peers in
+            let count = peers[peer, default: 0]
+            if count <= 1 { peers[peer] = nil } else { peers[peer] = count - 1 }
+        }
+    }
+
+    /// Logs refused connections at most every 10 s (a flood must not flood the log).
+    private func logRefusal(_ message: Logger.Message, limit: Int, peer: String? = nil) {
         let refused = refusedConnections.wrappingAdd(1, ordering: .relaxed).newValue
         let now = Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000_000)
         let last = lastRefusalLog.load(ordering: .relaxed)
         if now - last >= 10, lastRefusalLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
             refusedConnections.subtract(refused, ordering: .relaxed)
-            logger.warning("connection limit reached: refusing new connections", metadata: [
-                "limit": "\(configuration.maxConnections)", "refused": "\(refused)",
-            ])
+            var metadata: Logger.Metadata = ["limit": "\(limit)", "refused": "\(refused)"]
+            if let peer { metadata["peer"] = "\(peer)" }
+            logger.warning(message, metadata: metadata)
         }
+    }
+
+    /// Takes an unauthenticated streaming call's server-wide slot; false at
+    /// `unauthenticatedMaxStreams`.
+    func reserveUnauthenticatedStream() -> Bool {
+        if unauthenticatedStreams.wrappingAdd(1, ordering: .relaxed).newValue <= configuration.unauthenticatedMaxStreams {
+            return true
+        }
+        unauthenticatedStreams.subtract(1, ordering: .relaxed)
         return false
     }
 
-    func releaseConnection() {
-        openConnections.subtract(1, ordering: .relaxed)
+    func releaseUnauthenticatedStream() {
+        unauthenticatedStreams.subtract(1, ordering: .relaxed)
     }
 
     /// Grows the global request buffer by `bytes` if it stays within
@@ -289,6 +353,18 @@ final class GRPCServerShared: Sendable {
 
     func releaseBuffered(_ bytes: Int) {
         bufferedBytes.subtract(bytes, ordering: .relaxed)
+    }
+
+    /// `reserveBuffered` for unauthenticated routes' calls: their own budget.
+    func reserveUnauthenticatedBuffered(_ bytes: Int) -> Bool {
+        let total = unauthenticatedBufferedBytes.wrappingAdd(bytes, ordering: .relaxed).newValue
+        if total <= configuration.unauthenticatedMaxBufferedBytes || bytes <= 0 { return true }
+        unauthenticatedBufferedBytes.subtract(bytes, ordering: .relaxed)
+        return false
+    }
+
+    func releaseUnauthenticatedBuffered(_ bytes: Int) {
+        unauthenticatedBufferedBytes.subtract(bytes, ordering: .relaxed)
     }
 
     func connectionOpened(_ connection: GRPCConnection) {
@@ -311,7 +387,9 @@ final class GRPCServerShared: Sendable {
         registry.withLock { registry in
             var stats = GRPCServerStats(
                 connectionsOpen: registry.connections.count, rpcsInFlight: 0, rpcsTotal: registry.closedRPCs,
-                bufferedRequestBytes: bufferedBytes.load(ordering: .relaxed))
+                bufferedRequestBytes: bufferedBytes.load(ordering: .relaxed),
+                unauthenticatedBufferedBytes: unauthenticatedBufferedBytes.load(ordering: .relaxed),
+                unauthenticatedStreams: unauthenticatedStreams.load(ordering: .relaxed))
             for connection in registry.connections.values {
                 stats.rpcsInFlight += connection.counters.rpcsInFlight.load(ordering: .relaxed)
                 stats.rpcsTotal += connection.counters.rpcsTotal.load(ordering: .relaxed)
@@ -326,4 +404,54 @@ final class GRPCServerShared: Sendable {
             return Array(registry.connections.values)
         }
     }
+}
+
+/// The address a per-peer connection cap counts by: an IPv4 address, or an
+/// IPv6 address's /64 (one host usually holds a whole /64); an IPv4-mapped
+/// IPv6 address counts as its IPv4 address. Nil for other sockets.
+struct GRPCPeerKey: Hashable, Sendable, CustomStringConvertible {
+    /// IPv4: 0 and the address; IPv6: the /64 prefix and a marker.
+    private let high: UInt64
+    private let low: UInt64
+
+    init?(_ address: SocketAddress?) {
+        switch address {
+        case .v4(let v4):
+            high = 0
+            low = UInt64(UInt32(bigEndian: v4.address.sin_addr.s_addr))
+        case .v6(let v6):
+            var bytes = [UInt8](repeating: 0, count: 16)
+            withUnsafeBytes(of: v6.address.sin6_addr) { raw in
+                for index in 0..<min(16, raw.count) { bytes[index] = raw[index] }
+            }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+                high = 0
+                low = bytes[12..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            } else {
+                high = bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                low = 1 << 63
+            }
+        default:
+            return nil
+        }
+    }
+
+    var description: String {
+        if high == 0, low < 1 << 32 {
+            return "\(low >> 24).\(low >> 16 & 0xFF).\(low >> 8 & 0xFF).\(low & 0xFF)"
+        }
+        let groups = (0..<4).map { String(high >> (48 - 16 * UInt64($0)) & 0xFFFF, radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
+    }
+}
+
+/// Faults a test injects into a server to reach error paths no real peer
+/// can (nghttp2 refusing a response). Honoured by debug builds only: the
+/// release build never reads them.
+final class GRPCTestFaults: Sendable {
+    /// Response and RST_STREAM submissions fail (as if nghttp2 had no memory).
+    let failSubmissions = Atomic<Bool>(false)
+    /// Times a connection was torn down while nghttp2 was still inside one
+    /// of its receive or send calls (must stay 0).
+    let teardownsInsideSession = Atomic<Int>(0)
 }

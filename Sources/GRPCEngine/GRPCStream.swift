@@ -69,6 +69,24 @@ final class GRPCStream {
     /// Whether the call's handler is a streaming one (drain cancels it).
     var isStreaming = false
 
+    // Unauthenticated routes (`GRPCRouteLimits.unauthenticated`).
+    /// The call's route is unauthenticated: its bytes count against that budget.
+    var unauthenticated = false
+    /// Holds one of the unauthenticated streaming slots (connection and server).
+    var holdsUnauthenticatedSlot = false
+    /// Ends the call at `unauthenticatedMaxStreamAge`.
+    var ageTimer: Scheduled<Void>?
+    /// An unauthenticated streaming call whose handler runs: it does not keep
+    /// the connection out of the idle timeout.
+    var isBackground = false
+
+    /// A request that is not a gRPC call gets this plain HTTP answer once its
+    /// request has ended (END_STREAM), not before: the request is still
+    /// checked by nghttp2 to its end (content-length, trailers).
+    var pendingAnswer: PendingAnswer?
+
+    enum PendingAnswer { case notPost, notGRPC }
+
     /// Links in the connection's `GRPCStreamList` (the list owns `next`).
     @exclusivity(unchecked) var next: GRPCStream?
     @exclusivity(unchecked) unowned(unsafe) var previous: GRPCStream?

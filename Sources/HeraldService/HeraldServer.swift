@@ -145,18 +145,21 @@ public final class HeraldServer: Service, Sendable {
         self.server = server
 
         let health = HealthService(state: state)
-        server.register(HealthService.checkPath, .sync(health.check))
+        // Health, reflection and Status answer without a token: they run
+        // under the engine's limits for unauthenticated methods (small
+        // messages, their own buffer budget, bounded long-lived streams).
+        server.register(HealthService.checkPath, .sync(health.check), limits: .unauthenticated)
         let watch = HealthWatchService(state: state)
         server.register(HealthWatchService.path, streaming: .serverStreaming { request, writer in
             try await watch.watch(request: request.message) { try await writer.send($0) }
-        })
+        }, limits: .unauthenticated)
         // Reflection describes the API, as Health and Status do the instance:
         // no token needed (grpcurl and grpcio's reflection client send none).
         let reflection = ReflectionService()
         for path in [ReflectionService.v1Path, ReflectionService.v1alphaPath] {
             server.register(path, streaming: .bidirectional { _, messages, writer in
                 try await reflection.serve(messages) { try await writer.send($0) }
-            })
+            }, limits: .unauthenticated)
         }
         let snapshot = self.snapshot
         let status = StatusService(
@@ -168,7 +171,8 @@ public final class HeraldServer: Service, Sendable {
             snapshot: { snapshot.current },
             policy: configuration.accessPolicy
         )
-        server.register(StatusService.path, .sync(status.status))
+        // A token is optional (it only adds detail): unauthenticated limits.
+        server.register(StatusService.path, .sync(status.status), limits: .unauthenticated)
         let render = RenderService(policy: configuration.accessPolicy, now: Timestamp.nowMilliseconds)
         server.register(
             RenderService.path, DomainStatus.compute(inlineBytes: Self.renderInlineBytes, render.render),

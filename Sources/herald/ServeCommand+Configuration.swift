@@ -33,6 +33,12 @@ extension ServeCommand {
         configuration.grpc.maxConnections = maxConnections
         configuration.grpc.maxBufferedBytes = maxBufferedRequestMiB << 20
         configuration.grpc.maxBufferedBytesPerConnection = maxConnectionBufferMiB << 20
+        configuration.grpc.maxConnectionsPerPeer = maxConnectionsPerPeer
+        configuration.grpc.unauthenticatedMaxReceiveMessageBytes = unauthenticatedMaxMessageBytes
+        configuration.grpc.unauthenticatedMaxBufferedBytes = unauthenticatedBufferKiB << 10
+        configuration.grpc.unauthenticatedMaxStreamsPerConnection = unauthenticatedStreamsPerConnection
+        configuration.grpc.unauthenticatedMaxStreams = unauthenticatedStreams
+        configuration.grpc.unauthenticatedMaxStreamAge = .milliseconds(Int64(unauthenticatedStreamMaxAge * 1000))
         configuration.grpc.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
         configuration.grpc.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.grpc.keepaliveInterval = .milliseconds(Int64(keepaliveInterval * 1000))

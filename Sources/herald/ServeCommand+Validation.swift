@@ -44,10 +44,20 @@ extension ServeCommand {
         try check("max-connections", maxConnections, Self.atLeastOne)
         try check("max-buffered-request-mib", maxBufferedRequestMiB, Self.atLeastOne)
         try check("max-connection-buffer-mib", maxConnectionBufferMiB, Self.atLeastOne)
+        try check("max-connections-per-peer", maxConnectionsPerPeer) { $0 >= 0 ? nil : "must not be negative (0: no cap), got \($0)" }
+        try check("unauthenticated-max-message-bytes", unauthenticatedMaxMessageBytes) {
+            (1...(4 << 20)).contains($0) ? nil : "must be 1...4194304 (the message limit), got \($0)"
+        }
+        try check("unauthenticated-buffer-kib", unauthenticatedBufferKiB) {
+            (1...(1 << 20)).contains($0) ? nil : "must be 1...1048576, got \($0)"
+        }
+        try check("unauthenticated-streams-per-connection", unauthenticatedStreamsPerConnection, Self.atLeastOne)
+        try check("unauthenticated-streams", unauthenticatedStreams, Self.atLeastOne)
         for (key, seconds) in [
             ("handshake-timeout", handshakeTimeout), ("idle-timeout", idleTimeout),
             ("keepalive-interval", keepaliveInterval), ("keepalive-timeout", keepaliveTimeout),
             ("request-receive-timeout", requestReceiveTimeout),
+            ("unauthenticated-stream-max-age", unauthenticatedStreamMaxAge),
         ] {
             try check(key, seconds) { $0 > 0 && $0 <= 86_400 ? nil : "must be more than 0 and at most 86400 seconds, got \($0)" }
         }

@@ -131,6 +131,24 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Most client connections open at once; more are closed on accept (lowered to fit the descriptor limit).")
     var maxConnections: Int = Settings.int("max-connections") ?? 4096
 
+    @Option(name: .customLong("max-connections-per-peer"), help: "Most connections open at once from one peer address (IPv6: one /64; loopback included); more are closed on accept. 0: no cap.")
+    var maxConnectionsPerPeer: Int = Settings.int("max-connections-per-peer") ?? 256
+
+    @Option(name: .customLong("unauthenticated-max-message-bytes"), help: "Largest request message of the methods callable without a token (Health, reflection, Status); larger: RESOURCE_EXHAUSTED.")
+    var unauthenticatedMaxMessageBytes: Int = Settings.int("unauthenticated-max-message-bytes") ?? 65536
+
+    @Option(name: .customLong("unauthenticated-buffer-kib"), help: "Request bytes (KiB) all calls of those methods together may hold (their own budget, apart from --max-buffered-request-mib); past it: RESOURCE_EXHAUSTED.")
+    var unauthenticatedBufferKiB: Int = Settings.int("unauthenticated-buffer-kib") ?? 4096
+
+    @Option(name: .customLong("unauthenticated-streams-per-connection"), help: "Streaming calls of those methods (Health/Watch, reflection) open at once per connection; more: RESOURCE_EXHAUSTED.")
+    var unauthenticatedStreamsPerConnection: Int = Settings.int("unauthenticated-streams-per-connection") ?? 16
+
+    @Option(name: .customLong("unauthenticated-streams"), help: "The same bound for the whole server.")
+    var unauthenticatedStreams: Int = Settings.int("unauthenticated-streams") ?? 1024
+
+    @Option(name: .customLong("unauthenticated-stream-max-age"), help: "Seconds after which such a streaming call is ended with UNAVAILABLE (the client calls again).")
+    var unauthenticatedStreamMaxAge: Double = Settings.double("unauthenticated-stream-max-age") ?? 1800
+
     @Option(name: .customLong("max-buffered-request-mib"), help: "Request bytes (MiB) all connections together may hold for calls still arriving or running; past it: RESOURCE_EXHAUSTED.")
     var maxBufferedRequestMiB: Int = Settings.int("max-buffered-request-mib") ?? 128
 

@@ -29,6 +29,8 @@ enum Settings {
         "admin-max-connections-per-peer",
         "max-concurrent-reads", "max-queued-reads", "read-timeout",
         "tls-cert", "tls-key", "tls-client-ca", "allow-plaintext", "admin-tls",
+        "max-connections-per-peer", "unauthenticated-max-message-bytes", "unauthenticated-buffer-kib",
+        "unauthenticated-streams-per-connection", "unauthenticated-streams", "unauthenticated-stream-max-age",
     ]
 
     /// A value as one layer gives it, and where from.

@@ -132,6 +132,22 @@ final class TestServer: Sendable {
             parked.park(reply)
             enteredContinuation.yield()
         })
+        // Methods anyone may call (`GRPCRouteLimits.unauthenticated`).
+        server.register("/test.Open/Echo", .sync { $0.message }, limits: .unauthenticated)
+        server.register("/test.Open/Watch", streaming: .serverStreaming { request, writer in
+            let key = request.metadata["x-key"] ?? ""
+            try await withTaskCancellationHandler {
+                try await writer.send(Array("watching".utf8))
+                let (never, _) = AsyncStream<Int>.makeStream()
+                for await _ in never {}
+                throw CancellationError()
+            } onCancel: {
+                continuation.yield(key)
+            }
+        }, limits: .unauthenticated)
+        server.register("/test.Open/Reflect", streaming: .bidirectional { _, requests, writer in
+            for try await message in requests { try await writer.send(message) }
+        }, limits: .unauthenticated)
         self.server = server
         self.port = try await server.start().port
     }

@@ -9,6 +9,11 @@
    during the attack. Prints how many calls the buffer budgets refused.
 3. no-token bodies: with --tokens-file, 20 connections sending 4 MiB bodies
    without a token: refused from the headers, RSS stays flat.
+4. unauthenticated (issue 24 item 3; `bench/hostile.sh unauthenticated`): from
+   127.0.0.2, 400 connections (per-peer cap 256), slow Health bodies against
+   the 4 MiB unauthenticated budget and 17 Watch streams per connection (16
+   allowed); from 127.0.0.1 meanwhile Health p99, a Schedule with a token and
+   RSS. Budget: p99 <= 50 ms, RSS <= 256 MiB, the Schedule succeeds.
 
 Every server is `herald serve` (release) on 127.0.0.1 port 0 in a temp data dir;
 every loop is bounded in count and time; only our own PIDs are signalled.
@@ -111,7 +116,7 @@ def hold_partial_bodies(address: str, streams: int, refused: list[int], held: li
     ids = []
     try:
         for _ in range(streams):
-            sid = client.start(HEALTH_CHECK)
+            sid = client.start(RENDER)  # admitted (no tokens file); Health takes 64 KiB at most
             client.send(sid, struct.pack(">BI", 0, 4 * MIB))
             ids.append(sid)
         remaining = {sid: 4 * MIB - 1 for sid in ids}
@@ -205,18 +210,120 @@ def no_token_bodies(args) -> None:
         hb.rmtree(tmp)
 
 
+def unauthenticated(args) -> None:
+    """Issue 24 item 3's attack, all from 127.0.0.2 (another peer address on
+    loopback): a connection flood past the per-peer cap, slow Health bodies
+    against the unauthenticated buffer budget, and Watch streams past their
+    bounds. Measured from 127.0.0.1 while it is held: Health p99 (h2load
+    -c1 -m1), a Schedule with a token (grpcio), and the server's RSS."""
+    import socket
+
+    import h2.config
+    import h2.connection
+    import h2.exceptions
+
+    tmp = hb.bench_tmp("herald-hostile-")
+    tokens = os.path.join(tmp, "tokens")
+    with open(tokens, "w") as f:
+        f.write("bench bench-token-0123456789abcdef *\n")
+    os.chmod(tokens, 0o600)
+    h = hb.Herald(os.path.join(tmp, "data"), "--tokens-file", tokens)
+    host, port = h.address.split(":")
+    held: list = []
+
+    def attacker() -> Client:
+        client = Client.__new__(Client)
+        client.sock = socket.create_connection((host, int(port)), timeout=30, source_address=("127.0.0.2", 0))
+        client.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        client.conn.initiate_connection()
+        client.streams, client.terminated, client.remote_settings, client.eof = {}, None, {}, False
+        client.flush()
+        return client
+
+    try:
+        before = h.proc_status()["VmRSS"]
+        t0 = time.monotonic()
+        # 1. Connection flood: args.flood connections from one address.
+        accepted = refused_conn = 0
+        for _ in range(args.flood):
+            try:
+                client = attacker()
+                if client.pump():  # the server's SETTINGS: accepted (EOF: refused on accept)
+                    accepted += 1
+                    held.append(client)
+                else:
+                    refused_conn += 1
+                    client.sock.close()
+            except (ConnectionResetError, BrokenPipeError, h2.exceptions.ProtocolError):
+                refused_conn += 1
+        # 2. Slow unauthenticated bodies: 4 Health calls per connection on the
+        # first args.connections accepted, each declaring 64,000 bytes and sending 63,000.
+        body_refused = body_held = 0
+        for client in held[:args.connections]:
+            ids = []
+            for _ in range(4):
+                sid = client.start(HEALTH_CHECK)
+                client.send(sid, struct.pack(">BI", 0, 64_000))
+                client.send_flow_controlled(sid, b"\x00" * 63_000)
+                ids.append(sid)
+            client.call(HEALTH_CHECK, EMPTY_FRAME)  # in order: the four were processed
+            body_refused += sum(1 for sid in ids if client.streams[sid].grpc_status == 8)
+            body_held += sum(1 for sid in ids if not client.streams[sid].done)
+        # 3. Watch streams: 17 per connection on the next args.connections (16 allowed).
+        watch_refused = watch_open = 0
+        for client in held[args.connections:2 * args.connections]:
+            ids = []
+            for _ in range(17):
+                sid = client.start("/grpc.health.v1.Health/Watch")
+                client.send(sid, EMPTY_FRAME, end_stream=True)
+                ids.append(sid)
+            client.call(HEALTH_CHECK, EMPTY_FRAME)
+            watch_refused += sum(1 for sid in ids if client.streams[sid].grpc_status == 8)
+            watch_open += sum(1 for sid in ids if not client.streams[sid].done)
+        fill_s = time.monotonic() - t0
+        # Measured while all of it is held.
+        during = health_latency(h.address, tmp, args.health_n)["lat_ms"]
+        s = hb.stubs()
+        import grpc
+        with grpc.insecure_channel(h.address) as channel:
+            reply = s.pg.PushServiceStub(channel).Schedule(
+                hb.schedule_request(after=time.time() + 86_400), timeout=30,
+                metadata=[("authorization", "Token bench-token-0123456789abcdef")])
+        status = h.proc_status()
+        print(f"unauthenticated: from 127.0.0.2 in {fill_s:.1f} s")
+        print(f"  connections: {args.flood} attempted, {accepted} accepted, {refused_conn} refused (per-peer cap)")
+        print(f"  slow Health bodies: {args.connections} x 4 x 63,000 of 64,000 declared: "
+              f"{body_held} held, {body_refused} refused RESOURCE_EXHAUSTED")
+        print(f"  Watch: {args.connections} x 17: {watch_open} open, {watch_refused} refused RESOURCE_EXHAUSTED")
+        print(f"  Health from 127.0.0.1 during: n={len(during)} p50={hb.pct(during, 50):.2f} ms "
+              f"p99={hb.pct(during, 99):.2f} ms")
+        print(f"  Schedule with a token from 127.0.0.1 during: OK ({len(reply.message_id)}-char id)")
+        print(f"  server RSS before {before}, while held {status['VmRSS']}, peak {status['VmHWM']}")
+        peak_mib = int(status["VmHWM"].split()[0]) / 1024
+        p99 = hb.pct(during, 99)
+        ok = p99 <= 50 and peak_mib <= 256 and len(during) == args.health_n
+        print(f"  budget Health p99 <= 50 ms, RSS <= 256 MiB, Schedule served: {'MET' if ok else 'MISSED'} "
+              f"({p99:.2f} ms, {peak_mib:.0f} MiB)")
+    finally:
+        for client in held:
+            client.sock.close()
+        h.stop()
+        hb.rmtree(tmp)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", nargs="*", default=["health-under-render", "partial-bodies", "no-token-bodies"])
+    parser.add_argument("part", nargs="*", default=["health-under-render", "partial-bodies", "no-token-bodies", "unauthenticated"])
     parser.add_argument("--keys", type=int, default=900, help="user_info keys in the large Render")
     parser.add_argument("--render-n", type=int, default=400, help="large Renders sent by the four clients")
     parser.add_argument("--health-n", type=int, default=2000, help="Health calls per latency run")
     parser.add_argument("--connections", type=int, default=60)
+    parser.add_argument("--flood", type=int, default=400, help="unauthenticated: connections tried from 127.0.0.2")
     args = parser.parse_args()
     print(f"# bench/hostile.sh — {time.strftime('%Y-%m-%d %H:%M:%S')} — load {hb.loadavg()}")
     for part in args.part:
         {"health-under-render": health_under_render, "partial-bodies": partial_bodies,
-         "no-token-bodies": no_token_bodies}[part](args)
+         "no-token-bodies": no_token_bodies, "unauthenticated": unauthenticated}[part](args)
 
 
 if __name__ == "__main__":

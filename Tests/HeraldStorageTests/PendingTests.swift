@@ -42,7 +42,11 @@ struct PendingTests {
             #expect(seen == expected)
             #expect(ids.count == expected)
             let counts = try await store.countsByState()
-            #expect(counts[.sent] == total / 10)
+            // PostgreSQL counts finished states exactly only below
+            // `exactCountRows` (10,000); these 20,000 rows get the planner's
+            // estimate, which follows whenever autovacuum last ran ANALYZE
+            // (mid-import it said 1,000). The active states stay exact.
+            if kind == .sqlite { #expect(counts[.sent] == total / 10) }
             #expect(seen > 2 * 8_192)
             #expect((counts[.scheduled] ?? 0) + (counts[.handedOff] ?? 0) == expected)
         }

@@ -23,6 +23,7 @@ import grpc
 import pytest
 
 from conftest import herald_binary, start_herald
+from test_observability import closed_by_server
 
 RENDERS = re.compile(rb"^herald_admin_metrics_renders_total (\d+)$", re.M)
 
@@ -54,18 +55,6 @@ def exchange(port: int, path: str, source: str = "127.0.0.1", timeout: float = 1
             data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split(b" ")[1]), body
-
-
-def closed_by_server(sock: socket.socket, within: float) -> bool:
-    sock.settimeout(within)
-    try:
-        while True:
-            if not sock.recv(65536):
-                return True
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
 
 
 # -- item 2: the admin listener ----------------------------------------------------

@@ -2,7 +2,7 @@
 # Builds the self-contained `herald` binary for deployment: release mode,
 # the Swift standard library and Foundation linked statically
 # (--static-swift-stdlib), so the server needs only Debian's runtime
-# libraries (README "Deploying"), never the Swift toolchain.
+# libraries (docs/DEPLOYING.md), never the Swift toolchain.
 #
 #   scripts/package.sh [OUT_DIR]    default dist/
 #

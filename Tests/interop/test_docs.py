@@ -1,6 +1,6 @@
-"""The README's "For the app developer" payloads are what Herald sends: the
-same Schedule delivered through the bundled simulator gives the alert
-(fallback), handoff and revoke payloads the README shows (the simulator's
+"""The "For the app developer" payloads (docs/APP-CONTRACT.md) are what Herald
+sends: the same Schedule delivered through the bundled simulator gives the
+alert (fallback), handoff and revoke payloads the page shows (the simulator's
 record re-serializes JSON, so those compare as values; Render gives the
 alert's exact bytes), and every ctx_ key Herald writes is in its table."""
 from __future__ import annotations
@@ -23,10 +23,10 @@ TOKEN = "e5" * 32
 
 
 def app_section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("\n## For the app developer\n")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+    """docs/APP-CONTRACT.md, the "For the app developer" page, whole."""
+    text = (ROOT / "docs" / "APP-CONTRACT.md").read_text()
+    assert text.startswith("# For the app developer\n"), "docs/APP-CONTRACT.md lost its heading"
+    return text
 
 
 def readme_payloads() -> list[str]:

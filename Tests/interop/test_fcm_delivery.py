@@ -418,7 +418,7 @@ def test_fcm_settings_are_strict_in_every_layer(tmp_path, source, expected):
 
 
 def test_readme_android_alert_is_what_render_returns(run):
-    """The README's Android alert (app-side contract) is Render's FCM message."""
+    """docs/APP-CONTRACT.md's Android alert (app-side contract) is Render's FCM message."""
     from test_docs import app_section
 
     client, _, _ = run()

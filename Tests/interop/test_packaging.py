@@ -1,4 +1,4 @@
-"""Packaging (README "Deploying"): the self-contained binary from
+"""Packaging (docs/DEPLOYING.md): the self-contained binary from
 scripts/package.sh and the systemd unit in deploy/.
 
 The packaged-binary tests run when HERALD_PACKAGED_BIN names the binary

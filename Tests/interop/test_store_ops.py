@@ -242,7 +242,7 @@ def test_backup_while_serving_then_restore_has_every_message_and_device(tmp_path
     api.channel.close()
     assert server.stop() == 0
 
-    # Restore as README says: a fresh data dir, the file as herald.sqlite, no -wal/-shm.
+    # Restore as docs/OPERATIONS.md says: a fresh data dir, the file as herald.sqlite, no -wal/-shm.
     restored_dir = tmp_path / "restored"
     restored_dir.mkdir()
     shutil.copyfile(backup, restored_dir / "herald.sqlite")

@@ -1,14 +1,14 @@
-"""Stubs for every language from Protos/ (README "Stubs for other
-languages"): the language options of herald/v1, a comment on every field,
-Go stubs generated with Debian's protoc-gen-go and protoc-gen-go-grpc and
-compiled into a client that calls the real server, and the Java, C# and
-Objective-C generators placing the code where the options say.
+"""Stubs for every language from Protos/ (docs/CALLERS.md, "Stubs"): the
+language options of herald/v1, a comment on every field, Go stubs generated
+with Debian's protoc-gen-go and protoc-gen-go-grpc and compiled into a client
+that calls the real server, and the Java, C# and Objective-C generators
+placing the code where the options say.
 
 protoc (protobuf-compiler), protoc-gen-go, protoc-gen-go-grpc, the Go
 compiler and the Go libraries come from Debian (`scripts/bootstrap.sh
 --test` installs them; compiling needs no network: GOPATH mode over
 /usr/share/gocode, GOPROXY=off). The Go stubs are generated with the exact
-command the README shows. The descriptor checks use grpcio-tools' protoc."""
+command docs/CALLERS.md shows. The descriptor checks use grpcio-tools' protoc."""
 from __future__ import annotations
 
 import os
@@ -86,10 +86,10 @@ def test_every_field_has_a_comment(descriptors):
 
 
 def readme_protoc_line(language: str) -> str:
-    """The one-line command the README gives for `language`."""
-    text = (ROOT / "README.md").read_text()
+    """The one-line command docs/CALLERS.md gives for `language`."""
+    text = (ROOT / "docs" / "CALLERS.md").read_text()
     match = re.search(rf"^ *# {language} \(.*\n *(\S.*)$", text, re.M)
-    assert match, f"README has no {language} protoc line"
+    assert match, f"docs/CALLERS.md has no {language} protoc line"
     return match.group(1).strip()
 
 
@@ -162,7 +162,7 @@ def test_go_stubs_generate_compile_and_call_herald(herald, tmp_path):
     checkout = gopath / "src" / "github.com" / "herald" / "herald"
     checkout.mkdir(parents=True)
     src = gopath / "src"
-    # The README's command, run from a checkout's root (Protos/ linked in):
+    # docs/CALLERS.md's command, run from a checkout's root (Protos/ linked in):
     # it writes gen/go/herald/v1, which is the go_package path in GOPATH.
     (checkout / "Protos").symlink_to(PROTOS)
     command = readme_protoc_line("Go")

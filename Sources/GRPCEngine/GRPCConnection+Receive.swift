@@ -203,7 +203,7 @@ extension GRPCConnection {
                     + "\(configuration.unauthenticatedMaxStreamsPerConnection) (unauthenticatedMaxStreamsPerConnection)"))
             return false
         }
-        guard shared.reserveUnauthenticatedStream() else {
+        guard shared.unauthenticatedStreams.reserve(1) else {
             respondError(stream, GRPCStatus(.resourceExhausted,
                 "too many streaming calls without a token on this server: limit "
                     + "\(configuration.unauthenticatedMaxStreams) (unauthenticatedMaxStreams); retry later"))
@@ -225,7 +225,7 @@ extension GRPCConnection {
         guard stream.holdsUnauthenticatedSlot else { return }
         stream.holdsUnauthenticatedSlot = false
         unauthenticatedStreams -= 1
-        shared.releaseUnauthenticatedStream()
+        shared.unauthenticatedStreams.release(1)
     }
 
     /// An unauthenticated streaming call reached `unauthenticatedMaxStreamAge`: it ends with UNAVAILABLE.
@@ -266,11 +266,7 @@ extension GRPCConnection {
     /// Gives `bytes` back to the server-wide budget the stream draws from.
     @inline(__always)
     func releaseShared(_ stream: GRPCStream, _ bytes: Int) {
-        if stream.unauthenticated {
-            shared.releaseUnauthenticatedBuffered(bytes)
-        } else {
-            shared.releaseBuffered(bytes)
-        }
+        shared.requestBuffer(unauthenticated: stream.unauthenticated).release(bytes)
     }
 
     /// The request's END_STREAM: no partial message may remain. False when the call was ended.
@@ -294,16 +290,11 @@ extension GRPCConnection {
                 "connection request buffer limit of \(configuration.maxBufferedBytesPerConnection) bytes reached"))
             return false
         }
-        if stream.unauthenticated {
-            if !shared.reserveUnauthenticatedBuffered(bytes) {
-                respondError(stream, GRPCStatus(.resourceExhausted,
-                    "server request buffer limit of \(configuration.unauthenticatedMaxBufferedBytes) bytes for methods "
-                        + "callable without a token reached (unauthenticatedMaxBufferedBytes); retry later"))
-                return false
-            }
-        } else if !shared.reserveBuffered(bytes) {
-            respondError(stream, GRPCStatus(.resourceExhausted,
-                "server request buffer limit of \(configuration.maxBufferedBytes) bytes reached; retry later"))
+        guard shared.requestBuffer(unauthenticated: stream.unauthenticated).reserve(bytes) else {
+            respondError(stream, GRPCStatus(.resourceExhausted, stream.unauthenticated
+                ? "server request buffer limit of \(configuration.unauthenticatedMaxBufferedBytes) bytes for methods "
+                    + "callable without a token reached (unauthenticatedMaxBufferedBytes); retry later"
+                : "server request buffer limit of \(configuration.maxBufferedBytes) bytes reached; retry later"))
             return false
         }
         bufferedRequestBytes += bytes

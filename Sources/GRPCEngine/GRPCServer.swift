@@ -231,12 +231,12 @@ final class GRPCServerShared: Sendable {
     /// Large `.compute` calls queued or running on `computePool`.
     let computeCalls = Atomic<Int>(0)
     /// Request bytes buffered by all connections (bounded by `maxBufferedBytes`).
-    let bufferedBytes = Atomic<Int>(0)
+    let bufferedBytes: SharedBudget
     /// Request bytes buffered by unauthenticated routes' calls (bounded by
     /// `unauthenticatedMaxBufferedBytes`; not in `bufferedBytes`).
-    let unauthenticatedBufferedBytes = Atomic<Int>(0)
+    let unauthenticatedBufferedBytes: SharedBudget
     /// Unauthenticated routes' streaming calls open (bounded by `unauthenticatedMaxStreams`).
-    let unauthenticatedStreams = Atomic<Int>(0)
+    let unauthenticatedStreams: SharedBudget
     let testFaults: GRPCTestFaults
     /// Connections accepted and not yet closed (bounded by `maxConnections`).
     private let openConnections = Atomic<Int>(0)
@@ -260,6 +260,9 @@ final class GRPCServerShared: Sendable {
     ) {
         self.configuration = configuration
         self.testFaults = testFaults
+        bufferedBytes = SharedBudget(limit: configuration.maxBufferedBytes)
+        unauthenticatedBufferedBytes = SharedBudget(limit: configuration.unauthenticatedMaxBufferedBytes)
+        unauthenticatedStreams = SharedBudget(limit: configuration.unauthenticatedMaxStreams)
         self.routes = routes
         tally = observer?.tally
         if let observer {
@@ -328,43 +331,11 @@ final class GRPCServerShared: Sendable {
         }
     }
 
-    /// Takes an unauthenticated streaming call's server-wide slot; false at
-    /// `unauthenticatedMaxStreams`.
-    func reserveUnauthenticatedStream() -> Bool {
-        if unauthenticatedStreams.wrappingAdd(1, ordering: .relaxed).newValue <= configuration.unauthenticatedMaxStreams {
-            return true
-        }
-        unauthenticatedStreams.subtract(1, ordering: .relaxed)
-        return false
-    }
-
-    func releaseUnauthenticatedStream() {
-        unauthenticatedStreams.subtract(1, ordering: .relaxed)
-    }
-
-    /// Grows the global request buffer by `bytes` if it stays within
-    /// `maxBufferedBytes`; false (and no change) otherwise.
-    func reserveBuffered(_ bytes: Int) -> Bool {
-        let total = bufferedBytes.wrappingAdd(bytes, ordering: .relaxed).newValue
-        if total <= configuration.maxBufferedBytes || bytes <= 0 { return true }
-        bufferedBytes.subtract(bytes, ordering: .relaxed)
-        return false
-    }
-
-    func releaseBuffered(_ bytes: Int) {
-        bufferedBytes.subtract(bytes, ordering: .relaxed)
-    }
-
-    /// `reserveBuffered` for unauthenticated routes' calls: their own budget.
-    func reserveUnauthenticatedBuffered(_ bytes: Int) -> Bool {
-        let total = unauthenticatedBufferedBytes.wrappingAdd(bytes, ordering: .relaxed).newValue
-        if total <= configuration.unauthenticatedMaxBufferedBytes || bytes <= 0 { return true }
-        unauthenticatedBufferedBytes.subtract(bytes, ordering: .relaxed)
-        return false
-    }
-
-    func releaseUnauthenticatedBuffered(_ bytes: Int) {
-        unauthenticatedBufferedBytes.subtract(bytes, ordering: .relaxed)
+    /// The server-wide request buffer a call draws from: unauthenticated
+    /// routes' calls have their own.
+    @inline(__always)
+    func requestBuffer(unauthenticated: Bool) -> SharedBudget {
+        unauthenticated ? unauthenticatedBufferedBytes : bufferedBytes
     }
 
     func connectionOpened(_ connection: GRPCConnection) {
@@ -387,9 +358,9 @@ final class GRPCServerShared: Sendable {
         registry.withLock { registry in
             var stats = GRPCServerStats(
                 connectionsOpen: registry.connections.count, rpcsInFlight: 0, rpcsTotal: registry.closedRPCs,
-                bufferedRequestBytes: bufferedBytes.load(ordering: .relaxed),
-                unauthenticatedBufferedBytes: unauthenticatedBufferedBytes.load(ordering: .relaxed),
-                unauthenticatedStreams: unauthenticatedStreams.load(ordering: .relaxed))
+                bufferedRequestBytes: bufferedBytes.used,
+                unauthenticatedBufferedBytes: unauthenticatedBufferedBytes.used,
+                unauthenticatedStreams: unauthenticatedStreams.used)
             for connection in registry.connections.values {
                 stats.rpcsInFlight += connection.counters.rpcsInFlight.load(ordering: .relaxed)
                 stats.rpcsTotal += connection.counters.rpcsTotal.load(ordering: .relaxed)
@@ -403,6 +374,32 @@ final class GRPCServerShared: Sendable {
             registry.draining = true
             return Array(registry.connections.values)
         }
+    }
+}
+
+/// A server-wide amount (buffered bytes, open streams) bounded by a limit,
+/// shared by every event loop.
+final class SharedBudget: Sendable {
+    let limit: Int
+    private let total = Atomic<Int>(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    /// What is taken now.
+    var used: Int { total.load(ordering: .relaxed) }
+
+    /// Takes `amount` if the total stays within `limit` (a release, 0 or
+    /// less, always goes through); false, and nothing taken, otherwise.
+    @inline(__always)
+    func reserve(_ amount: Int) -> Bool {
+        if total.wrappingAdd(amount, ordering: .relaxed).newValue <= limit || amount <= 0 { return true }
+        total.subtract(amount, ordering: .relaxed)
+        return false
+    }
+
+    @inline(__always)
+    func release(_ amount: Int) {
+        total.subtract(amount, ordering: .relaxed)
     }
 }
 

@@ -181,20 +181,7 @@ private let selectH2: @convention(c) (
     OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
     UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
 ) -> Int32 = { _, out, outLength, input, inputLength, _ in
-    guard let input, let out, let outLength else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-    var index = 0
-    let total = Int(inputLength)
-    while index < total {
-        let length = Int(input[index])
-        if index + 1 + length > total { break }
-        if length == 2 && input[index + 1] == UInt8(ascii: "h") && input[index + 2] == UInt8(ascii: "2") {
-            out.pointee = input + index + 1
-            outLength.pointee = 2
-            return SSL_TLSEXT_ERR_OK
-        }
-        index += 1 + length
-    }
-    return SSL_TLSEXT_ERR_ALERT_FATAL
+    selectALPN("h2", out, outLength, input, inputLength) ? SSL_TLSEXT_ERR_OK : SSL_TLSEXT_ERR_ALERT_FATAL
 }
 
 /// Server ALPN for an HTTP/1.1 listener: `http/1.1` when offered, else no ALPN.
@@ -202,19 +189,28 @@ private let selectHTTP11: @convention(c) (
     OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
     UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
 ) -> Int32 = { _, out, outLength, input, inputLength, _ in
-    guard let input, let out, let outLength else { return SSL_TLSEXT_ERR_NOACK }
-    let wanted = Array("http/1.1".utf8)
+    selectALPN("http/1.1", out, outLength, input, inputLength) ? SSL_TLSEXT_ERR_OK : SSL_TLSEXT_ERR_NOACK
+}
+
+/// Points `out` at `wanted` in the client's ALPN list (length-prefixed
+/// names); false when the client did not offer it.
+private func selectALPN(
+    _ wanted: StaticString, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, _ outLength: UnsafeMutablePointer<UInt8>?,
+    _ input: UnsafePointer<UInt8>?, _ inputLength: UInt32
+) -> Bool {
+    guard let input, let out, let outLength else { return false }
+    let name = UnsafeBufferPointer(start: wanted.utf8Start, count: wanted.utf8CodeUnitCount)
     var index = 0
     let total = Int(inputLength)
     while index < total {
         let length = Int(input[index])
         if index + 1 + length > total { break }
-        if length == wanted.count && (0..<length).allSatisfy({ input[index + 1 + $0] == wanted[$0] }) {
+        if length == name.count && (0..<length).allSatisfy({ input[index + 1 + $0] == name[$0] }) {
             out.pointee = input + index + 1
             outLength.pointee = UInt8(length)
-            return SSL_TLSEXT_ERR_OK
+            return true
         }
         index += 1 + length
     }
-    return SSL_TLSEXT_ERR_NOACK
+    return false
 }

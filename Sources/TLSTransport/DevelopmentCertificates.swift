@@ -62,8 +62,8 @@ public struct DevelopmentCertificates: Sendable {
 
     /// One certificate for `key`, signed by `issuer` (self-signed when nil).
     static func issue(
-        commonName: String, key: PrivateKey, issuer: (certificate: X509Certificate, key: PrivateKey)?, days: Int,
-        extensions: [(Int32, String)]
+        commonName: String, organization: String = "Herald development", key: PrivateKey,
+        issuer: (certificate: X509Certificate, key: PrivateKey)?, days: Int, extensions: [(Int32, String)]
     ) throws -> X509Certificate {
         let certificate = try OpenSSLCall.nonNil("X509_new") { X509_new() }
         let owned = X509Certificate(taking: certificate)  // frees it on every path
@@ -80,7 +80,7 @@ public struct DevelopmentCertificates: Sendable {
         try OpenSSLCall.check("X509_set_pubkey") { X509_set_pubkey(certificate, key.pointer) }
         let name = try OpenSSLCall.nonNil("X509_get_subject_name") { X509_get_subject_name(certificate) }
         try OpenSSLCall.check("X509_NAME_add_entry_by_txt") {
-            X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, "Herald development", -1, -1, 0)
+            X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, organization, -1, -1, 0)
         }
         try OpenSSLCall.check("X509_NAME_add_entry_by_txt") {
             X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, commonName, -1, -1, 0)

@@ -271,6 +271,18 @@ struct DeliveryPolicyTests {
         #expect(Self.policy.afterHandoff(of: Self.facts(.scheduled, .contextAware), displayed: true) == .displayed)
     }
 
+    static let displayReports: [(MessageState, MessageState?, Bool)] = [
+        (.handedOff, .displayed, true), (.sent, .displayed, false), (.scheduled, nil, false), (.displayed, nil, false),
+        (.cancelled, nil, false), (.failed, nil, false), (.expired, nil, false), (.noDevices, nil, false), (.superseded, nil, false),
+    ]
+
+    @Test("the app's DISPLAYED report", arguments: displayReports)
+    func displayed(state: MessageState, next: MessageState?, dropsFallback: Bool) {
+        let report = Self.policy.displayed(in: state)
+        #expect(report?.to == next)
+        #expect((report?.dropsFallback ?? false) == dropsFallback)
+    }
+
     static let revokes: [(String, Int64, Int64)] = [
         ("window open: retried until it ends", hour, hour),
         ("window ending in 2 s: the minimum 10 s", 2_000, 10_000),

@@ -123,6 +123,7 @@ public struct DeliveryPolicy: Sendable {
     /// One device's action for a push to send: a device with an outcome for
     /// it already is never sent it again; a platform disabled by its
     /// override (`"enabled": false`) fails the device unsent.
+    @inlinable
     public func action(for device: some DeliveryDevice, in plan: PushPlan) -> DeviceAction {
         if !plan.finished.isEmpty, plan.finished.contains(device.deviceToken) { return .skip }
         if !plan.platformEnabled { return .finish(.failed, reason: "render: \(RenderError.disabled(device.platform))") }
@@ -159,6 +160,17 @@ public struct DeliveryPolicy: Sendable {
     /// displayed meanwhile, else the fallback alert at window end.
     public func afterHandoff(of message: DeliveryFacts, displayed: Bool) -> HandoffFollowUp {
         displayed ? .displayed : .fallback(at: message.windowEnd)
+    }
+
+    /// What the app's DISPLAYED report does to a message in `state`: a
+    /// handed-off message ends DISPLAYED and its fallback is dropped; a sent
+    /// one ends DISPLAYED; nil for any other state (it stays as it is).
+    public func displayed(in state: MessageState) -> (to: MessageState, dropsFallback: Bool)? {
+        switch state {
+        case .handedOff: (.displayed, true)
+        case .sent: (.displayed, false)
+        default: nil
+        }
     }
 
     // MARK: Revoke

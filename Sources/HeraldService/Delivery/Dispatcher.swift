@@ -8,7 +8,9 @@ import Synchronization
 /// Carries out a due message's next action: the alert push (traditional, or
 /// the context-aware fallback at window end) or the context-aware handoff
 /// (a background push at window start); and revoke pushes for cancelled
-/// handed-off messages.
+/// handed-off messages. What to do — which push, to which devices, until
+/// when, and how the message ends — is ``DeliveryPolicy``'s to decide; this
+/// class carries it out.
 ///
 /// Every push is claimed in the store first (so a crash mid-send is visible
 /// at restart and the message is never sent twice), rendered per device in

@@ -37,37 +37,6 @@ public struct DeliveryPlan: Sendable, Hashable {
     }
 }
 
-/// Decides when a message's pushes are due.
-public enum DeliveryPlanner {
-    /// The default cancellation grace: 30 seconds.
-    public static let defaultGraceSeconds: Int64 = 30
-
-    /// Plans delivery.
-    ///
-    /// - Traditional: one alert due at max(window.start, now + grace).
-    /// - Context-aware: the background handoff is due at max(window.start,
-    ///   now + grace) too — the grace is the cancellation window, and a
-    ///   cancelled handoff would need a revoke, so we never hand off sooner;
-    ///   the alert fallback is due at window.end. If the handoff cannot be
-    ///   sent before the window ends (start + grace ≥ end) the handoff is
-    ///   pointless, and the plan degrades to a traditional alert at
-    ///   max(start, now + grace) with no fallback.
-    public static func plan(
-        method: DeliveryMethod,
-        window: DeliveryWindow,
-        now: Timestamp,
-        graceSeconds: Int64 = defaultGraceSeconds
-    ) -> DeliveryPlan {
-        let earliest = now.adding(seconds: graceSeconds)
-        let sendAt = max(window.start, earliest)
-        switch method {
-        case .traditional:
-            return DeliveryPlan(firstPush: .alert, sendAt: sendAt, fallbackAt: nil)
-        case .contextAware:
-            guard sendAt < window.end else {
-                return DeliveryPlan(firstPush: .alert, sendAt: sendAt, fallbackAt: nil)
-            }
-            return DeliveryPlan(firstPush: .background, sendAt: sendAt, fallbackAt: window.end)
-        }
-    }
-}
+/// The schedule-time half of ``DeliveryPolicy`` under its former name
+/// (`DeliveryPlanner.plan`, `DeliveryPlanner.defaultGraceSeconds`).
+public typealias DeliveryPlanner = DeliveryPolicy

@@ -70,7 +70,7 @@ public enum Validator {
         _ input: ScheduleInput,
         now: Timestamp,
         split: ABSplit = .default,
-        graceSeconds: Int64 = DeliveryPlanner.defaultGraceSeconds,
+        graceSeconds: Int64 = DeliveryPolicy.defaultGraceSeconds,
         generateIdempotencyKey: () -> String
     ) throws(ValidationError) -> ValidatedSchedule {
         var v: [FieldViolation] = []
@@ -81,7 +81,9 @@ public enum Validator {
 
         guard v.isEmpty, let msg, let window else { throw ValidationError(v) }
         let (method, abTest) = split.resolve(requested: input.deliveryMethod, bundleID: msg.bundleID, userID: input.userID)
-        let plan = DeliveryPlanner.plan(method: method, window: window, now: now, graceSeconds: graceSeconds)
+        // The plan is the delivery policy's (DeliveryPolicy.plan); the
+        // validator checks the pushes it implies (the hand-off's size).
+        let plan = DeliveryPolicy.plan(method: method, window: window, now: now, graceSeconds: graceSeconds)
         if msg.platform == .ios {
             v += APNsRenderer.payloadSizeViolations(msg, handoffWindowEnd: plan.firstPush == .background ? window.end : nil)
             guard v.isEmpty else { throw ValidationError(v) }

@@ -2,7 +2,6 @@ import APNs
 import HeraldCore
 import HeraldStorage
 import Logging
-import Synchronization
 
 extension Dispatcher.DeviceResult {
     /// The per-device record: `delivered` names a success (sent, handed
@@ -14,29 +13,19 @@ extension Dispatcher.DeviceResult {
         case .expired: (.expired, nil, nil, nil, nil)
         case .failed(let why): (.failed, nil, why, nil, nil)
         case .interrupted: (.failed, nil, "interrupted by shutdown", nil, nil)
+        case .decided(let kind, let why): (kind, nil, why, nil, nil)
         }
         return DeviceOutcome(
             messageID: messageID, deviceToken: device.deviceToken, kind: kind, apnsID: apnsID, reason: reason, at: at,
             httpStatus: status, attempts: attempts, environment: device.platform == .ios ? device.environment ?? .production : nil)
     }
 
-    /// A revoke push's record: `revoked`, or `revoke_failed` with the
-    /// failure's own kind in front of its reason (a revoke's failure must not
-    /// read as the message's delivery outcome).
-    func revokeOutcome(messageID: String, device: Device, at: Int64) -> DeviceOutcome {
+    /// A revoke push's record, as `policy` words it
+    /// (``DeliveryPolicy/revokeRecord(kind:reason:accepted:)``).
+    func revokeOutcome(messageID: String, device: Device, at: Int64, policy: DeliveryPolicy = DeliveryPolicy()) -> DeviceOutcome {
         var outcome = outcome(messageID: messageID, device: device, delivered: .revoked, at: at)
-        if case .delivered = self { return outcome }
-        outcome.reason = outcome.kind.rawValue + (outcome.reason.map { ": \($0)" } ?? "")
-        outcome.kind = .revokeFailed
+        let accepted = if case .delivered = self { true } else { false }
+        (outcome.kind, outcome.reason) = policy.revokeRecord(kind: outcome.kind, reason: outcome.reason, accepted: accepted)
         return outcome
-    }
-}
-
-extension Dispatcher {
-    /// Why a message ended NO_DEVICES (kept as its last_error; GetMessage
-    /// shows it): the user had no device for the platform when it was due.
-    static func noDevicesReason(_ message: StoredMessage) -> String {
-        let platform = message.platform == .ios ? "iOS" : "Android"
-        return "no registered \(platform) device for this user in \(message.bundleID) when the push was due"
     }
 }

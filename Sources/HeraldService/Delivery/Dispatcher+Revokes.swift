@@ -11,7 +11,8 @@ extension Dispatcher {
         guard let key = message.idempotencyKey else { return }
         do {
             let devices = try await store.devices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)
-            let deadline = Timestamp(timeIntervalSince1970: Double(max(message.windowEnd, clock.now() + 10_000)) / 1000)
+            let plan = policy.revoke(windowEnd: message.windowEnd, now: clock.now())
+            let deadline = Timestamp(timeIntervalSince1970: Double(plan.deadline) / 1000)
             for device in devices {
                 let result: DeviceResult
                 switch providerRoute(bundleID: message.bundleID, device: device) {
@@ -19,18 +20,18 @@ extension Dispatcher {
                 case .success(.apns(let client)):
                     let rendering = APNsRenderer.renderRevoke(
                         bundleID: message.bundleID, idempotencyKey: key, deviceToken: device.deviceToken,
-                        apnsID: UUIDv4.make(), expiresAt: Timestamp(milliseconds: message.windowEnd))
+                        apnsID: UUIDv4.make(), expiresAt: Timestamp(milliseconds: plan.expiresAt))
                     result = await send(rendering, to: device, with: client, deadline: deadline)
                 case .success(.fcm(let sender, let projectID)):
-                    // Data only, one attempt: the handed-off content expires at the window end anyway.
+                    // Data only, one attempt (the policy's): the handed-off content expires at the window end anyway.
                     let rendering = FCMRenderer.renderRevoke(
                         idempotencyKey: key, deviceToken: device.deviceToken, sendTime: Timestamp(milliseconds: clock.now()),
-                        expiresAt: Timestamp(milliseconds: message.windowEnd))
+                        expiresAt: Timestamp(milliseconds: plan.expiresAt))
                     result = await sendFCM(rendering.body, to: device, with: sender, projectID: projectID, deadline: deadline,
-                                           singleAttempt: true)
+                                           singleAttempt: plan.fcmSingleAttempt)
                 }
                 try await store.recordOutcome(result.revokeOutcome(
-                    messageID: message.id, device: device, at: clock.now()))
+                    messageID: message.id, device: device, at: clock.now(), policy: policy))
             }
             try await store.completeRevoke(messageID: message.id)
         } catch {

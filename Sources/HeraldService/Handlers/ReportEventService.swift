@@ -68,10 +68,10 @@ struct ReportEventService: Sendable {
         try await store.recordOutcome(DeviceOutcome(
             messageID: message.id, deviceToken: token, kind: displayed ? .displayed : .opened, at: now))
         var state = try await store.message(id: message.id)?.state ?? message.state
-        if displayed && (state == .handedOff || state == .sent) {
-            if try await store.transition(id: message.id, from: state, to: .displayed, dueAt: nil, apnsID: nil, lastError: nil, now: now) {
-                if state == .handedOff { await scheduler.unschedule(id: message.id) }
-                state = .displayed
+        if displayed, let next = DeliveryPolicy().displayed(in: state) {
+            if try await store.transition(id: message.id, from: state, to: next.to, dueAt: nil, apnsID: nil, lastError: nil, now: now) {
+                if next.dropsFallback { await scheduler.unschedule(id: message.id) }
+                state = next.to
             } else {
                 state = try await store.message(id: message.id)?.state ?? state
             }

@@ -259,7 +259,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "ProviderHTTP2Tests", dependencies: ["ProviderHTTP2", "HeraldPrimitives"]),
+        .testTarget(name: "ProviderHTTP2Tests", dependencies: [
+            "ProviderHTTP2", "HeraldPrimitives", .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
         .testTarget(
             name: "FCMSimulationTests",
             dependencies: [

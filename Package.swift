@@ -225,8 +225,8 @@ let package = Package(
         .executableTarget(name: "herald-fuzz", dependencies: ["HeraldFuzz"], path: "fuzz/Sources/herald-fuzz"),
         .testTarget(name: "HeraldFuzzTests", dependencies: ["HeraldFuzz"]),
         // Helpers shared by the test targets (PRNG, manual clock, temporary
-        // directories, an in-memory store, a fake APNs gateway, the manual
-        // clocks), so each exists once.
+        // directories, an in-memory store, a fake APNs gateway, the one
+        // manual provider clock), so each exists once.
         .target(
             name: "HeraldTestSupport",
             dependencies: [

@@ -211,8 +211,7 @@ final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHa
             return
         }
         streams[streamID] = stream
-        pending.connection = self
-        pending.streamID = streamID
+        pending.written(on: self, streamID: streamID)
         lastStreamActivity = clock.now()
         // A hung endpoint must not hold the request until its deadline: reset
         // the stream after the response timeout; the client retries.

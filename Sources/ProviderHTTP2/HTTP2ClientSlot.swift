@@ -64,10 +64,18 @@ final class HTTP2ClientSlot<Adapter: HTTP2ClientAdapter>: @unchecked Sendable {
     /// The caller's task was cancelled: withdraw the request (queued or in flight).
     func cancel(_ request: Pending) {
         eventLoop.assertInEventLoop()
-        guard !request.completed else { return }
-        if let connection = request.connection, request.streamID > 0 {
-            connection.cancelStream(request.streamID, because: .cancelled)
-        } else if let index = pending.firstIndex(where: { $0 === request }) {
+        switch request.phase {
+        case .completed:
+            return
+        case .onStream(let streamID):
+            if let connection = request.connection {
+                connection.cancelStream(streamID, because: .cancelled)
+                return
+            }
+        case .queued, .handOverRecorded:
+            break
+        }
+        if let index = pending.firstIndex(where: { $0 === request }) {
             pending.remove(at: index)
             request.fail(.cancelled)
         } else {
@@ -92,7 +100,7 @@ final class HTTP2ClientSlot<Adapter: HTTP2ClientAdapter>: @unchecked Sendable {
             while !pending.isEmpty && connection.freeStreams - recordingHandOver > 0 {
                 let next = pending.removeFirst()
                 if next.completed { continue }
-                if let hook = next.request.willHandOver, !next.handOverRecorded {
+                if let hook = next.request.willHandOver, next.phase == .queued {
                     recordHandOver(next, hook)
                 } else {
                     connection.start(next)
@@ -112,7 +120,7 @@ final class HTTP2ClientSlot<Adapter: HTTP2ClientAdapter>: @unchecked Sendable {
                 } else if let error {
                     next.fail(.handOverNotRecorded("\(error)"))
                 } else if !next.completed {
-                    next.handOverRecorded = true
+                    next.handOverWasRecorded()
                     pending.prepend(next)  // first in line: it is marked, write it now
                 }
                 pump()

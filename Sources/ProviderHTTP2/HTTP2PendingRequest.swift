@@ -4,37 +4,74 @@ import NIOCore
 /// A request handed to a slot, with how to complete it. Handed to the slot's
 /// event loop once, then touched only there.
 final class HTTP2PendingRequest<Adapter: HTTP2ClientAdapter>: @unchecked Sendable {
+    /// Where the request is.
+    enum Phase: Equatable {
+        /// In the slot's queue (or being handed over), not written.
+        case queued
+        /// The caller's ``HTTP2ClientRequest/willHandOver`` finished for this
+        /// attempt: the request may be written.
+        case handOverRecorded
+        /// Written on stream `id` of ``connection``.
+        case onStream(Int32)
+        /// Answered or failed; nothing more happens to it.
+        case completed
+    }
+
     let request: HTTP2ClientRequest
     let promise: EventLoopPromise<Adapter.Response>
     /// Fires the deadline (queued or in flight), on the pool's clock.
     var deadlineTimer: ProviderTimer?
-    private(set) var completed = false
-    /// The caller's ``HTTP2ClientRequest/willHandOver`` finished for this
-    /// attempt: the request may be written.
-    var handOverRecorded = false
-    /// Where the request is now, so a cancelled caller can withdraw it.
-    weak var connection: HTTP2ClientConnection<Adapter>?
-    var streamID: Int32 = 0
+    private(set) var phase = Phase.queued
+    /// The connection of ``Phase/onStream(_:)``, so a cancelled caller can withdraw it.
+    private(set) weak var connection: HTTP2ClientConnection<Adapter>?
 
     init(request: HTTP2ClientRequest, promise: EventLoopPromise<Adapter.Response>) {
         self.request = request
         self.promise = promise
     }
 
+    var completed: Bool { phase == .completed }
+
+    /// The caller recorded the hand-over; ignored once completed.
+    func handOverWasRecorded() {
+        assertInLoop()
+        switch phase {
+        case .queued: phase = .handOverRecorded
+        case .completed: break
+        case .handOverRecorded, .onStream: assertionFailure("hand-over recorded while \(phase)")
+        }
+    }
+
+    /// Written on `streamID` of `connection`.
+    func written(on connection: HTTP2ClientConnection<Adapter>, streamID: Int32) {
+        assertInLoop()
+        switch phase {
+        case .queued, .handOverRecorded:
+            phase = .onStream(streamID)
+            self.connection = connection
+        case .onStream, .completed:
+            assertionFailure("written while \(phase)")
+        }
+    }
+
     func succeed(_ response: Adapter.Response) {
-        promise.futureResult.eventLoop.assertInEventLoop()
-        guard !completed else { return }
-        completed = true
+        assertInLoop()
+        guard phase != .completed else { return }
+        phase = .completed
         deadlineTimer?.cancel()
         promise.succeed(response)
     }
 
     func fail(_ error: HTTP2ClientError) {
-        promise.futureResult.eventLoop.assertInEventLoop()
-        guard !completed else { return }
-        completed = true
+        assertInLoop()
+        guard phase != .completed else { return }
+        phase = .completed
         deadlineTimer?.cancel()
         promise.fail(error)
+    }
+
+    private func assertInLoop() {
+        promise.futureResult.eventLoop.assertInEventLoop()
     }
 }
 

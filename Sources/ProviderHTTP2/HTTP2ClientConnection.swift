@@ -15,7 +15,6 @@ final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHa
     let id: Int
     let eventLoop: any EventLoop
     private let authority: String
-    private let adapter: Adapter
     let clock: any ProviderClock
     private let localStreamCap: Int
     private let responseTimeout: Duration
@@ -39,6 +38,9 @@ final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHa
     var lastActivity: Timestamp
     var lastStreamActivity: Timestamp
     private var flushScheduled = false
+    /// Last: the one stored property whose size depends on the adapter, so
+    /// every field above keeps a fixed offset in unspecialized code.
+    private let adapter: Adapter
 
     init(id: Int, eventLoop: any EventLoop, authority: String, adapter: Adapter, clock: any ProviderClock,
          localStreamCap: Int, responseTimeout: Duration, pingInterval: Duration, idleTimeout: Duration?) {

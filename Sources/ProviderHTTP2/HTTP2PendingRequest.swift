@@ -78,7 +78,6 @@ final class HTTP2PendingRequest<Adapter: HTTP2ClientAdapter>: @unchecked Sendabl
 /// Per-stream state of one request in flight (on the connection's loop).
 final class HTTP2StreamState<Adapter: HTTP2ClientAdapter> {
     let pending: HTTP2PendingRequest<Adapter>
-    let credential: Adapter.Credential?
     /// The body as nghttp2's DATA source (kept alive until the stream closes).
     let payload: HTTP2OutboundBody
     var status = 0
@@ -89,6 +88,9 @@ final class HTTP2StreamState<Adapter: HTTP2ClientAdapter> {
     var abandonedWith: HTTP2ClientError?
     /// Resets the stream when no response came within the response timeout.
     var responseTimer: ProviderTimer?
+    /// The credential the stream went out with. Last: its size depends on
+    /// the adapter, so every field above keeps a fixed offset.
+    let credential: Adapter.Credential?
 
     init(pending: HTTP2PendingRequest<Adapter>, credential: Adapter.Credential?) {
         self.pending = pending

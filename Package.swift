@@ -84,13 +84,30 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The APNs HTTP/2 client: TLS, ES256 JWT, pool, reasons, retries.
+        // The one HTTP/2-over-TLS client pool both providers use: connections
+        // (ALPN h2), slots, MAX_CONCURRENT_STREAMS, PING keep-alive, GOAWAY,
+        // reconnect backoff, response timeouts; one clock; generic over a
+        // small provider adapter.
+        .target(
+            name: "ProviderHTTP2",
+            dependencies: [
+                "CInterop",
+                "HTTP2Core",
+                "HeraldPrimitives",
+                "TLSTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The APNs client: ES256 JWT, reasons, retries; an adapter over ProviderHTTP2.
         .target(
             name: "APNs",
             dependencies: [
                 "CInterop",
                 "HTTP2Core",
                 "HeraldPrimitives",
+                "ProviderHTTP2",
                 "TLSTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -110,13 +127,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The FCM HTTP v1 client: service-account OAuth (RS256 JWT), pool, errors, retries, rate.
+        // The FCM HTTP v1 client: service-account OAuth (RS256 JWT), errors,
+        // retries, rate; an adapter over ProviderHTTP2.
         .target(
             name: "FCM",
             dependencies: [
                 "CInterop",
                 "HTTP2Core",
                 "HeraldPrimitives",
+                "ProviderHTTP2",
                 "TLSTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -206,12 +225,12 @@ let package = Package(
         .executableTarget(name: "herald-fuzz", dependencies: ["HeraldFuzz"], path: "fuzz/Sources/herald-fuzz"),
         .testTarget(name: "HeraldFuzzTests", dependencies: ["HeraldFuzz"]),
         // Helpers shared by the test targets (PRNG, manual clock, temporary
-        // directories, an in-memory store, a fake APNs gateway, the manual
-        // clocks), so each exists once.
+        // directories, an in-memory store, a fake APNs gateway, the one
+        // manual provider clock), so each exists once.
         .target(
             name: "HeraldTestSupport",
             dependencies: [
-                "HeraldService", "HeraldStorage", "HeraldCore", "APNs", "FCM", "HeraldPrimitives",
+                "HeraldService", "HeraldStorage", "HeraldCore", "APNs", "FCM", "HeraldPrimitives", "ProviderHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/HeraldTestSupport"),
@@ -240,6 +259,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        .testTarget(name: "ProviderHTTP2Tests", dependencies: [
+            "ProviderHTTP2", "HeraldPrimitives", .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
         .testTarget(
             name: "FCMSimulationTests",
             dependencies: [

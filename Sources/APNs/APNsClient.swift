@@ -1,7 +1,7 @@
 public import HeraldPrimitives
 public import Logging
 import NIOCore
-import NIOPosix
+import ProviderHTTP2
 import Synchronization
 import TLSTransport
 
@@ -29,8 +29,8 @@ public struct APNsPoolStatus: Sendable, Equatable {
 /// credentials and environment.
 public final class APNsClient: Sendable {
     public let configuration: APNsClientConfiguration
-    private let shared: APNsPoolShared
-    private let slots: [APNsConnectionSlot]
+    private let tokens: ProviderTokenCache?
+    private let pool: HTTP2ClientPool<APNsHTTP2Adapter>
     private let deviceBackoff = Mutex<[String: (until: Timestamp, failures: Int)]>([:])
     private let logger: Logger
 
@@ -62,14 +62,17 @@ public final class APNsClient: Sendable {
         } catch {
             throw APNsError.configuration("\(error)")
         }
-        shared = APNsPoolShared(configuration: configuration, tls: tls, tokens: tokens, logger: logger)
-        let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
-        let count = max(1, configuration.maxConnections)
-        var slots: [APNsConnectionSlot] = []
-        for index in 0..<count {
-            slots.append(APNsConnectionSlot(index: index, eventLoop: group.next(), shared: shared))
-        }
-        self.slots = slots
+        self.tokens = tokens
+        let settings = HTTP2PoolSettings(
+            label: "APNs", host: configuration.endpoint.host, port: configuration.endpoint.port, clock: configuration.clock,
+            maxConnections: configuration.maxConnections,
+            maxConcurrentStreamsPerConnection: configuration.maxConcurrentStreamsPerConnection,
+            responseTimeout: configuration.responseTimeout, pingInterval: configuration.pingInterval,
+            idleTimeout: configuration.idleTimeout, connectTimeout: configuration.connectTimeout,
+            reconnectBackoff: configuration.reconnectBackoff)
+        pool = HTTP2ClientPool(
+            settings: settings, adapter: APNsHTTP2Adapter(tokens: tokens), tls: tls,
+            group: configuration.eventLoopGroup, logger: logger)
     }
 
     /// Sends one notification and returns APNs' answer.
@@ -101,6 +104,9 @@ public final class APNsClient: Sendable {
 
     private func sendWithRetries(_ request: APNsRequest) async throws -> APNsResponse {
         let clock = configuration.clock
+        let http = HTTP2ClientRequest(
+            path: "/3/device/" + request.deviceToken, headers: request.headers, body: request.payload,
+            deadline: request.deadline, willHandOver: request.willHandOver)
         var attempts = 0
         var refusals = 0
         var lastProblem = ""
@@ -110,9 +116,9 @@ public final class APNsClient: Sendable {
             attempts += 1
             let outcome: Result<APNsResponse, APNsError>
             do {
-                outcome = .success(try await dispatch(request))
-            } catch let error as APNsError {
-                outcome = .failure(error)
+                outcome = .success(try await pool.send(http))
+            } catch {
+                outcome = .failure(APNsError(error))
             }
             switch outcome {
             case .success(var response):
@@ -168,34 +174,6 @@ public final class APNsClient: Sendable {
         }
     }
 
-    private func dispatch(_ request: APNsRequest) async throws -> APNsResponse {
-        let slot = leastLoadedSlot()
-        slot.load.add(1, ordering: .relaxed)
-        defer { slot.load.subtract(1, ordering: .relaxed) }
-        try Task.checkCancellation()
-        let promise = slot.eventLoop.makePromise(of: APNsResponse.self)
-        let pending = PendingRequest(request: request, promise: promise)
-        slot.eventLoop.execute { slot.enqueue(pending) }
-        return try await withTaskCancellationHandler {
-            try await promise.futureResult.get()
-        } onCancel: {
-            slot.eventLoop.execute { slot.cancel(pending) }
-        }
-    }
-
-    private func leastLoadedSlot() -> APNsConnectionSlot {
-        var best = slots[0]
-        var bestLoad = best.load.load(ordering: .relaxed)
-        for slot in slots.dropFirst() {
-            let load = slot.load.load(ordering: .relaxed)
-            if load < bestLoad {
-                best = slot
-                bestLoad = load
-            }
-        }
-        return best
-    }
-
     private func retryPause(_ attempts: Int, _ request: APNsRequest) async throws {
         let delay = configuration.retryBackoff.delay(afterFailures: attempts)
         if let deadline = request.deadline,
@@ -245,24 +223,17 @@ public final class APNsClient: Sendable {
 
     /// Endpoint, connections open, streams in flight, last error.
     public func status() async -> APNsPoolStatus {
-        var status = APNsPoolStatus(
-            endpoint: configuration.endpoint, connectionsOpen: 0, streamsInFlight: 0, queued: 0,
-            lastError: nil, providerTokensMinted: shared.tokens?.minted ?? 0, reconnectDelays: [])
-        for slot in slots {
-            guard let snapshot = try? await slot.eventLoop.submit({ slot.snapshot() }).get() else { continue }
-            status.connectionsOpen += snapshot.open
-            status.streamsInFlight += snapshot.inFlight
-            status.queued += snapshot.queued
-            status.reconnectDelays += snapshot.reconnectDelays
-            if let error = snapshot.lastError { status.lastError = error }
-        }
-        return status
+        let pool = await pool.status()
+        return APNsPoolStatus(
+            endpoint: configuration.endpoint, connectionsOpen: pool.open, streamsInFlight: pool.inFlight,
+            queued: pool.queued, lastError: pool.lastError, providerTokensMinted: tokens?.minted ?? 0,
+            reconnectDelays: pool.reconnectDelays)
     }
 
     /// Closes every connection and fails queued requests with ``APNsError/shutdown``.
     public func shutdown() async {
-        for slot in slots {
-            try? await slot.eventLoop.submit { slot.shutdown() }.get()
-        }
+        await pool.shutdown()
     }
 }
+
+extension APNsClient: RegisteredProviderClient {}

@@ -1,5 +1,6 @@
 import HeraldPrimitives
 public import NIOCore
+public import ProviderHTTP2
 
 /// Where the client connects.
 public struct APNsEndpoint: Hashable, Sendable, CustomStringConvertible {
@@ -26,27 +27,8 @@ public enum APNsCredentials: Sendable {
     case pkcs12(der: [UInt8], password: String)
 }
 
-/// Exponential backoff: `initial`, doubling, capped at `maximum`.
-public struct APNsBackoff: Sendable, Equatable {
-    public var initial: Duration
-    public var maximum: Duration
-    /// Each delay is multiplied by a random factor in `jitter...1` (0: full jitter, 1: none).
-    public var jitter: Double
-
-    public init(initial: Duration, maximum: Duration, jitter: Double = 1) {
-        self.initial = initial
-        self.maximum = maximum
-        self.jitter = jitter
-    }
-
-    /// The delay before attempt `failures + 1` (failures ≥ 1).
-    public func delay(afterFailures failures: Int) -> Duration {
-        let exponent = min(max(failures - 1, 0), 30)
-        let base = min(initial.timeInterval * Double(1 << exponent), maximum.timeInterval)
-        let factor = jitter >= 1 ? 1 : Double.random(in: jitter...1)
-        return .nanoseconds(Int64(base * factor * 1e9))
-    }
-}
+/// Exponential backoff: `initial`, doubling, capped at `maximum` (``ProviderBackoff``).
+public typealias APNsBackoff = ProviderBackoff
 
 /// Everything an ``APNsClient`` needs. One client (pool) per credentials and endpoint.
 public struct APNsClientConfiguration: Sendable {

@@ -1,4 +1,4 @@
-import Synchronization
+import ProviderHTTP2
 
 /// Identifies one pool: credentials (never shared across teams) and endpoint.
 public struct APNsPoolKey: Hashable, Sendable, CustomStringConvertible {
@@ -24,7 +24,7 @@ public struct APNsPoolKey: Hashable, Sendable, CustomStringConvertible {
 /// Herald instance serves many apps, teams and environments without keys of
 /// different teams sharing a connection.
 public final class APNsPoolRegistry: Sendable {
-    private let clients = Mutex<[APNsPoolKey: APNsClient]>([:])
+    private let clients = ProviderClientRegistry<APNsPoolKey, APNsClient>()
 
     public init() {}
 
@@ -32,30 +32,16 @@ public final class APNsPoolRegistry: Sendable {
     public func client(
         for key: APNsPoolKey, configuration: () throws -> APNsClientConfiguration
     ) throws -> APNsClient {
-        try clients.withLock { clients in
-            if let existing = clients[key] { return existing }
-            let client = try APNsClient(configuration: configuration())
-            clients[key] = client
-            return client
-        }
+        try clients.client(for: key) { try APNsClient(configuration: configuration()) }
     }
 
     /// Status of every pool, for operators.
     public func statuses() async -> [(key: APNsPoolKey, status: APNsPoolStatus)] {
-        let all = clients.withLock { Array($0) }
-        var result: [(key: APNsPoolKey, status: APNsPoolStatus)] = []
-        for (key, client) in all.sorted(by: { $0.key.description < $1.key.description }) {
-            result.append((key, await client.status()))
-        }
-        return result
+        await clients.statuses()
     }
 
     /// Shuts every pool down and forgets them.
     public func shutdown() async {
-        let all = clients.withLock { clients in
-            defer { clients.removeAll() }
-            return Array(clients.values)
-        }
-        for client in all { await client.shutdown() }
+        await clients.shutdown()
     }
 }

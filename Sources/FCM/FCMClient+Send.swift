@@ -79,9 +79,11 @@ extension FCMClient {
                     throw CancellationError()
                 case .handOverNotRecorded(let why):
                     throw FCMError.handOverNotRecorded(why)
+                case .credentials(let why):
+                    throw FCMError.connectionFailed(why)  // FCM streams carry no pool credential
                 }
             }
-            let retryAfter = answer.retryAfter.flatMap { FCMRetryAfter.parse($0, now: clock.now()) }
+            let retryAfter = answer.keptHeader.flatMap { FCMRetryAfter.parse($0, now: clock.now()) }
             var response = FCMErrorBody.response(
                 status: answer.status, body: answer.body, truncated: answer.bodyTruncated, retryAfter: retryAfter)
             response.attempts = attempts

@@ -2,6 +2,7 @@ public import Logging
 import HeraldPrimitives
 import NIOCore
 import NIOPosix
+import ProviderHTTP2
 import Synchronization
 import TLSTransport
 
@@ -38,19 +39,20 @@ public final class FCMClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
-        var settings = FCMPoolSettings(
-            label: "FCM", endpoint: configuration.endpoint, clock: configuration.clock,
+        var settings = HTTP2PoolSettings(
+            label: "FCM", host: configuration.endpoint.host, port: configuration.endpoint.port, clock: configuration.clock,
             maxConnections: configuration.maxConnections,
             maxConcurrentStreamsPerConnection: configuration.maxConcurrentStreamsPerConnection,
             responseTimeout: configuration.requestTimeout, pingInterval: configuration.pingInterval,
             idleTimeout: configuration.idleTimeout, connectTimeout: configuration.connectTimeout,
             reconnectBackoff: configuration.reconnectBackoff)
-        pool = FCMHTTP2Pool(settings: settings, tls: tls, group: group, logger: logger)
+        pool = FCMHTTP2Pool(settings: settings, adapter: FCMHTTP2Adapter(), tls: tls, group: group, logger: logger)
         settings.label = "OAuth token endpoint"
-        settings.endpoint = FCMEndpoint(host: tokenURL.host, port: tokenURL.port)
+        settings.host = tokenURL.host
+        settings.port = tokenURL.port
         settings.maxConnections = 1
         settings.idleTimeout = .seconds(120)
-        let tokenPool = FCMHTTP2Pool(settings: settings, tls: tls, group: group, logger: logger)
+        let tokenPool = FCMHTTP2Pool(settings: settings, adapter: FCMHTTP2Adapter(), tls: tls, group: group, logger: logger)
         self.tokenPool = tokenPool
         let clock = configuration.clock
         let timeout = configuration.requestTimeout
@@ -123,6 +125,7 @@ public final class FCMClient: Sendable {
             result = FCMTokenResponse.parse(status: answer.status, body: answer.body, truncated: answer.bodyTruncated)
         } catch {
             var retryable = true
+            if case .credentials = error { retryable = false }
             if case .connectFailed(_, let canRetry) = error { retryable = canRetry }
             if error == .shutdown { retryable = false }
             result = .failure(FCMTokenFailure(description: "\(url) unreachable: \(error)", retryable: retryable))
@@ -135,3 +138,5 @@ public final class FCMClient: Sendable {
         return result
     }
 }
+
+extension FCMClient: RegisteredProviderClient {}

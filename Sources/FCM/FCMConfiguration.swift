@@ -1,27 +1,9 @@
 public import NIOCore
 import HeraldPrimitives
+public import ProviderHTTP2
 
-/// Exponential backoff: `initial`, doubling, capped at `maximum`, each delay
-/// multiplied by a random factor in `jitter...1` (0: full jitter, 1: none).
-public struct FCMBackoff: Sendable, Equatable {
-    public var initial: Duration
-    public var maximum: Duration
-    public var jitter: Double
-
-    public init(initial: Duration, maximum: Duration, jitter: Double = 1) {
-        self.initial = initial
-        self.maximum = maximum
-        self.jitter = jitter
-    }
-
-    /// The delay before attempt `failures + 1` (failures ≥ 1), with `random` in 0...1.
-    public func delay(afterFailures failures: Int, random: Double = Double.random(in: 0...1)) -> Duration {
-        let exponent = min(max(failures - 1, 0), 30)
-        let base = min(initial.timeInterval * Double(1 << exponent), maximum.timeInterval)
-        let factor = jitter >= 1 ? 1 : jitter + (1 - jitter) * min(max(random, 0), 1)
-        return .nanoseconds(Int64(base * factor * 1e9))
-    }
-}
+/// Exponential backoff: `initial`, doubling, capped at `maximum`, with jitter (``ProviderBackoff``).
+public typealias FCMBackoff = ProviderBackoff
 
 extension Duration {
     static func seconds(interval: Double) -> Duration { .nanoseconds(Int64(max(interval, 0) * 1e9)) }

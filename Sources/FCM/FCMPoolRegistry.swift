@@ -1,5 +1,5 @@
 public import Logging
-import Synchronization
+import ProviderHTTP2
 
 /// Identifies one client: the service account (never shared across
 /// accounts) and the endpoint.
@@ -25,7 +25,7 @@ public struct FCMPoolKey: Hashable, Sendable, CustomStringConvertible {
 /// one Herald instance serves several projects without their tokens or
 /// connections mixing.
 public final class FCMPoolRegistry: Sendable {
-    private let clients = Mutex<[FCMPoolKey: FCMClient]>([:])
+    private let clients = ProviderClientRegistry<FCMPoolKey, FCMClient>()
     private let logger: Logger
 
     public init(logger: Logger = Logger(label: "herald.fcm")) {
@@ -34,30 +34,16 @@ public final class FCMPoolRegistry: Sendable {
 
     /// The client for `key`, created with `configuration()` the first time.
     public func client(for key: FCMPoolKey, configuration: () throws -> FCMClientConfiguration) throws -> FCMClient {
-        try clients.withLock { clients in
-            if let existing = clients[key] { return existing }
-            let client = try FCMClient(configuration: configuration(), logger: logger)
-            clients[key] = client
-            return client
-        }
+        try clients.client(for: key) { try FCMClient(configuration: configuration(), logger: logger) }
     }
 
     /// Status of every client, for operators.
     public func statuses() async -> [(key: FCMPoolKey, status: FCMPoolStatus)] {
-        let all = clients.withLock { Array($0) }
-        var result: [(key: FCMPoolKey, status: FCMPoolStatus)] = []
-        for (key, client) in all.sorted(by: { $0.key.description < $1.key.description }) {
-            result.append((key, await client.status()))
-        }
-        return result
+        await clients.statuses()
     }
 
     /// Shuts every client down and forgets them.
     public func shutdown() async {
-        let all = clients.withLock { clients in
-            defer { clients.removeAll() }
-            return Array(clients.values)
-        }
-        for client in all { await client.shutdown() }
+        await clients.shutdown()
     }
 }

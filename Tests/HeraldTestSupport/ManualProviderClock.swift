@@ -1,14 +1,15 @@
-public import APNs
+public import ProviderHTTP2
 public import HeraldPrimitives
 public import NIOCore
 import Synchronization
 
-/// The APNs client's clock, moved by the test: sleepers (retry pauses) and
-/// timers (response timeouts, request deadlines, reconnect backoff) wake only
+/// The provider clients' clock (APNs and FCM), moved by the test: sleepers
+/// (retry pauses, rate waits) and timers (response timeouts, request
+/// deadlines, reconnect backoff, keep-alive, token refresh) wake only
 /// when it passes them, never by themselves, however long the test takes.
 /// With `autoAdvance`, `sleep` moves time forward at once instead (and fires
 /// the timers that passes).
-public final class ManualAPNsClock: APNsClock, Sendable {
+public final class ManualProviderClock: ProviderClock, Sendable {
     private struct Timer {
         var id: Int
         var fire: Timestamp
@@ -93,7 +94,7 @@ public final class ManualAPNsClock: APNsClock, Sendable {
 
     public func scheduleTimer(
         after duration: Duration, on loop: any EventLoop, _ body: @escaping @Sendable () -> Void
-    ) -> APNsTimer {
+    ) -> ProviderTimer {
         let (id, ready) = state.withLock { state in
             state.nextTimer += 1
             let id = state.nextTimer
@@ -102,7 +103,7 @@ public final class ManualAPNsClock: APNsClock, Sendable {
             return (id, state.readyWaiters())
         }
         for waiter in ready { waiter.resume() }
-        return APNsTimer { [self] in
+        return ProviderTimer { [self] in
             state.withLock { state in
                 state.timers.removeAll { $0.id == id }
                 state.unclaimedWaits.removeAll { $0.timer == id }
@@ -165,3 +166,9 @@ public final class ManualAPNsClock: APNsClock, Sendable {
         }
     }
 }
+
+/// The APNs tests' name for the one manual clock.
+public typealias ManualAPNsClock = ManualProviderClock
+
+/// The FCM tests' name for the one manual clock.
+public typealias ManualFCMClock = ManualProviderClock

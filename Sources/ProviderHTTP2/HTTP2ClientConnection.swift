@@ -4,45 +4,50 @@ import HeraldPrimitives
 import NIOCore
 import TLSTransport
 
-/// One HTTP/2 connection to APNs: an nghttp2 client session in memory mode
-/// behind ``OpenSSLHandler``. Lives on one event loop; every method runs there.
-final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchecked Sendable {
+/// One HTTP/2 connection to a provider: an nghttp2 client session in memory
+/// mode behind ``OpenSSLHandler``. Lives on one event loop; every entry point
+/// asserts it (free in release builds). Its life is an
+/// ``HTTP2ConnectionStateMachine``.
+final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHandler, HTTP2SessionDelegate, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
-
-    enum State { case connecting, ready, draining, closed }
 
     let id: Int
     let eventLoop: any EventLoop
     private let authority: String
-    private let tokens: ProviderTokenCache?
-    let clock: any APNsClock
+    let clock: any ProviderClock
     private let localStreamCap: Int
     private let responseTimeout: Duration
     let pingInterval: Duration
     let idleTimeout: Duration?
-    weak var delegate: (any APNsConnectionDelegate)?
+    weak var slot: HTTP2ClientSlot<Adapter>?
 
-    private(set) var state: State = .connecting
+    var machine = HTTP2ConnectionStateMachine()
     private var context: ChannelHandlerContext?
     var session: HTTP2Session?
-    private(set) var streams: [Int32: StreamState] = [:]
+    private(set) var streams: [Int32: HTTP2StreamState<Adapter>] = [:]
     private var outbound: ByteBuffer
+    /// nghttp2 is delivering events (or draining output): do not re-enter it.
     private var insideReceive = false
+    /// A stream closed in this batch: the slot may start queued requests.
     private var capacityFreed = false
-    private var closeError: APNsError?
-    /// The next keep-alive check, on the client's clock.
-    var keepAlive: APNsTimer?
+    /// The first reason the connection is ending with (kept until the channel is gone).
+    private var closeError: HTTP2ClientError?
+    /// The next keep-alive check, on the pool's clock.
+    var keepAlive: ProviderTimer?
     var lastActivity: Timestamp
     var lastStreamActivity: Timestamp
-    var pingOutstanding = false
+    private var flushScheduled = false
+    /// Last: the one stored property whose size depends on the adapter, so
+    /// every field above keeps a fixed offset in unspecialized code.
+    private let adapter: Adapter
 
-    init(id: Int, eventLoop: any EventLoop, authority: String, tokens: ProviderTokenCache?, clock: any APNsClock,
+    init(id: Int, eventLoop: any EventLoop, authority: String, adapter: Adapter, clock: any ProviderClock,
          localStreamCap: Int, responseTimeout: Duration, pingInterval: Duration, idleTimeout: Duration?) {
         self.id = id
         self.eventLoop = eventLoop
         self.authority = authority
-        self.tokens = tokens
+        self.adapter = adapter
         self.clock = clock
         self.localStreamCap = localStreamCap
         self.responseTimeout = responseTimeout
@@ -57,12 +62,10 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     /// Streams open now.
     var inFlight: Int { streams.count }
 
-    /// True when a new stream may start now.
-    var canStartStream: Bool { freeStreams > 0 }
-
     /// How many more streams may start now.
     var freeStreams: Int {
-        guard state == .ready, let session else { return 0 }
+        eventLoop.assertInEventLoop()
+        guard machine.isReady, let session else { return 0 }
         let remote = Int(session.remoteSetting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
         return min(remote, localStreamCap) - streams.count
     }
@@ -70,11 +73,13 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     // MARK: Channel events
 
     func handlerAdded(context: ChannelHandlerContext) {
+        eventLoop.assertInEventLoop()
         self.context = context
         outbound = context.channel.allocator.buffer(capacity: 4096)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        eventLoop.assertInEventLoop()
         if event is TLSHandshakeCompleted {
             startSession()
         }
@@ -82,6 +87,7 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        eventLoop.assertInEventLoop()
         guard let session else { return }
         let buffer = unwrapInboundIn(data)
         lastActivity = clock.now()
@@ -99,31 +105,34 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        eventLoop.assertInEventLoop()
         closed(error: closeError ?? .connectionClosed("connection closed"))
     }
 
     /// The TCP connect itself failed.
-    func failedToConnect(_ error: APNsError) {
+    func failedToConnect(_ error: HTTP2ClientError) {
+        eventLoop.assertInEventLoop()
         if closeError == nil { closeError = error }
         closed(error: closeError)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        eventLoop.assertInEventLoop()
         closed(error: closeError ?? .connectionClosed("connection closed by peer"))
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        let apnsError: APNsError
+        eventLoop.assertInEventLoop()
+        let connecting = machine.isConnecting
+        let transportError: HTTP2ClientError
         if let tls = error as? TLSError {
             let retryable = tls.kind == .handshakeFailed || tls.kind == .protocolError
-            apnsError = state == .connecting ? .connectFailed(tls.description, retryable: retryable)
-                : .connectionClosed(tls.description)
+            transportError = connecting ? .connectFailed(tls.description, retryable: retryable) : .connectionClosed(tls.description)
         } else {
-            apnsError = state == .connecting ? .connectFailed("\(error)", retryable: true)
-                : .connectionClosed("\(error)")
+            transportError = connecting ? .connectFailed("\(error)", retryable: true) : .connectionClosed("\(error)")
         }
-        if closeError == nil { closeError = apnsError }
+        if closeError == nil { closeError = transportError }
         context.close(promise: nil)
     }
 
@@ -147,63 +156,50 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     }
 
     func http2Session(_ session: HTTP2Session, event: HTTP2SessionEvent) {
+        eventLoop.assertInEventLoop()
         switch event {
         case .header(let streamID, _, _, let name, let value):
             guard let stream = streams[streamID] else { return }
             if bytesEqual(name, ":status") {
                 stream.status = Int(String(decoding: value, as: UTF8.self)) ?? 0
-            } else if bytesEqual(name, "apns-id") {
-                stream.apnsID = String(decoding: value, as: UTF8.self)
+            } else if bytesEqual(name, Adapter.keptHeader), value.count <= Adapter.keptHeaderMaximumBytes {
+                stream.keptHeader = String(decoding: value, as: UTF8.self)
             }
         case .dataChunk(let streamID, _, let bytes):
-            guard let stream = streams[streamID] else { return }
-            if stream.body.count + bytes.count <= 65_536 { stream.body.append(contentsOf: bytes) }
+            streams[streamID]?.append(bytes)
         case .streamClosed(let streamID, _, let errorCode):
             streamClosed(streamID, errorCode: errorCode)
         case .settings:
-            receivedSettings()
+            if machine.settingsReceived() { slot?.connectionReady(self) }
         case .goaway:
-            receivedGoAway()
+            if machine.stopAccepting() { slot?.connectionStoppedAccepting(self) }
         case .pingAck:
-            pingOutstanding = false
+            machine.pingAcknowledged()
         case .beginHeaders, .headersComplete, .endStream, .resetReceived, .endStreamSent, .pingReceived:
             break
         }
     }
 
-    /// The server's SETTINGS arrived: streams may start.
-    private func receivedSettings() {
-        guard state == .connecting else { return }
-        state = .ready
-        delegate?.connectionReady(self)
-    }
-
-    private func receivedGoAway() {
-        guard state == .ready || state == .connecting else { return }
-        state = .draining
-        delegate?.connectionStoppedAccepting(self)
-    }
-
-    /// Starts a stream for `pending`. The caller checked ``canStartStream``.
-    func start(_ pending: PendingRequest) {
+    /// Starts a stream for `pending`. The caller checked ``freeStreams``.
+    func start(_ pending: HTTP2PendingRequest<Adapter>) {
+        eventLoop.assertInEventLoop()
         guard let session, !pending.completed else { return }
-        let token: ProviderTokenCache.Token?
+        let credential: Adapter.Credential?
         do {
-            token = try tokens?.current(now: clock.now())
+            credential = try adapter.credential(now: clock.now())
         } catch {
-            pending.fail(.configuration("cannot sign provider token: \(error)"))
+            pending.fail(error)
             return
         }
         let request = pending.request
         var headers: [(name: String, value: String)] = [
-            (":method", "POST"), (":scheme", "https"), (":authority", authority),
-            (":path", "/3/device/" + request.deviceToken),
+            (":method", "POST"), (":scheme", "https"), (":authority", authority), (":path", request.path),
         ]
         headers.reserveCapacity(request.headers.count + 6)
-        if let token { headers.append(("authorization", "bearer " + token.value)) }
+        if let credential { headers.append(adapter.header(for: credential)) }
         headers.append(contentsOf: request.headers)
-        headers.append(("content-length", String(request.payload.count)))
-        let stream = StreamState(pending: pending, token: token?.value)
+        headers.append(("content-length", String(request.body.count)))
+        let stream = HTTP2StreamState(pending: pending, credential: credential)
         let submitted = NGHTTP2Headers.with(headers) { nva, count in
             Result { () throws(HTTP2SessionError) in
                 try session.submitRequest(headers: nva, count: count, body: stream.payload, streamData: nil)
@@ -217,11 +213,10 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
             return
         }
         streams[streamID] = stream
-        pending.connection = self
-        pending.streamID = streamID
+        pending.written(on: self, streamID: streamID)
         lastStreamActivity = clock.now()
-        // A hung endpoint must not hold the request until its TTL: reset the
-        // stream after the response timeout; the client retries.
+        // A hung endpoint must not hold the request until its deadline: reset
+        // the stream after the response timeout; the client retries.
         stream.responseTimer = clock.scheduleTimer(after: responseTimeout, on: eventLoop) { [weak self] in
             self?.cancelStream(streamID, because: .responseTimeout)
         }
@@ -234,8 +229,6 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
         if !insideReceive { flushSoon() }
     }
 
-    private var flushScheduled = false
-
     /// Coalesces writes of many `start` calls made in one event-loop tick.
     private func flushSoon() {
         guard !flushScheduled else { return }
@@ -247,7 +240,8 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     }
 
     /// Resets a stream we no longer want an answer for.
-    func cancelStream(_ streamID: Int32, because error: APNsError) {
+    func cancelStream(_ streamID: Int32, because error: HTTP2ClientError) {
+        eventLoop.assertInEventLoop()
         guard let session, let stream = streams[streamID] else { return }
         stream.abandonedWith = error
         do {
@@ -268,12 +262,8 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
         if let abandoned = stream.abandonedWith {
             stream.pending.fail(abandoned)
         } else if stream.status != 0 && errorCode == NGHTTP2_NO_ERROR.rawValue {
-            let response = APNsResponse.parse(status: stream.status, apnsID: stream.apnsID, body: stream.body)
-            if response.reason == .expiredProviderToken, let token = stream.token {
-                // One token per connection: retire this one; the retry opens a fresh connection and token.
-                tokens?.expire(token)
-                retire()
-            }
+            let (response, retireConnection) = adapter.response(to: stream.answer, credential: stream.credential)
+            if retireConnection { retire() }
             stream.pending.succeed(response)
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
             stream.pending.fail(.streamRefused)
@@ -284,35 +274,37 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
 
     /// Stop taking streams, finish the open ones, then close.
     func retire() {
-        guard state == .ready || state == .connecting else { return }
-        state = .draining
+        eventLoop.assertInEventLoop()
+        guard machine.stopAccepting() else { return }
         if let session {
             do { try session.submitGoaway(lastStreamID: session.lastProcessedStreamID) } catch {
                 close(error: .connectionClosed("\(error)"))
                 return
             }
         }
-        delegate?.connectionStoppedAccepting(self)
+        slot?.connectionStoppedAccepting(self)
         if !insideReceive { afterEvents() }
     }
 
     /// After a batch of received frames: write what nghttp2 queued, free capacity, close if done.
     func afterEvents() {
+        eventLoop.assertInEventLoop()
         flush()
         if capacityFreed {
             capacityFreed = false
-            if state == .ready {
-                delegate?.connectionHasCapacity(self)
+            if machine.isReady {
+                slot?.connectionHasCapacity(self)
                 flush()
             }
         }
-        if state == .draining && streams.isEmpty {
+        if case .draining = machine.state, streams.isEmpty {
             close(error: nil)
         }
     }
 
     func flush() {
-        guard let session, let context, state != .closed, !insideReceive else { return }
+        eventLoop.assertInEventLoop()
+        guard let session, let context, !machine.isClosed, !insideReceive else { return }
         insideReceive = true
         do {
             try session.drainOutput(into: &outbound)
@@ -327,16 +319,17 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
             outbound = context.channel.allocator.buffer(capacity: 4096)
             context.writeAndFlush(wrapOutboundOut(chunk), promise: nil)
         }
-        if session.isFinished && state != .connecting {
+        if session.isFinished && !machine.isConnecting {
             close(error: nil)
         }
     }
 
     // MARK: Closing
 
-    func close(error: APNsError?) {
+    func close(error: HTTP2ClientError?) {
+        eventLoop.assertInEventLoop()
         if closeError == nil { closeError = error }
-        if let context, state != .closed {
+        if let context, !machine.isClosed {
             context.close(promise: nil)
         } else {
             closed(error: error)
@@ -344,10 +337,9 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
     }
 
     /// The channel is gone: fail what is still open and tell the slot.
-    func closed(error: APNsError?) {
-        guard state != .closed else { return }
-        let wasReady = state != .connecting
-        state = .closed
+    func closed(error: HTTP2ClientError?) {
+        eventLoop.assertInEventLoop()
+        guard let wasReady = machine.closed() else { return }
         keepAlive?.cancel()
         keepAlive = nil
         let open = streams
@@ -357,7 +349,7 @@ final class APNsConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchec
             stream.responseTimer?.cancel()
             stream.pending.fail(stream.abandonedWith ?? reason)
         }
-        delegate?.connectionClosed(self, error: error, wasReady: wasReady)
+        slot?.connectionClosed(self, error: error, wasReady: wasReady)
         context = nil
     }
 }

@@ -2,31 +2,33 @@ import HeraldPrimitives
 
 /// Keep-alive: PING a quiet connection, close one whose PING went
 /// unanswered for a whole interval, retire one idle past `idleTimeout`.
-extension APNsConnection {
+extension HTTP2ClientConnection {
     /// Arms the next keep-alive check one ping interval from now (a timer on
-    /// the client's clock: a test's manual clock drives pings and idle closes).
+    /// the pool's clock: a test's manual clock drives pings and idle closes).
     func scheduleKeepAlive() {
+        eventLoop.assertInEventLoop()
         keepAlive = clock.scheduleTimer(after: pingInterval, on: eventLoop) { [weak self] in
             self?.keepAliveTick()
         }
     }
 
     private func keepAliveTick() {
+        eventLoop.assertInEventLoop()
         keepAlive = nil
-        guard let session, state == .ready || state == .draining else { return }
+        guard let session else { return }
+        let action = machine.keepAliveTick(
+            now: clock.now(), lastActivity: lastActivity, lastStreamActivity: lastStreamActivity,
+            hasStreams: !streams.isEmpty, pingInterval: pingInterval, idleTimeout: idleTimeout)
+        if action == .stop { return }
         scheduleKeepAlive()
-        let now = clock.now()
-        if let idleTimeout, streams.isEmpty,
-           now.timeIntervalSince(lastStreamActivity) >= idleTimeout.timeInterval {
+        switch action {
+        case .stop, .none:
+            break
+        case .retireIdle:
             retire()
-            return
-        }
-        if pingOutstanding {
+        case .closeUnanswered:
             close(error: .connectionClosed("PING not answered"))
-            return
-        }
-        if now.timeIntervalSince(lastActivity) >= pingInterval.timeInterval {
-            pingOutstanding = true
+        case .ping:
             do { try session.submitPing(payload: 0) } catch {
                 close(error: .connectionClosed("\(error)"))
                 return

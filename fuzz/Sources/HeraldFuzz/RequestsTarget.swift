@@ -81,7 +81,7 @@ enum RequestsTarget {
         let input = try OfflineHandlers.scheduleInput(bytes)
         let now = ServiceHarness.nowMilliseconds
         let validated = try Validator.validate(
-            input, now: Timestamp(milliseconds: now), split: ABSplit(), graceSeconds: 30,
+            input, now: Timestamp(milliseconds: now), split: ABSplit(), graceSeconds: ServiceHarness.graceSeconds,
             generateIdempotencyKey: { "fuzz-key" })
         let message = validated.message
         let stored = StoredMessage(

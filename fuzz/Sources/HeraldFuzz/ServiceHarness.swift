@@ -24,6 +24,9 @@ final class ServiceHarness: Sendable {
 
     static let shared = ServiceHarness()
 
+    /// Schedule's grace, the server's default.
+    static let graceSeconds = HeraldConfiguration().graceSeconds
+
     /// The server's handlers (HeraldService's `OfflineHandlers` seam).
     let handlers: OfflineHandlers
 
@@ -38,7 +41,8 @@ final class ServiceHarness: Sendable {
         } catch {
             fatalError("herald-fuzz: cannot open the store: \(error)")
         }
-        handlers = OfflineHandlers(store: store, clock: FixedClock(), graceSeconds: 30, logger: logger)
+        handlers = OfflineHandlers(
+            store: store, clock: FixedClock(), graceSeconds: Self.graceSeconds, logger: logger)
     }
 
     /// Runs an async handler to completion from libFuzzer's synchronous

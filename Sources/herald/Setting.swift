@@ -21,6 +21,8 @@ struct Setting<Value: Sendable>: Sendable {
     let doc: String
     /// SIGHUP re-reads the file this setting names.
     var reloadable = false
+    /// No layer giving a value is an error (a flag-only command's required option).
+    var required = false
     /// Parses and checks one raw value (a flag's, a variable's or a config
     /// line's); throws a `ValidationError` naming `origin`.
     let read: @Sendable (_ raw: String, _ origin: String) throws -> Value
@@ -55,6 +57,7 @@ protocol AnySetting: Sendable {
     var defaultText: String { get }
     var doc: String { get }
     var reloadable: Bool { get }
+    var required: Bool { get }
     func environmentName(in table: SettingsTable) -> String?
     /// Reads one raw value (erased).
     func readAny(_ raw: String, origin: String) throws -> any Sendable
@@ -91,6 +94,30 @@ extension Setting where Value == Int {
                 if let problem = rule(parsed) { throw ValidationError("\(origin): \(problem)") }
                 return parsed
             })
+    }
+}
+
+extension Setting where Value == Int? {
+    /// An integer with no default (nil when not given).
+    static func optionalInteger(
+        _ name: String, _ doc: String, check rule: @escaping SettingRule<Int> = { _ in nil }
+    ) -> Setting {
+        Setting(
+            name: name, shape: .single, placeholder: "integer", defaultText: "", defaultValue: { nil }, doc: doc,
+            read: { raw, origin in
+                guard let parsed = Int(raw) else { throw ValidationError("\(origin): must be an integer, got \"\(raw)\"") }
+                if let problem = rule(parsed) { throw ValidationError("\(origin): \(problem)") }
+                return parsed
+            })
+    }
+}
+
+extension Setting {
+    /// The same setting, required: a command fails without it.
+    func isRequired() -> Setting {
+        var copy = self
+        copy.required = true
+        return copy
     }
 }
 
@@ -199,4 +226,6 @@ enum SettingRules {
     static let notNegative: SettingRule<Int> = { $0 >= 0 ? nil : "must not be negative, got \($0)" }
 
     static let notEmpty: SettingRule<String> = { $0.isEmpty ? "must not be empty" : nil }
+
+    static let positive: SettingRule<Int> = { $0 > 0 ? nil : "must be positive, got \($0)" }
 }

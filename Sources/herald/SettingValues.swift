@@ -1,3 +1,5 @@
+import ArgumentParser
+
 /// Every setting of a table resolved: each value of each layer read
 /// (parsed and checked, overridden ones included: a typo anywhere stops
 /// start-up naming where it came from, `--port`, `HERALD_PORT` or
@@ -6,6 +8,16 @@
 struct SettingValues: Sendable {
     private var values: [String: any Sendable] = [:]
     private var origins: [String: [String]] = [:]
+    /// The positional arguments (the table's `positionals`, in order).
+    private(set) var positionals: [String] = []
+
+    /// A flag-only command's settings, from the arguments ArgumentParser
+    /// did not recognize.
+    init(flags arguments: [String], table: SettingsTable) throws {
+        try self.init(
+            table: table, arguments: try SettingArguments.parse(arguments, table: table),
+            environment: { _ in nil }, file: nil)
+    }
 
     /// - Parameters:
     ///   - environment: a variable's value (empty counts as not set).
@@ -14,6 +26,7 @@ struct SettingValues: Sendable {
         table: SettingsTable, arguments: SettingArguments,
         environment: (String) -> String?, file: ConfigFile?
     ) throws {
+        positionals = arguments.positionals
         for setting in table.settings {
             let name = setting.name
             var fromEnvironment: (value: any Sendable, origin: String)?
@@ -36,6 +49,9 @@ struct SettingValues: Sendable {
                 inUse = [fromEnvironment]
             } else {
                 inUse = fromFile.last.map { [$0] } ?? []
+            }
+            if inUse.isEmpty && setting.required {
+                throw ValidationError("Missing expected argument '--\(name) <\(setting.placeholder)>'")
             }
             values[name] = inUse.isEmpty ? setting.defaultAny() : setting.combineAny(inUse.map(\.value))
             origins[name] = inUse.isEmpty ? ["--\(name)"] : inUse.map(\.origin)

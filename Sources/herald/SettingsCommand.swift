@@ -14,10 +14,20 @@ struct SettingsCommand: ParsableCommand {
     @Flag(help: "Print the Markdown table, between its markers.")
     var markdown = false
 
+    /// The other commands' tables, after serve's.
+    static let flagOnlyTables = [
+        APNsSimCommand.Settings.table, FCMSimCommand.Settings.table, BackupCommand.Settings.table,
+        TLSSelfSignedCommand.Settings.table,
+    ]
+
     func run() throws {
         guard markdown else { throw ValidationError("give --markdown") }
         print(SettingsReference.beginMarker)
         print(SettingsReference.markdown(ServeSettings.table))
+        for table in Self.flagOnlyTables {
+            print("\n`herald \(table.command)` (flags only):\n")
+            print(SettingsReference.markdown(table))
+        }
         print(SettingsReference.endMarker)
     }
 }

@@ -30,6 +30,7 @@ enum SettingsReference {
             let flag = "--\(setting.name)" + (setting.shape == .switch ? "" : " <\(setting.placeholder)>")
                 + (setting.shape == .list ? " ..." : "")
             var notes: [String] = []
+            if setting.required { notes.append("required") }
             if !setting.defaultText.isEmpty { notes.append("default: \(setting.defaultText)") }
             if let variable = setting.environmentName(in: table) { notes.append("env \(variable)") }
             if setting.reloadable { notes.append("SIGHUP re-reads it") }
@@ -39,24 +40,25 @@ enum SettingsReference {
         return lines.joined(separator: "\n")
     }
 
-    /// The Markdown reference table of `table`, one row a setting.
+    /// The Markdown reference table of `table`, one row a setting (a
+    /// flag-only table has no environment and SIGHUP columns).
     static func markdown(_ table: SettingsTable) -> String {
-        var lines = [
-            "| flag / config key | environment | value | default | SIGHUP | what it sets |",
-            "|---|---|---|---|---|---|",
-        ]
+        var lines = table.layered
+            ? ["| flag / config key | environment | value | default | SIGHUP | what it sets |", "|---|---|---|---|---|---|"]
+            : ["| flag | value | default | what it sets |", "|---|---|---|---|"]
         for setting in table.settings {
             let value = switch setting.shape {
             case .single: setting.placeholder
-            case .switch: "switch (true/false)"
+            case .switch: table.layered ? "switch (true/false)" : "switch"
             case .list: "\(setting.placeholder), repeatable"
             }
-            let variable = setting.environmentName(in: table).map { "`\($0)`" } ?? "—"
-            let defaultText = setting.defaultText.isEmpty ? "—" : "`\(setting.defaultText)`"
-            let cells = [
-                "`--\(setting.name)`", variable, cell(value), defaultText, setting.reloadable ? "re-read" : "",
-                cell(setting.doc),
-            ]
+            let defaultText = setting.required ? "required" : setting.defaultText.isEmpty ? "—" : "`\(setting.defaultText)`"
+            let cells = table.layered
+                ? [
+                    "`--\(setting.name)`", setting.environmentName(in: table).map { "`\($0)`" } ?? "—", cell(value),
+                    defaultText, setting.reloadable ? "re-read" : "", cell(setting.doc),
+                ]
+                : ["`--\(setting.name)`", cell(value), defaultText, cell(setting.doc)]
             lines.append("| " + cells.joined(separator: " | ") + " |")
         }
         return lines.joined(separator: "\n")

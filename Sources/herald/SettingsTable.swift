@@ -9,11 +9,14 @@ struct SettingsTable: Sendable {
     let command: String
     let layered: Bool
     let settings: [any AnySetting]
+    /// Positional arguments the command takes, by name (`file`), all required.
+    let positionals: [String]
 
-    init(command: String, layered: Bool, settings: [any AnySetting]) {
+    init(command: String, layered: Bool, settings: [any AnySetting], positionals: [String] = []) {
         self.command = command
         self.layered = layered
         self.settings = settings
+        self.positionals = positionals
         // Declared once: a name given twice is a programming error.
         precondition(Set(settings.map(\.name)).count == settings.count, "\(command): a setting is declared twice")
     }
@@ -27,6 +30,8 @@ struct SettingsTable: Sendable {
 /// arguments ArgumentParser did not recognize).
 struct SettingArguments: Sendable {
     private(set) var given: [String: [String]] = [:]
+    /// The positional arguments, one per name of the table's `positionals`.
+    private(set) var positionals: [String] = []
 
     /// `--name VALUE`, `--name=VALUE`, or `--name` alone for a switch;
     /// anything else (an unknown option, a positional argument, a missing
@@ -38,7 +43,11 @@ struct SettingArguments: Sendable {
             let argument = arguments[index]
             index += 1
             guard argument.hasPrefix("--"), argument != "--" else {
-                throw ValidationError("Unexpected argument '\(argument)'")
+                guard argument != "--", result.positionals.count < table.positionals.count else {
+                    throw ValidationError("Unexpected argument '\(argument)'")
+                }
+                result.positionals.append(argument)
+                continue
             }
             let body = argument.dropFirst(2)
             let parts = body.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -58,6 +67,9 @@ struct SettingArguments: Sendable {
                 index += 1
             }
             result.given[name, default: []].append(value)
+        }
+        if result.positionals.count < table.positionals.count {
+            throw ValidationError("Missing expected argument '<\(table.positionals[result.positionals.count])>'")
         }
         return result
     }

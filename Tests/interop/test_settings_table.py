@@ -46,7 +46,8 @@ def table_rows():
     out = herald(["settings", "--markdown"])
     assert out.returncode == 0, out.stderr
     rows = []
-    for line in out.stdout.splitlines():
+    serve_table = out.stdout.split("\n\n")[0]  # the other commands' tables follow, flags only
+    for line in serve_table.splitlines():
         match = re.match(r"^\| `--([a-z0-9-]+)` \| (`(HERALD_[A-Z0-9_]+)`|—) \| ([^|]*) \| (`([^`]*)`|—) \|", line)
         if match:
             rows.append((match.group(1), match.group(3), match.group(4).strip(), match.group(6)))
@@ -168,3 +169,40 @@ def test_herald_config_names_the_file_when_no_flag_does(tmp_path):
     good.write_text("port = 0\n")
     result = check_config(tmp_path, ["--config", str(good)], env={"HERALD_CONFIG": str(config)})
     assert result.returncode == 0, result.stderr
+
+
+# The other commands' settings come from their tables too (flags only).
+
+@pytest.mark.parametrize("args,needle", [
+    (["apns-sim", "--error-status", "404"], "--error-status: must be 500 or 503, got 404"),
+    (["apns-sim", "--error-rate", "2"], "--error-rate: must be within 0...1"),
+    (["apns-sim", "--port", "many"], '--port: must be an integer, got "many"'),
+    (["apns-sim", "--colour", "blue"], "Unknown option '--colour'"),
+    (["fcm-sim", "--account", "project=p", "--quota-per-minute", "0"], "--quota-per-minute: must be positive, got 0"),
+    (["fcm-sim", "--account", "project=p", "--fault", "meteor"], "unknown kind meteor"),
+    (["fcm-sim", "--bench-connect", "127.0.0.1:1", "--bench-count", "0"], "--bench-count: must be positive"),
+    (["backup", "x.bak"], "Missing expected argument '--data-dir <DIR>'"),
+    (["backup", "--data-dir", "d"], "Missing expected argument '<file>'"),
+    (["backup", "--data-dir", "d", "x.bak", "y.bak"], "Unexpected argument 'y.bak'"),
+    (["tls-selfsigned", "--out", "o", "--days", "0"], "--days: must be 1...3650, got 0"),
+    (["tls-selfsigned", "--days", "3"], "Missing expected argument '--out <DIR>'"),
+])
+def test_a_subcommand_bad_flag_is_one_clear_line(tmp_path, args, needle):
+    result = subprocess.run([herald_binary(), *args], capture_output=True, text=True, timeout=60,
+                            env=clean_env(), cwd=tmp_path)
+    error = one_error_line(result)
+    assert needle in error, error
+    assert not any(tmp_path.iterdir()), list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize("command,flags", [
+    ("apns-sim", ["--error-status", "--bench-p8", "--hang"]),
+    ("fcm-sim", ["--account", "--fault", "--bench-service-account"]),
+    ("backup", ["--data-dir"]),
+    ("tls-selfsigned", ["--out", "--host", "--days"]),
+])
+def test_a_subcommand_help_lists_its_table(command, flags):
+    result = herald([command, "--help"])
+    assert result.returncode == 0, result.stderr
+    for flag in flags:
+        assert flag in result.stdout, (command, flag)

@@ -16,8 +16,9 @@ public enum HeraldVersion {
 
 /// How one Herald instance is set up.
 public struct HeraldConfiguration: Sendable {
-    public var host = "127.0.0.1"
-    public var port = 50051
+    /// The gRPC listener's address (`grpc`'s own defaults).
+    public var host = GRPCServerConfiguration().host
+    public var port = GRPCServerConfiguration().port
     /// Where the embedded store lives (`herald.sqlite` inside).
     public var dataDirectory = "./data"
     /// The gRPC engine's limits (message size, header list, streams).

@@ -79,6 +79,14 @@ def test_every_row_is_a_flag_an_environment_variable_and_a_help_line():
             assert variable in help_text, name
 
 
+def test_the_reloadable_rows_are_the_files_sighup_re_reads():
+    # ConfigReload.swift re-reads the tokens file, the APNs and FCM routes
+    # files, and the TLS files; test_reload.py and test_tls.py test that.
+    out = herald(["settings", "--markdown"]).stdout.split("\n\n")[0]
+    reloadable = {m.group(1) for m in re.finditer(r"^\| `--([a-z0-9-]+)` \|[^|]*\|[^|]*\|[^|]*\| re-read \|", out, re.M)}
+    assert reloadable == {"tokens-file", "apns-routes-file", "fcm-routes-file", "tls-cert", "tls-key", "tls-client-ca"}
+
+
 def numeric_defaults():
     return [(name, default) for name, _, value, default in table_rows()
             if value in ("integer", "number") and default is not None and re.fullmatch(r"-?[0-9.]+", default)]

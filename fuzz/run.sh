@@ -24,10 +24,10 @@ targets=("$@")
 scratch=.build-fuzz
 
 echo "== building herald-fuzz (release, -sanitize=fuzzer,address) in $scratch"
-# -enable-testing: the requests target reaches HeraldService's internal
-# handlers through @testable import, as the unit tests do.
+# The requests target reaches HeraldService's handlers through its
+# `package` seam (OfflineHandlers), so no -enable-testing is needed.
 nice -n 10 swift build -c release --scratch-path "$scratch" --product herald-fuzz \
-  -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing -Xswiftc -DHERALD_LIBFUZZER
+  -Xswiftc -sanitize=fuzzer,address -Xswiftc -DHERALD_LIBFUZZER
 bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path)/herald-fuzz"
 
 # Leak checks off by default: Swift's runtime caches and the requests

@@ -11,7 +11,11 @@
 # of it and OUT_DIR/latest (a link to it), after checking the binary: `ldd` finds every library and
 # none in the toolchain, and it answers --version and --help.
 # The build has its own scratch directory (.build-package), so it does not
-# disturb the debug and release builds in .build.
+# disturb the debug and release builds in .build. It builds every target of
+# the package, not only the herald product (the fuzz targets and herald-bench
+# too): `swift build -c release` with no arguments must succeed on a fresh
+# clone, and this is CI's only release build, so a release-only compile
+# failure (e.g. a `@testable import` outside the tests) fails CI here.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -21,8 +25,8 @@ scratch=${PACKAGE_SCRATCH:-.build-package}
 command -v swift >/dev/null || { echo "package: swift not found on PATH" >&2; exit 2; }
 toolchain=$(cd "$(dirname "$(readlink -f "$(command -v swift)")")/../.." && pwd)
 
-echo "== swift build -c release --static-swift-stdlib (scratch $scratch)"
-swift build -c release --product herald --static-swift-stdlib --scratch-path "$scratch"
+echo "== swift build -c release --static-swift-stdlib, every target (scratch $scratch)"
+swift build -c release --static-swift-stdlib --scratch-path "$scratch"
 bin="$scratch/release/herald"
 
 version=$("$bin" --version)

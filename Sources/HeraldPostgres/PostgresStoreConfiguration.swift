@@ -71,7 +71,9 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
     /// This replica's name, recorded as the `owner` of its claims.
     public var replicaID: String
     /// How long a claim is leased (`lease_until` = claim time + this).
-    public var leaseMilliseconds: Int64 = 30_000
+    public var leaseMilliseconds: Int64 = Self.defaultLeaseMilliseconds
+    /// `leaseMilliseconds` unless set (`herald serve --lease-seconds`'s default).
+    public static let defaultLeaseMilliseconds: Int64 = 30_000
     /// Up to this many rows in `messages` (the planner's estimate), Status
     /// counts finished states exactly; past it, it estimates them
     /// (`PostgresStore.countsByState`). Low: the exact count scans the

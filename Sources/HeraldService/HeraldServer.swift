@@ -16,8 +16,9 @@ public enum HeraldVersion {
 
 /// How one Herald instance is set up.
 public struct HeraldConfiguration: Sendable {
-    public var host = "127.0.0.1"
-    public var port = 50051
+    /// The gRPC listener's address (`grpc`'s own defaults).
+    public var host = GRPCServerConfiguration().host
+    public var port = GRPCServerConfiguration().port
     /// Where the embedded store lives (`herald.sqlite` inside).
     public var dataDirectory = "./data"
     /// The gRPC engine's limits (message size, header list, streams).
@@ -47,7 +48,9 @@ public struct HeraldConfiguration: Sendable {
     /// FCM simulator and delivers every bundle's Android messages to it.
     public var fcmRoutes: [FCMGateway.Route]?
     /// Per Firebase project: most messages sent per minute (a token bucket).
-    public var fcmRatePerMinute = 600_000
+    public var fcmRatePerMinute = Self.defaultFCMRatePerMinute
+    /// `fcmRatePerMinute` unless set: FCM's default quota.
+    public static let defaultFCMRatePerMinute = 600_000
     /// What the bundled FCM simulator is told (tokens, faults).
     public var fcmSimulator = FCMSimulatorSetup()
     /// Most messages being claimed, rendered and admitted at once (global);
@@ -276,11 +279,7 @@ public final class HeraldServer: Service, Sendable {
     /// Everything up to serving: the store, recovery, the gateway, the due
     /// index, the handlers; returns the services in start order.
     private func prepare() async throws -> [any Service] {
-        if configuration.accessPolicy.isOpen && !isLoopbackHost(configuration.host) {
-            throw ConfigurationError(description:
-                "no access tokens are configured, so Herald serves on loopback only; "
-                + "refusing to listen on \(configuration.host) (give --tokens-file, or use 127.0.0.1)")
-        }
+        if let refusal = configuration.openAccessRefusal { throw ConfigurationError(description: refusal) }
         try Self.checkBeforeStarting(configuration)
         let clock = configuration.clock
         let opened = try await OpenedStore.open(configuration, metrics: metrics, logger: logger)

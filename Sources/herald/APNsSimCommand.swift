@@ -22,97 +22,74 @@ struct APNsSimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-sim",
         abstract: "Run the local APNs simulator (HTTP/2 over TLS).",
+        usage: "herald apns-sim [--<setting> <value>]...",
         discussion: """
             Prints `listening on HOST:PORT` once ready. Without --cert/--key a self-signed
             certificate is generated; --ca-out writes it (the CA clients must trust).
             Without --public-key, JWT signatures are not checked.
             With --bench-connect it instead runs a load client against a simulator.
-            """
+
+            """ + SettingsReference.help(Settings.table)
     )
 
-    @Option(help: "Address to listen on.") var host = "127.0.0.1"
-    @Option(help: "Port (0 picks a free one).") var port = 0
-    @Option(help: "Server certificate PEM file.") var cert: String?
-    @Option(help: "Server private key PEM file.") var key: String?
-    @Option(name: .customLong("ca-out"), help: "Write the certificate clients must trust to this file.") var caOut: String?
-    @Option(name: .customLong("key-id"), help: "Expected JWT kid.") var keyID: String?
-    @Option(name: .customLong("team-id"), help: "Expected JWT iss.") var teamID: String?
-    @Option(name: .customLong("public-key"), help: "ES256 public key PEM file verifying JWT signatures.") var publicKey: String?
-    @Option(help: "Allowed apns-topic values, comma-separated (default: any).") var topics: String?
-    @Flag(name: .customLong("allow-missing-token"), help: "Accept requests without a provider token.") var allowMissingToken = false
-    @Option(name: .customLong("max-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS.") var maxStreams = 1000
-    @Option(help: "Answer 410 Unregistered for TOKEN[:timestamp-ms] (repeatable).") var unregistered: [String] = []
-    @Option(name: .customLong("bad-token"), help: "Answer 400 BadDeviceToken for this token (repeatable).") var badTokens: [String] = []
-    @Option(name: .customLong("too-many-requests"), help: "Answer 429 TooManyRequests for this token (repeatable).") var tooManyRequests: [String] = []
-    @Option(name: .customLong("error-rate"), help: "Fraction of requests answered with --error-status.") var errorRate = 0.0
-    @Option(name: .customLong("error-status"), help: "500 or 503.") var errorStatus = 500
-    @Option(name: .customLong("goaway-after"), help: "Send GOAWAY after this many streams per connection.") var goAwayAfter: Int?
-    @Option(name: .customLong("delay-ms"), help: "Delay every response by this many milliseconds.") var delayMilliseconds = 0
-    @Option(help: "Never answer requests for this device token or apns-topic (repeatable): a hung endpoint.") var hang: [String] = []
-    @Flag(help: "Do not log accepted notifications (one stderr line each by default).") var quiet = false
-    @Option(help: "Append each accepted notification to this file as a JSON line (as `serve --sim-record`).") var record: String?
-
-    // Bench client mode.
-    @Option(name: .customLong("bench-connect"), help: "Bench client: simulator HOST:PORT to load.") var benchConnect: String?
-    @Option(name: .customLong("bench-ca"), help: "Bench client: CA file to trust.") var benchCA: String?
-    @Option(name: .customLong("bench-p8"), help: "Bench client: .p8 key file.") var benchKey: String?
-    @Option(name: .customLong("bench-count"), help: "Bench client: notifications to send.") var benchCount = 100_000
-    @Option(name: .customLong("bench-connections"), help: "Bench client: pool connections.") var benchConnections = 1
-    @Option(name: .customLong("bench-concurrency"), help: "Bench client: requests in flight.") var benchConcurrency = 1000
+    /// The settings' flags, read by `Settings.table` (APNsSimSettings.swift).
+    @Argument(parsing: .allUnrecognized, help: .hidden)
+    var arguments: [String] = []
 
     func run() async throws {
-        if let target = benchConnect {
+        typealias S = Settings
+        let settings = try SettingValues(flags: arguments, table: S.table)
+        if let target = settings.given(S.benchConnect) {
             try await APNsBench(
-                target: target, caFile: benchCA, keyFile: benchKey, keyID: keyID ?? "BENCHKEY1",
-                teamID: teamID ?? "BENCHTEAM1", count: benchCount, connections: benchConnections,
-                concurrency: benchConcurrency
+                target: target, caFile: settings.given(S.benchCA), keyFile: settings.given(S.benchKey),
+                keyID: settings.given(S.keyID) ?? "BENCHKEY1", teamID: settings.given(S.teamID) ?? "BENCHTEAM1",
+                count: settings[S.benchCount], connections: settings[S.benchConnections],
+                concurrency: settings[S.benchConcurrency]
             ).run()
             return
         }
         var configuration = APNsSimulatorConfiguration()
-        configuration.host = host
-        configuration.port = port
-        if let cert, let key {
+        configuration.host = settings[S.host]
+        configuration.port = settings[S.port]
+        if let cert = settings.given(S.cert), let key = settings.given(S.key) {
             configuration.certificatePEM = try POSIXFile.readText(cert)
             configuration.keyPEM = try POSIXFile.readText(key)
-        } else if cert != nil || key != nil {
+        } else if settings.given(S.cert) != nil || settings.given(S.key) != nil {
             throw ValidationError("--cert and --key go together")
         }
-        configuration.keyID = keyID
-        configuration.teamID = teamID
-        if let publicKey { configuration.publicKeyPEM = try POSIXFile.readText(publicKey) }
-        if let topics {
+        configuration.keyID = settings.given(S.keyID)
+        configuration.teamID = settings.given(S.teamID)
+        if let publicKey = settings.given(S.publicKey) { configuration.publicKeyPEM = try POSIXFile.readText(publicKey) }
+        if let topics = settings.given(S.topics) {
             configuration.allowedTopics = Set(topics.split(separator: ",").map { $0.trimmingSpaces() })
         }
-        configuration.allowMissingProviderToken = allowMissingToken
-        configuration.maxConcurrentStreams = maxStreams
+        configuration.allowMissingProviderToken = settings[S.allowMissingToken]
+        configuration.maxConcurrentStreams = settings[S.maxStreams]
         configuration.recordDeliveries = false  // nobody can read them from outside the process
-        guard errorStatus == 500 || errorStatus == 503 else { throw ValidationError("--error-status must be 500 or 503") }
-        guard (0...1).contains(errorRate) else { throw ValidationError("--error-rate must be within 0...1") }
         var faults = APNsSimulatorFaults()
-        for entry in unregistered {
+        for entry in settings[S.unregistered] {
             let parts = entry.split(separator: ":", maxSplits: 1)
             let timestamp = parts.count > 1 ? Int64(parts[1]) : nil
             faults.unregistered[String(parts[0])] = timestamp ?? Timestamp.nowMilliseconds()
         }
-        faults.badTokens = Set(badTokens)
-        for token in tooManyRequests { faults.tooManyRequests[token] = -1 }
-        faults.serverErrorRate = errorRate
-        faults.serverErrorStatus = errorStatus
-        faults.goAwayAfterStreams = goAwayAfter
-        faults.responseDelay = .milliseconds(delayMilliseconds)
-        faults.hang = Set(hang)
+        faults.badTokens = Set(settings[S.badTokens])
+        for token in settings[S.tooManyRequests] { faults.tooManyRequests[token] = -1 }
+        faults.serverErrorRate = settings[S.errorRate]
+        faults.serverErrorStatus = settings[S.errorStatus]
+        faults.goAwayAfterStreams = settings[S.goAwayAfter]
+        faults.responseDelay = .milliseconds(settings[S.delayMilliseconds])
+        faults.hang = Set(settings[S.hang])
         configuration.faults = faults
 
         let simulator = try await APNsSimulator.start(configuration)
-        if let caOut {
+        if let caOut = settings.given(S.caOut) {
             try POSIXFile.writeAtomically(caOut, bytes: Array(simulator.caCertificatePEM.utf8), mode: 0o644)
         }
         // Child tasks, not detached ones: both end when the simulator stops
         // (its delivery streams finish), and the group awaits them, so every
         // accepted notification is logged and recorded before exit.
         try await withThrowingDiscardingTaskGroup { group in
-            if !quiet {
+            if !settings[S.quiet] {
                 let deliveries = simulator.deliveryStream()
                 group.addTask {
                     for await delivery in deliveries {
@@ -123,7 +100,7 @@ struct APNsSimCommand: AsyncParsableCommand {
                     }
                 }
             }
-            if let record {
+            if let record = settings.given(S.record) {
                 let logger = Logger(label: "herald.apns-sim")
                 let deliveries = simulator.deliveryStream()  // subscribed before `listening` is printed
                 group.addTask { await SimulatorRecorder.record(deliveries, to: record, logger: logger) }

@@ -9,6 +9,7 @@ struct FCMSimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fcm-sim",
         abstract: "Run the local FCM HTTP v1 simulator with its OAuth2 token endpoint (HTTP/2 over TLS).",
+        usage: "herald fcm-sim --account <spec> [--<setting> <value>]...",
         discussion: """
             Prints `listening on HOST:PORT` once ready, then `certificate PATH` (with --ca-out) and \
             `token-url URL`. The certificate is self-signed for 127.0.0.1 and localhost; --ca-out \
@@ -27,64 +28,48 @@ struct FCMSimCommand: AsyncParsableCommand {
             With --bench-connect it instead runs a load client against a simulator (as \
             `apns-sim --bench-connect`): --bench-service-account is a service-account JSON key \
             whose account the simulator knows, --bench-token-url the simulator's `token-url`.
-            """
+
+            """ + SettingsReference.help(Settings.table)
     )
 
-    @Option(help: "Address to listen on.") var host = "127.0.0.1"
-    @Option(help: "Port (0 picks a free one).") var port = 0
-    @Option(help: "A service account: \"project=ID email=E kid=K public-key=FILE\" (repeatable).") var account: [String] = []
-    @Option(name: .customLong("token-lifetime-seconds"), help: "Lifetime of minted access tokens.") var tokenLifetimeSeconds = 3600
-    @Option(name: .customLong("quota-per-minute"), help: "Sends allowed per project and minute (a token bucket).") var quotaPerMinute: Int?
-    @Option(help: "Append each accepted message to this file as a JSON line.") var record: String?
-    @Option(help: "Inject KIND[:COUNT] (repeatable; see above).") var fault: [String] = []
-    @Option(help: "Answer 404 UNREGISTERED for this registration token (repeatable).") var unregistered: [String] = []
-    @Option(name: .customLong("other-sender"), help: "Answer 403 SENDER_ID_MISMATCH for this token (repeatable).") var otherSender: [String] = []
-    @Option(name: .customLong("ca-out"), help: "Write the certificate clients must trust to this file.") var caOut: String?
-    @Flag(help: "Do not log accepted messages (one stderr line each by default).") var quiet = false
-    @Option(name: .customLong("max-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS (FCM advertises 100).") var maxStreams = 100
-
-    @Option(name: .customLong("bench-connect"), help: "Bench client: simulator HOST:PORT to load.") var benchConnect: String?
-    @Option(name: .customLong("bench-ca"), help: "Bench client: CA file to trust.") var benchCA: String?
-    @Option(name: .customLong("bench-service-account"), help: "Bench client: service-account JSON key file.") var benchServiceAccount: String?
-    @Option(name: .customLong("bench-token-url"), help: "Bench client: OAuth token URL (default: the key's token_uri).") var benchTokenURL: String?
-    @Option(name: .customLong("bench-count"), help: "Bench client: messages to send.") var benchCount = 100_000
-    @Option(name: .customLong("bench-connections"), help: "Bench client: pool connections.") var benchConnections = 1
-    @Option(name: .customLong("bench-concurrency"), help: "Bench client: requests in flight.") var benchConcurrency = 1000
+    /// The settings' flags, read by `Settings.table` (FCMSimSettings.swift).
+    @Argument(parsing: .allUnrecognized, help: .hidden)
+    var arguments: [String] = []
 
     func run() async throws {
-        if let target = benchConnect {
-            guard benchCount > 0, benchConnections > 0, benchConcurrency > 0 else {
-                throw ValidationError("--bench-count, --bench-connections and --bench-concurrency must be positive")
-            }
+        typealias S = Settings
+        let settings = try SettingValues(flags: arguments, table: S.table)
+        if let target = settings.given(S.benchConnect) {
             try await FCMBench(
-                target: target, caFile: benchCA, serviceAccountFile: benchServiceAccount, tokenURL: benchTokenURL,
-                count: benchCount, connections: benchConnections, concurrency: benchConcurrency
+                target: target, caFile: settings.given(S.benchCA), serviceAccountFile: settings.given(S.benchServiceAccount),
+                tokenURL: settings.given(S.benchTokenURL), count: settings[S.benchCount],
+                connections: settings[S.benchConnections], concurrency: settings[S.benchConcurrency]
             ).run()
             return
         }
-        guard maxStreams > 0 else { throw ValidationError("--max-streams must be positive") }
-        guard !account.isEmpty else { throw ValidationError("at least one --account is required") }
-        guard tokenLifetimeSeconds > 0 else { throw ValidationError("--token-lifetime-seconds must be positive") }
-        if let quotaPerMinute, quotaPerMinute <= 0 { throw ValidationError("--quota-per-minute must be positive") }
-        let faults = try fault.map(Self.parseFault)
-        var configuration = FCMSimulatorConfiguration(accounts: try account.map(Self.parseAccount))
+        let accounts = settings[S.account]
+        guard !accounts.isEmpty else { throw ValidationError("at least one --account is required") }
+        let faults = try settings[S.fault].map(Self.parseFault)
+        var configuration = FCMSimulatorConfiguration(accounts: try accounts.map(Self.parseAccount))
+        let host = settings[S.host]
         configuration.host = host
-        configuration.port = port
-        configuration.accessTokenLifetime = .seconds(tokenLifetimeSeconds)
-        configuration.quotaPerMinute = quotaPerMinute
-        configuration.recordTo = record
-        configuration.maxConcurrentStreams = maxStreams
+        configuration.port = settings[S.port]
+        configuration.accessTokenLifetime = .seconds(settings[S.tokenLifetimeSeconds])
+        configuration.quotaPerMinute = settings[S.quotaPerMinute]
+        configuration.recordTo = settings.given(S.record)
+        configuration.maxConcurrentStreams = settings[S.maxStreams]
         configuration.keepAccepted = false  // nobody can read them from outside the process
 
         let simulator = try FCMSimulator(configuration: configuration, logger: Logger(label: "herald.fcm-sim"))
         for (kind, count) in faults { simulator.inject(kind, count: count) }
         for project in Set(configuration.accounts.map(\.projectID)) {
-            for token in unregistered { simulator.setToken(token, project: project, state: .unregistered) }
-            for token in otherSender { simulator.setToken(token, project: project, state: .otherSender) }
+            for token in settings[S.unregistered] { simulator.setToken(token, project: project, state: .unregistered) }
+            for token in settings[S.otherSender] { simulator.setToken(token, project: project, state: .otherSender) }
         }
         // Subscribed before `listening` is printed, so no accepted message is missed.
-        let accepted: AsyncStream<FCMAcceptedMessage>? = quiet ? nil : simulator.acceptedStream()
+        let accepted: AsyncStream<FCMAcceptedMessage>? = settings[S.quiet] ? nil : simulator.acceptedStream()
         let port = try await simulator.start()
+        let caOut = settings.given(S.caOut)
         if let caOut {
             try POSIXFile.writeAtomically(caOut, bytes: Array(simulator.certificatePEM.utf8), mode: 0o644)
         }

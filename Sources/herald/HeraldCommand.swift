@@ -8,7 +8,10 @@ struct HeraldCommand: AsyncParsableCommand {
         commandName: "herald",
         abstract: "Herald: a push-notification scheduling service (gRPC over HTTP/2).",
         version: HeraldVersion.current,
-        subcommands: [ServeCommand.self, APNsSimCommand.self, FCMSimCommand.self, BackupCommand.self, TLSSelfSignedCommand.self],
+        subcommands: [
+            ServeCommand.self, APNsSimCommand.self, FCMSimCommand.self, BackupCommand.self, TLSSelfSignedCommand.self,
+            SettingsCommand.self,
+        ],
         defaultSubcommand: ServeCommand.self
     )
 

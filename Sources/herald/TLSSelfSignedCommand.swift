@@ -11,32 +11,41 @@ struct TLSSelfSignedCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tls-selfsigned",
         abstract: "Write a development CA, a server certificate and a client certificate (ECDSA P-256) for --tls-cert / --tls-client-ca.",
+        usage: "herald tls-selfsigned --out <DIR> [--host <NAME>]... [--days <integer>]",
         discussion: """
             Writes into DIR: ca.crt (trust it in clients: grpcurl -cacert, grpcio root_certificates; \
             and --tls-client-ca for mTLS), server.crt and server.key (--tls-cert, --tls-key; valid for \
             localhost, 127.0.0.1, ::1 and every --host), client.crt and client.key (an mTLS client). \
             Keys are written 0600, certificates 0644; existing files are replaced. The CA's key is \
             not kept: make a new set to add names. For development and tests only.
-            """
+
+            """ + SettingsReference.help(Settings.table)
     )
 
-    @Option(help: "The directory to write into (created 0700 when missing).")
-    var out: String
-
-    @Option(name: .customLong("host"), help: "A further DNS name or IP address the server certificate is valid for (repeatable).")
-    var hosts: [String] = []
-
-    @Option(help: "Days the certificates are valid.")
-    var days: Int = 365
-
-    func validate() throws {
-        guard (1...3650).contains(days) else { throw ValidationError("--days: must be 1...3650, got \(days)") }
-        for host in hosts where host.isEmpty || host.contains(",") || host.utf8.contains(where: { $0 < 0x21 || $0 > 0x7e }) {
-            throw ValidationError("--host: not a DNS name or IP address: \(host.debugDescription)")
+    /// Its settings (Setting.swift), flags only.
+    enum Settings {
+        static let out = Setting.text(
+            "out", placeholder: "DIR", "The directory to write into (created 0700 when missing).", check: SettingRules.notEmpty
+        ).isRequired()
+        static let hosts = Setting.list(
+            "host", placeholder: "NAME", "A further DNS name or IP address the server certificate is valid for."
+        ) { host, _ in
+            if host.isEmpty || host.contains(",") || host.utf8.contains(where: { $0 < 0x21 || $0 > 0x7e }) {
+                throw ValidationError("--host: not a DNS name or IP address: \(host.debugDescription)")
+            }
         }
+        static let days = Setting.integer(
+            "days", default: 365, "Days the certificates are valid.", check: SettingRules.range(1...3650))
+        static let table = SettingsTable(command: "tls-selfsigned", layered: false, settings: [out, hosts, days])
     }
 
+    /// The settings' flags, read by `Settings.table`.
+    @Argument(parsing: .allUnrecognized, help: .hidden)
+    var arguments: [String] = []
+
     func run() throws {
+        let settings = try SettingValues(flags: arguments, table: Settings.table)
+        let (out, hosts, days) = (settings[Settings.out], settings[Settings.hosts], settings[Settings.days])
         var isDirectory = false
         if !POSIXFile.exists(out, isDirectory: &isDirectory) {
             guard mkdir(out, 0o700) == 0 else {

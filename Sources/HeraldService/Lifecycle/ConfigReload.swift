@@ -18,7 +18,7 @@ public struct ReloadSources: Sendable {
     public var fixedFCMRoutes: [FCMRouteSpec] = []
     /// The FCM routes file SIGHUP re-reads.
     public var fcmRoutesFile: String?
-    public var fcmRatePerMinute = 600_000
+    public var fcmRatePerMinute = HeraldConfiguration.defaultFCMRatePerMinute
 
     public init(tokensFile: String?, fixedRoutes: [APNsRouteSpec], routesFile: String?, responseTimeout: Duration) {
         self.tokensFile = tokensFile

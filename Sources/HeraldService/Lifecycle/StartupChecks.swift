@@ -20,3 +20,14 @@ extension HeraldServer {
         }
     }
 }
+
+extension HeraldConfiguration {
+    /// Without access tokens Herald serves on loopback only: the refusal
+    /// for any other host, or nil (`herald serve` and `HeraldServer` both
+    /// apply it).
+    public var openAccessRefusal: String? {
+        guard accessPolicy.isOpen && !isLoopbackHost(host) else { return nil }
+        return "no access tokens are configured, so Herald serves on loopback only; "
+            + "refusing to listen on \(host) (give --tokens-file, or use 127.0.0.1)"
+    }
+}

@@ -102,3 +102,8 @@ struct OpenedStore {
                        metadata: ["path": "\(directory)", "mode": "0\(String(UInt32(info.st_mode) & 0o777, radix: 8))"])
     }
 }
+
+extension StoreLocation {
+    /// How long a PostgreSQL claim is leased unless configured (the store's default).
+    public static var defaultLeaseMilliseconds: Int64 { PostgresStoreConfiguration.defaultLeaseMilliseconds }
+}

@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldPrimitives
 import HeraldProtos
 import HeraldStorage
-@testable import HeraldService
+import HeraldService
 
 /// Input: one selector byte (`RPC`, modulo the number of routes), then a
 /// serialized request message, handed to the server's own handler for that
@@ -22,25 +22,9 @@ enum RequestsTarget {
         case status, healthCheck, healthWatch, reflectionV1, reflectionV1Alpha
         case getMessage, listMessages, campaignReport
 
-        /// The route's path on the server.
-        var path: String {
-            switch self {
-            case .schedule: ScheduleService.path
-            case .cancel: CancelService.path
-            case .render: RenderService.path
-            case .registerDevice: DeviceHandlers.registerPath
-            case .unregisterDevice: DeviceHandlers.unregisterPath
-            case .reportEvent: ReportEventService.path
-            case .status: StatusService.path
-            case .healthCheck: HealthService.checkPath
-            case .healthWatch: HealthWatchService.path
-            case .reflectionV1: ReflectionService.v1Path
-            case .reflectionV1Alpha: ReflectionService.v1alphaPath
-            case .getMessage: GetMessageService.path
-            case .listMessages: ListMessagesService.path
-            case .campaignReport: CampaignReportService.path
-            }
-        }
+        /// The route's path on the server (`OfflineHandlers.paths` lists
+        /// them in this order).
+        var path: String { OfflineHandlers.paths[Int(rawValue)] }
     }
 
     /// Every route's path, for the coverage test.
@@ -49,7 +33,7 @@ enum RequestsTarget {
     /// Every method of the services the server registers: herald.v1's from
     /// the generated service descriptors, Health's and reflection's by name.
     static var declaredPaths: [String] {
-        var paths = [HealthService.checkPath, HealthWatchService.path, ReflectionService.v1Path, ReflectionService.v1alphaPath]
+        var paths = [RPC.healthCheck, .healthWatch, .reflectionV1, .reflectionV1Alpha].map(\.path)
         for service in [herald__v1__push_service__descriptor, herald__v1__device_service__descriptor] {
             guard let methods = service.methods else { continue }
             let name = String(cString: service.name)
@@ -80,49 +64,24 @@ enum RequestsTarget {
     }
 
     static func handle(_ rpc: RPC, _ message: [UInt8]) throws {
-        let service = ServiceHarness.shared
-        let request = GRPCRequest(path: "/fuzz/\(rpc)", message: message)
+        let handlers = ServiceHarness.shared.handlers
         switch rpc {
-        case .schedule:
-            try ServiceHarness.wait { try await service.schedule.schedule(request) }
-            try dispatch(message)
-        case .cancel: try ServiceHarness.wait { try await service.cancel.cancel(request) }
-        case .render: _ = try service.render.render(request)
-        case .registerDevice: try ServiceHarness.wait { try await service.devices.register(request) }
-        case .unregisterDevice: try ServiceHarness.wait { try await service.devices.unregister(request) }
-        case .reportEvent: try ServiceHarness.wait { try await service.report.report(request) }
-        case .status: _ = try service.status.status(request)
-        case .healthCheck: _ = try service.health.check(request)
-        case .healthWatch:
-            // The first answer (the status now, or SERVICE_UNKNOWN) ends the
-            // watch: the stream would otherwise wait for the next change.
-            let watch = service.watch
-            do {
-                try ServiceHarness.wait {
-                    try await watch.watch(request: message) { _ in throw FirstAnswerSent() }
-                    return []
-                }
-            } catch is FirstAnswerSent {}
         case .reflectionV1, .reflectionV1Alpha:
             // Failures are error_responses inside the stream: always an answer.
-            precondition(!service.reflection.respond(to: message).isEmpty, "reflection answered nothing")
-        case .getMessage: try ServiceHarness.wait { try await service.getMessage.get(request) }
-        case .listMessages: try ServiceHarness.wait { try await service.listMessages.list(request) }
-        case .campaignReport: try ServiceHarness.wait { try await service.campaignReport.report(request) }
+            let answer = try ServiceHarness.wait { try await handlers.call(path: rpc.path, message: message) }
+            precondition(!answer.isEmpty, "reflection answered nothing")
+        default:
+            _ = try ServiceHarness.wait { try await handlers.call(path: rpc.path, message: message) }
+            if rpc == .schedule { try dispatch(message) }
         }
     }
 
-    private struct FirstAnswerSent: Error {}
-
     /// The dispatcher's side of an accepted Schedule request.
     static func dispatch(_ bytes: [UInt8]) throws {
-        let input = try ProtobufC.withUnpacked(Herald__V1__ScheduleRequest.self, from: bytes) { wire in
-            var decoder = RequestDecoder()
-            return decoder.scheduleInput(wire)
-        }
+        let input = try OfflineHandlers.scheduleInput(bytes)
         let now = ServiceHarness.nowMilliseconds
         let validated = try Validator.validate(
-            input, now: Timestamp(milliseconds: now), split: ABSplit(), graceSeconds: 30,
+            input, now: Timestamp(milliseconds: now), split: ABSplit(), graceSeconds: ServiceHarness.graceSeconds,
             generateIdempotencyKey: { "fuzz-key" })
         let message = validated.message
         let stored = StoredMessage(

@@ -1,9 +1,7 @@
 import Dispatch
-import GRPCEngine
-import HeraldCore
 import HeraldStorage
 import Logging
-@testable import HeraldService
+import HeraldService
 
 #if canImport(Glibc)
 import Glibc
@@ -26,22 +24,13 @@ final class ServiceHarness: Sendable {
 
     static let shared = ServiceHarness()
 
-    let schedule: ScheduleService
-    let cancel: CancelService
-    let render: RenderService
-    let devices: DeviceHandlers
-    let report: ReportEventService
-    let status: StatusService
-    let health: HealthService
-    let watch: HealthWatchService
-    let reflection: ReflectionService
-    let getMessage: GetMessageService
-    let listMessages: ListMessagesService
-    let campaignReport: CampaignReportService
+    /// Schedule's grace, the server's default.
+    static let graceSeconds = HeraldConfiguration().graceSeconds
+
+    /// The server's handlers (HeraldService's `OfflineHandlers` seam).
+    let handlers: OfflineHandlers
 
     private init() {
-        let clock = FixedClock()
-        let policy = AccessPolicy()
         let logger = Logger(label: "herald-fuzz") { _ in SwiftLogNoOpLogHandler() }
         var options = SQLiteStore.Options()
         // No fsync per input: the store's durability is not under test.
@@ -52,34 +41,19 @@ final class ServiceHarness: Sendable {
         } catch {
             fatalError("herald-fuzz: cannot open the store: \(error)")
         }
-        let scheduler = Scheduler(clock: clock, logger: logger)
-        schedule = ScheduleService(
-            policy: policy, store: store, scheduler: scheduler, clock: clock, split: ABSplit(), graceSeconds: 30)
-        // Revokes owed by cancels are queued, never sent: no delivery runs here.
-        cancel = CancelService(policy: policy, store: store, scheduler: scheduler, revokes: RevokeQueue(), clock: clock)
-        render = RenderService(policy: policy, now: { ServiceHarness.nowMilliseconds })
-        devices = DeviceHandlers(policy: policy, store: store, clock: clock)
-        report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
-        let state = ServingStateCell()
-        status = StatusService(
-            version: "fuzz", startedAtMilliseconds: Self.nowMilliseconds, startedAt: .now, state: state,
-            serverStats: { GRPCServerStats(connectionsOpen: 0, rpcsInFlight: 0, rpcsTotal: 0, bufferedRequestBytes: 0) })
-        health = HealthService(state: state)
-        watch = HealthWatchService(state: state)
-        reflection = ReflectionService()
-        getMessage = GetMessageService(policy: policy, store: store)
-        listMessages = ListMessagesService(policy: policy, store: store)
-        campaignReport = CampaignReportService(policy: policy, store: store)
+        handlers = OfflineHandlers(
+            store: store, clock: FixedClock(), graceSeconds: Self.graceSeconds, logger: logger)
     }
 
     /// Runs an async handler to completion from libFuzzer's synchronous
-    /// callback; thrown errors are the server's answers.
-    static func wait(_ handler: @escaping @Sendable () async throws -> [UInt8]) throws {
+    /// callback: its answer; thrown errors are the server's answers.
+    @discardableResult
+    static func wait(_ handler: @escaping @Sendable () async throws -> [UInt8]) throws -> [UInt8] {
         let box = ResultBox()
         let done = DispatchSemaphore(value: 0)
         Task {
             do {
-                _ = try await handler()
+                box.answer = try await handler()
             } catch {
                 box.error = error
             }
@@ -87,11 +61,13 @@ final class ServiceHarness: Sendable {
         }
         done.wait()
         if let error = box.error { throw error }
+        return box.answer
     }
 
     /// Written by the task before it signals, read after the wait.
     private final class ResultBox: @unchecked Sendable {
         var error: (any Error)?
+        var answer: [UInt8] = []
     }
 
     /// A fresh directory under $TMPDIR (or /tmp), removed with its files at exit.

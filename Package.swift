@@ -146,6 +146,16 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The provider seam: what the dispatcher needs from a push platform
+        // (route, render + send one device's push, a neutral result), and
+        // the registry holding one provider per platform. No provider's words.
+        .target(name: "PushProviders", dependencies: ["HeraldCore", "HeraldPrimitives", "HeraldStorage"]),
+        // The APNs adapter over the provider seam: routing, per-locale
+        // rendering, sending, the refusal -> outcome mapping.
+        .target(name: "APNsProvider", dependencies: ["PushProviders", "APNs", "HeraldCore", "HeraldPrimitives", "HeraldStorage"]),
+        // The FCM adapter over the provider seam: routing, rendering,
+        // sending, the refusal -> outcome mapping.
+        .target(name: "FCMProvider", dependencies: ["PushProviders", "FCM", "HeraldCore", "HeraldPrimitives", "HeraldStorage"]),
         // Handlers (protobuf-c <-> domain at the edge), Status, Health; wiring.
         .target(
             name: "HeraldService",
@@ -162,6 +172,9 @@ let package = Package(
                 "TLSTransport",
                 "HeraldStorage",
                 "HeraldPostgres",
+                "PushProviders",
+                "APNsProvider",
+                "FCMProvider",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -212,6 +225,7 @@ let package = Package(
             name: "HeraldTestSupport",
             dependencies: [
                 "HeraldService", "HeraldStorage", "HeraldCore", "APNs", "FCM", "HeraldPrimitives",
+                "PushProviders", "APNsProvider", "FCMProvider",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/HeraldTestSupport"),
@@ -253,6 +267,7 @@ let package = Package(
         ]),
         .testTarget(name: "HeraldServiceTests", dependencies: [
             "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport",
+            "PushProviders", "APNsProvider", "FCMProvider",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
     ],

@@ -1,11 +1,14 @@
 import APNs
+import APNsProvider
 public import APNsSimulation
+import FCMProvider
 public import GRPCEngine
 import HeraldPrimitives
 public import TLSTransport
 import HeraldCore
 public import HeraldStorage
 public import Logging
+import PushProviders
 public import ServiceLifecycle
 import Synchronization
 
@@ -345,8 +348,12 @@ public final class HeraldServer: Service, Sendable {
         }
         gatewayCell.withLock { $0 = gateway }
         gateway.observe(metrics: metrics, logger: logger)
+        // One provider per platform: a third is one more line here.
+        let providers = ProviderRegistry(lateness: { [metrics] in metrics.dispatchLateness(milliseconds: $0) })
+            .registering(APNsPushProvider(routing: gateway))
+            .registering(FCMPushProvider(routing: gateway.fcm))
         let dispatcher = Dispatcher(
-            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits,
+            store: store, providers: providers, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits,
             decode: StoredRequest.decode)
         let revokes = RevokeQueue()
         registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes, gateway: gateway)

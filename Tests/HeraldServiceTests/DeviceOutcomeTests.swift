@@ -1,4 +1,5 @@
 import APNs
+import APNsProvider
 import HeraldCore
 import HeraldStorage
 import Testing
@@ -28,7 +29,7 @@ struct DeviceOutcomeTests {
     }
 
     static let results: [(Dispatcher.DeviceResult, DeviceOutcomeKind, String?)] = [
-        (.delivered(apnsID: "id-1", attempts: 2), .sent, nil),
+        (.delivered(providerMessageID: "id-1", attempts: 2), .sent, nil),
         (.refused(.unregistered, reason: "Unregistered", status: 410, attempts: 1), .unregistered, "Unregistered"),
         (.refused(.rejected, reason: "BadTopic", status: 400, attempts: 1), .rejected, "BadTopic"),
         (.expired, .expired, nil),

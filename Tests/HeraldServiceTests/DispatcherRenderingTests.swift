@@ -1,3 +1,4 @@
+import APNsProvider
 import APNsSimulation
 import HeraldCore
 import HeraldPrimitives

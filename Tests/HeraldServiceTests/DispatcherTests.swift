@@ -47,7 +47,7 @@ struct DispatcherTests {
         let clock = ManualClock(now: due)
         let scheduler = Scheduler(clock: clock, logger: logger)
         let dispatcher = Dispatcher(
-            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, decode: decode)
+            store: store, providers: gateway.providers, clock: clock, scheduler: scheduler, logger: logger, decode: decode)
         let handOvers = Task { await dispatcher.run() }
         return Rig(store: store, gateway: gateway, clock: clock, dispatcher: dispatcher, directory: directory, handOvers: handOvers)
     }

@@ -38,7 +38,7 @@ struct FCMDispatchTests {
             let logger = Logger(label: "test")
             let scheduler = Scheduler(clock: clock, logger: logger)
             let dispatcher = Dispatcher(
-                store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, decode: StoredRequest.decode)
+                store: store, providers: gateway.providers, clock: clock, scheduler: scheduler, logger: logger, decode: StoredRequest.decode)
             self.dispatcher = dispatcher
             handOvers = Task { await dispatcher.run() }
         }

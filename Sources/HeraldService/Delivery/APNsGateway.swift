@@ -1,4 +1,5 @@
 public import APNs
+import APNsProvider
 public import APNsSimulation
 public import HeraldCore
 public import Logging
@@ -105,7 +106,7 @@ public final class APNsGateway: Sendable {
 
     /// Sends through `client`, timing the request and keeping its pool's
     /// error book and the delivery counters.
-    func send(_ request: APNsRequest, with client: APNsClient) async throws -> APNsResponse {
+    public func send(_ request: APNsRequest, with client: APNsClient) async throws -> APNsResponse {
         let began = ContinuousClock.now
         let observation = observation.withLock { $0 }
         let logger = observation?.logger ?? Logger(label: "herald")
@@ -133,11 +134,6 @@ public final class APNsGateway: Sendable {
             errors.record(pool: ObjectIdentifier(client), route: routeName(client), error: "\(error)", authReason: nil, logger: logger)
             throw error
         }
-    }
-
-    /// A due message is being sent `milliseconds` after it was due.
-    public func dispatchLateness(milliseconds: Int64) {
-        observation.withLock { $0 }?.metrics.dispatchLateness(milliseconds: milliseconds)
     }
 
     /// A refusal about the pool (credentials, topic, server), not one device.

@@ -1,4 +1,3 @@
-import APNs
 import HeraldCore
 import HeraldStorage
 import Logging
@@ -10,7 +9,7 @@ extension Dispatcher.DeviceResult {
     func outcome(messageID: String, device: Device, delivered: DeviceOutcomeKind, at: Int64) -> DeviceOutcome {
         let (kind, apnsID, reason, status, attempts): (DeviceOutcomeKind, String?, String?, Int?, Int?) = switch self {
         case .delivered(let id, let attempts): (delivered, id, nil, 200, attempts)
-        case .refused(let kind, let why, let status, let attempts): (kind, nil, why, status, attempts)
+        case .refused(let kind, let why, let status, let attempts, _): (kind, nil, why, status, attempts)
         case .expired: (.expired, nil, nil, nil, nil)
         case .failed(let why): (.failed, nil, why, nil, nil)
         case .interrupted: (.failed, nil, "interrupted by shutdown", nil, nil)

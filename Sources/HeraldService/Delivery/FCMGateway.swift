@@ -1,16 +1,8 @@
 public import FCM
+import FCMProvider
 public import FCMSimulation
 import Logging
 import Synchronization
-
-/// One FCM client as the dispatcher sees it: sends one request and answers
-/// (or throws ``FCMError``). A class: the dispatcher admits messages per
-/// client (route), by identity.
-public protocol FCMSending: AnyObject, Sendable {
-    func send(_ request: FCMRequest) async throws -> FCMResponse
-}
-
-extension FCMClient: FCMSending {}
 
 /// Where Android pushes go: an FCM client per Firebase project (service
 /// account and endpoint), chosen by bundle id (the Android package name).
@@ -100,7 +92,7 @@ public final class FCMGateway: Sendable {
     /// Sends through `client`, timing the request and keeping its pool's
     /// error book and the delivery counters (labels: outcome only, never a
     /// token).
-    func send(_ request: FCMRequest, with client: FCMClient) async throws -> FCMResponse {
+    public func send(_ request: FCMRequest, with client: FCMClient) async throws -> FCMResponse {
         let began = ContinuousClock.now
         let observation = observation.withLock { $0 }
         let logger = observation?.logger ?? Logger(label: "herald")

@@ -43,7 +43,7 @@ struct DeviceOutcomeTests {
                             environment: .sandbox, registeredAt: 1)
         let outcome = result.outcome(messageID: "m", device: device, delivered: .sent, at: 7)
         #expect(outcome.kind == kind && outcome.reason == reason && outcome.at == 7)
-        #expect(outcome.apnsID == (kind == .sent ? "id-1" : nil))
+        #expect(outcome.providerMessageID == (kind == .sent ? "id-1" : nil))
         #expect(outcome.environment == .sandbox)
         #expect(outcome.httpStatus == [.sent: 200, .unregistered: 410, .rejected: 400][kind])
         #expect(outcome.attempts == [.sent: 2, .unregistered: 1, .rejected: 1][kind])

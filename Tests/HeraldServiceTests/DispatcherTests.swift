@@ -113,7 +113,7 @@ struct DispatcherTests {
         #expect(try await rig.store.message(id: message.id)?.state == .sent)
         let outcomes = try await rig.store.outcomes(messageID: message.id)
         #expect(outcomes.map(\.kind) == [.sent])
-        #expect(outcomes.first?.apnsID == delivery.apnsID)
+        #expect(outcomes.first?.providerMessageID == delivery.apnsID)
     }
 
     @Test func aMessageTooLateForItsTTLExpiresUnsent() async throws {

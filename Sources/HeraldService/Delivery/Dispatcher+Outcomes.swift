@@ -7,7 +7,7 @@ extension Dispatcher.DeviceResult {
     /// The per-device record: `delivered` names a success (sent, handed
     /// off, revoked); every failure's kind comes from the result itself.
     func outcome(messageID: String, device: Device, delivered: DeviceOutcomeKind, at: Int64) -> DeviceOutcome {
-        let (kind, apnsID, reason, status, attempts): (DeviceOutcomeKind, String?, String?, Int?, Int?) = switch self {
+        let (kind, providerMessageID, reason, status, attempts): (DeviceOutcomeKind, String?, String?, Int?, Int?) = switch self {
         case .delivered(let id, let attempts): (delivered, id, nil, 200, attempts)
         case .refused(let kind, let why, let status, let attempts, _): (kind, nil, why, status, attempts)
         case .expired: (.expired, nil, nil, nil, nil)
@@ -15,7 +15,7 @@ extension Dispatcher.DeviceResult {
         case .interrupted: (.failed, nil, "interrupted by shutdown", nil, nil)
         }
         return DeviceOutcome(
-            messageID: messageID, deviceToken: device.deviceToken, kind: kind, apnsID: apnsID, reason: reason, at: at,
+            messageID: messageID, deviceToken: device.deviceToken, kind: kind, providerMessageID: providerMessageID, reason: reason, at: at,
             httpStatus: status, attempts: attempts, environment: device.platform == .ios ? device.environment ?? .production : nil)
     }
 

@@ -301,12 +301,12 @@ public final class Dispatcher: Sendable {
         let all = prior + outcomes
         let reached = all.filter(\.kind.reachedDevice)
         if !reached.isEmpty {
-            let apnsID = reached.lazy.compactMap(\.apnsID).first
+            let providerMessageID = reached.lazy.compactMap(\.providerMessageID).first
             switch push {
             case .alert:
-                try await finish(claimed, from: from, to: .sent, apnsID: apnsID, error: nil, recording: outcomes, ends: ends)
+                try await finish(claimed, from: from, to: .sent, providerMessageID: providerMessageID, error: nil, recording: outcomes, ends: ends)
             case .handoff:
-                try await finish(claimed, from: from, to: .handedOff, dueAt: claimed.windowEnd, apnsID: apnsID, error: nil,
+                try await finish(claimed, from: from, to: .handedOff, dueAt: claimed.windowEnd, providerMessageID: providerMessageID, error: nil,
                                  recording: outcomes)
                 // The app may have reported it displayed while this was recorded.
                 let shown = try await store.outcomes(messageID: claimed.id).contains { $0.kind == .displayed }
@@ -318,7 +318,7 @@ public final class Dispatcher: Sendable {
             }
             logger.info("delivered", metadata: [
                 "message_id": "\(claimed.id)", "push": "\(push.rawValue)", "devices": "\(reached.count)/\(all.count)",
-                "apns_id": "\(apnsID ?? "-")",
+                "provider_message_id": "\(providerMessageID ?? "-")",
             ])
         } else if all.isEmpty {
             try await finish(claimed, from: from, to: otherwise.state, error: otherwise.error, ends: ends)
@@ -348,17 +348,17 @@ public final class Dispatcher: Sendable {
     /// (with `ends`: written with the batch's other ends, `queue(_:in:)`).
     private func finish(
         _ message: StoredMessage, from: MessageState, to: MessageState,
-        dueAt: Int64? = nil, apnsID: String? = nil, error: String?, recording outcomes: [DeviceOutcome] = [],
+        dueAt: Int64? = nil, providerMessageID: String? = nil, error: String?, recording outcomes: [DeviceOutcome] = [],
         ends: PushEnds? = nil
     ) async throws {
-        let end = Transition(id: message.id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: error,
+        let end = Transition(id: message.id, from: from, to: to, dueAt: dueAt, providerMessageID: providerMessageID, lastError: error,
                              now: clock.now(), outcomes: outcomes)
         if let ends {
             await queue(end, in: ends)
             return
         }
         let applied = try await store.transition(
-            id: end.id, from: end.from, to: end.to, dueAt: end.dueAt, apnsID: end.apnsID, lastError: end.lastError,
+            id: end.id, from: end.from, to: end.to, dueAt: end.dueAt, providerMessageID: end.providerMessageID, lastError: end.lastError,
             now: end.now, recording: end.outcomes)
         logEnd(end, applied: applied)
     }

@@ -69,7 +69,7 @@ struct ReportEventService: Sendable {
             messageID: message.id, deviceToken: token, kind: displayed ? .displayed : .opened, at: now))
         var state = try await store.message(id: message.id)?.state ?? message.state
         if displayed && (state == .handedOff || state == .sent) {
-            if try await store.transition(id: message.id, from: state, to: .displayed, dueAt: nil, apnsID: nil, lastError: nil, now: now) {
+            if try await store.transition(id: message.id, from: state, to: .displayed, dueAt: nil, providerMessageID: nil, lastError: nil, now: now) {
                 if state == .handedOff { await scheduler.unschedule(id: message.id) }
                 state = .displayed
             } else {

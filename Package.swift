@@ -149,13 +149,23 @@ let package = Package(
         // The provider seam: what the dispatcher needs from a push platform
         // (route, render + send one device's push, a neutral result), and
         // the registry holding one provider per platform. No provider's words.
-        .target(name: "PushProviders", dependencies: ["HeraldCore", "HeraldPrimitives", "HeraldStorage"]),
-        // The APNs adapter over the provider seam: routing, per-locale
+        .target(name: "PushProviders", dependencies: [
+            "HeraldCore", "HeraldPrimitives", "HeraldStorage", .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The APNs adapter over the provider seam: the gateway (routes,
+        // reload, books, the bundled simulator), route specs, per-locale
         // rendering, sending, the refusal -> outcome mapping.
-        .target(name: "APNsProvider", dependencies: ["PushProviders", "APNs", "HeraldCore", "HeraldPrimitives", "HeraldStorage"]),
-        // The FCM adapter over the provider seam: routing, rendering,
+        .target(name: "APNsProvider", dependencies: [
+            "PushProviders", "APNs", "APNsSimulation", "TLSTransport", "HeraldCore", "HeraldPrimitives", "HeraldStorage",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The FCM adapter over the provider seam: the gateway (routes,
+        // reload, books, the bundled simulator), route specs, rendering,
         // sending, the refusal -> outcome mapping.
-        .target(name: "FCMProvider", dependencies: ["PushProviders", "FCM", "HeraldCore", "HeraldPrimitives", "HeraldStorage"]),
+        .target(name: "FCMProvider", dependencies: [
+            "PushProviders", "FCM", "FCMSimulation", "TLSTransport", "HeraldCore", "HeraldPrimitives", "HeraldStorage",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // Handlers (protobuf-c <-> domain at the edge), Status, Health; wiring.
         .target(
             name: "HeraldService",
@@ -199,6 +209,8 @@ let package = Package(
                 "FCMSimulation",
                 "HeraldCore",
                 "TLSTransport",
+                "APNsProvider",
+                "FCMProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,14 +1,13 @@
 import APNs
-import APNsProvider
+public import APNsProvider
 public import APNsSimulation
-import FCMProvider
+public import FCMProvider
 public import GRPCEngine
 import HeraldPrimitives
 public import TLSTransport
 import HeraldCore
 public import HeraldStorage
 public import Logging
-import PushProviders
 public import ServiceLifecycle
 import Synchronization
 
@@ -288,7 +287,7 @@ public final class HeraldServer: Service, Sendable {
         let clock = configuration.clock
         let opened = try await OpenedStore.open(configuration, metrics: metrics, logger: logger)
         let (store, lock) = (opened.store, opened.lock)
-        let gateway: APNsGateway
+        let gateway: ProviderGateways
         let scheduler: Scheduler
         let pending: Int
         do {
@@ -308,11 +307,11 @@ public final class HeraldServer: Service, Sendable {
             }
             do {
                 if let routes = configuration.apnsRoutes {
-                    gateway = APNsGateway(routes: routes, fcm: fcm)
+                    gateway = ProviderGateways(apns: APNsGateway(routes: routes), fcm: fcm)
                 } else {
-                    gateway = try await APNsGateway.embedded(
-                        faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout, fcm: fcm,
-                        logger: logger)
+                    gateway = ProviderGateways(apns: try await APNsGateway.embedded(
+                        faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout,
+                        logger: logger), fcm: fcm)
                 }
             } catch {
                 await fcm.shutdown()
@@ -346,12 +345,11 @@ public final class HeraldServer: Service, Sendable {
             lock?.release()
             throw error
         }
-        gatewayCell.withLock { $0 = gateway }
-        gateway.observe(metrics: metrics, logger: logger)
-        // One provider per platform: a third is one more line here.
-        let providers = ProviderRegistry(lateness: { [metrics] in metrics.dispatchLateness(milliseconds: $0) })
-            .registering(APNsPushProvider(routing: gateway))
-            .registering(FCMPushProvider(routing: gateway.fcm))
+        gatewayCell.withLock { $0 = gateway.apns }
+        gateway.apns.observe(metrics: metrics, logger: logger)
+        gateway.fcm.observe(metrics: metrics, logger: logger)
+        // One provider per platform (ProviderGateways.registry).
+        let providers = gateway.registry(lateness: { [metrics] in metrics.dispatchLateness(milliseconds: $0) })
         let dispatcher = Dispatcher(
             store: store, providers: providers, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits,
             decode: StoredRequest.decode)
@@ -363,7 +361,7 @@ public final class HeraldServer: Service, Sendable {
         // After the store: stopped (reverse order) before it closes.
         services.append(RetentionService(store: store, policy: configuration.retention, clock: clock, logger: logger))
         services += try observabilityServices(store: store, probeDirectory: opened.probeDirectory)
-        if let path = configuration.simulatorRecordPath, let simulator = gateway.simulator {
+        if let path = configuration.simulatorRecordPath, let simulator = gateway.apns.simulator {
             // Subscribed now, before any push, so no delivery is missed.
             services.append(SimulatorRecorderService(deliveries: simulator.deliveryStream(), path: path, logger: logger))
         }
@@ -384,7 +382,7 @@ public final class HeraldServer: Service, Sendable {
         return services
     }
 
-    private func registerDeliveryHandlers(store: any ServableStore, scheduler: Scheduler, revokes: RevokeQueue, gateway: APNsGateway) {
+    private func registerDeliveryHandlers(store: any ServableStore, scheduler: Scheduler, revokes: RevokeQueue, gateway: ProviderGateways) {
         let policy = configuration.accessPolicy
         let routes = DeliveryRoutes(
             policy: policy, clock: configuration.clock,

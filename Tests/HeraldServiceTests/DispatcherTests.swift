@@ -1,3 +1,5 @@
+import APNsProvider
+import FCMProvider
 import APNsSimulation
 import Foundation
 import HeraldCore

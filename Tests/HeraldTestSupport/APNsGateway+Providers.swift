@@ -1,12 +1,11 @@
-import APNsProvider
+public import APNsProvider
 import FCMProvider
-public import HeraldService
 public import PushProviders
 
 extension APNsGateway {
-    /// The dispatcher's providers over this gateway and its FCM gateway, as
-    /// `HeraldServer` registers them.
+    /// The dispatcher's providers over this gateway (iOS) and an FCM
+    /// gateway with no route (Android), as `HeraldServer` registers them.
     public var providers: ProviderRegistry {
-        ProviderRegistry().registering(APNsPushProvider(routing: self)).registering(FCMPushProvider(routing: fcm))
+        ProviderRegistry().registering(APNsPushProvider(routing: self)).registering(FCMPushProvider(routing: FCMGateway(routes: [])))
     }
 }

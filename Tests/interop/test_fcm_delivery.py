@@ -258,7 +258,8 @@ def test_get_message_gives_each_devices_provider_message_id(run):
     client.schedule(u, "k-pmid-a")
     client.push.Schedule(client.p.ScheduleRequest(
         bundle_id=BUNDLE, platform=client.t.PLATFORM_IOS, user_id=u, campaign_id="droid", idempotency_key="k-pmid-i",
-        content=client.content(), deliver_within_hours=1), timeout=10)
+        content=client.content(), deliver_within_hours=1, delivery_method=client.t.DELIVERY_METHOD_TRADITIONAL),
+        timeout=10)
     (fcm,) = record.wait_for(with_key("k-pmid-a"))
     (ios,) = apns.wait_for(lambda d: d["payload"].get("ctx_idempotency_key") == "k-pmid-i")
     (android,) = client.wait_state("k-pmid-a", "MESSAGE_STATE_SENT").devices

@@ -293,7 +293,7 @@ public final class HeraldServer: Service, Sendable {
         do {
             let interrupted = try await store.recoverInterrupted(now: clock.now())
             if !interrupted.resumed.isEmpty {
-                logger.warning("messages caught mid-send by a crash resume; devices handed to APNs without an answer are UNCONFIRMED, never resent",
+                logger.warning("messages caught mid-send by a crash resume; devices handed to their provider without an answer are UNCONFIRMED, never resent",
                                metadata: ["messages": "\(interrupted.resumed.count)", "unconfirmed_devices": "\(interrupted.unconfirmedDevices)"])
             }
             let fcm: FCMGateway

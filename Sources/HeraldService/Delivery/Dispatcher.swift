@@ -188,7 +188,7 @@ public final class Dispatcher: Sendable {
         guard let entered = await admit(claimed.id, to: Array(routes.keys)) else { return }  // deferred
         await lease.release()  // admitted: the send holds only its routes' slots
 
-        // Rendered by each route's provider before the sends (APNs: once per locale).
+        // Rendered by each route's provider before the sends (once per locale where it can).
         let clock = clock
         let content = ProviderPush(
             kind: push.kind, message: pushMessage, bundleID: claimed.bundleID, idempotencyKey: claimed.idempotencyKey,

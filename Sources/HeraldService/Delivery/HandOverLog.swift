@@ -38,7 +38,7 @@ final class HandOverLog: Sendable {
         (wakeups, wake) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// The hook for one device's request (``APNsRequest/willHandOver``).
+    /// The hook for one device's request (``PreparedPush/send(willHandOver:)``).
     func hook(messageID: String, deviceToken: String, push: Int64) -> HandOverHook {
         { [self] done in
             let mark = HandOverMark(messageID: messageID, deviceToken: deviceToken, push: push, at: clock.now())

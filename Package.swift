@@ -165,6 +165,26 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The provider seam: what the dispatcher needs from a push platform
+        // (route, render + send one device's push, a neutral result), and
+        // the registry holding one provider per platform. No provider's words.
+        .target(name: "PushProviders", dependencies: [
+            "HeraldCore", "HeraldPrimitives", "HeraldStorage", .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The APNs adapter over the provider seam: the gateway (routes,
+        // reload, books, the bundled simulator), route specs, per-locale
+        // rendering, sending, the refusal -> outcome mapping.
+        .target(name: "APNsProvider", dependencies: [
+            "PushProviders", "APNs", "APNsSimulation", "TLSTransport", "HeraldCore", "HeraldPrimitives", "HeraldStorage",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The FCM adapter over the provider seam: the gateway (routes,
+        // reload, books, the bundled simulator), route specs, rendering,
+        // sending, the refusal -> outcome mapping.
+        .target(name: "FCMProvider", dependencies: [
+            "PushProviders", "FCM", "FCMSimulation", "TLSTransport", "HeraldCore", "HeraldPrimitives", "HeraldStorage",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // Handlers (protobuf-c <-> domain at the edge), Status, Health; wiring.
         .target(
             name: "HeraldService",
@@ -181,6 +201,9 @@ let package = Package(
                 "TLSTransport",
                 "HeraldStorage",
                 "HeraldPostgres",
+                "PushProviders",
+                "APNsProvider",
+                "FCMProvider",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -205,6 +228,8 @@ let package = Package(
                 "FCMSimulation",
                 "HeraldCore",
                 "TLSTransport",
+                "APNsProvider",
+                "FCMProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -231,6 +256,7 @@ let package = Package(
             name: "HeraldTestSupport",
             dependencies: [
                 "HeraldService", "HeraldStorage", "HeraldCore", "APNs", "FCM", "HeraldPrimitives", "ProviderHTTP2",
+                "PushProviders", "APNsProvider", "FCMProvider",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/HeraldTestSupport"),
@@ -275,6 +301,7 @@ let package = Package(
         ]),
         .testTarget(name: "HeraldServiceTests", dependencies: [
             "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport",
+            "PushProviders", "APNsProvider", "FCMProvider",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
     ],

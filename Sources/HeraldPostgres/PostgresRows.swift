@@ -8,7 +8,7 @@ enum PostgresRows {
     /// Columns 0…19, then the request (20).
     static let columns = """
         id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
-        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, apns_id, \
+        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, \
         sending_since, send_started_at, push_started_at, request
         """
 
@@ -16,7 +16,7 @@ enum PostgresRows {
     /// milestones (21…24): the read side.
     static let summaryColumns = """
         id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
-        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, apns_id, \
+        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, \
         sending_since, send_started_at, push_started_at, ''::bytea, handed_off_at, sent_at, displayed_at, opened_at
         """
 
@@ -40,7 +40,7 @@ enum PostgresRows {
             request: request.readBytes(length: request.readableBytes) ?? [],
             createdAt: try r[12].decode(Int64.self), updatedAt: try r[13].decode(Int64.self),
             attempts: try r[14].decode(Int.self), lastError: try r[15].decode(String?.self),
-            apnsID: try r[16].decode(String?.self), sendingSince: try r[17].decode(Int64?.self),
+            providerMessageID: try r[16].decode(String?.self), sendingSince: try r[17].decode(Int64?.self),
             sendStartedAt: try r[18].decode(Int64?.self), pushStartedAt: try r[19].decode(Int64?.self))
     }
 
@@ -66,7 +66,7 @@ enum PostgresRows {
             VALUES (\(m.id), \(m.bundleID), \(m.platform.rawValue), \(m.userID), \(m.campaignID), \(m.idempotencyKey),
                     \(m.deliveryMethod.rawValue), \(m.abTest), \(m.windowStart), \(m.windowEnd), \(m.dueAt),
                     \(m.state.rawValue), \(m.createdAt), \(m.updatedAt), \(Int32(clamping: m.attempts)), \(m.lastError),
-                    \(m.apnsID), \(m.sendingSince), \(m.sendStartedAt), \(m.pushStartedAt), \(request))
+                    \(m.providerMessageID), \(m.sendingSince), \(m.sendStartedAt), \(m.pushStartedAt), \(request))
             """, logger: logger)
     }
 
@@ -78,11 +78,11 @@ enum PostgresRows {
             let chunk = outcomes[start..<min(start + 1_000, outcomes.count)]
             start += chunk.count
             let query = BoundRows.query("""
-                INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment) VALUES
+                INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment) VALUES
                 """, chunk, perRow: 9) { outcome, row in
                 precondition(outcome.kind != .displayed && outcome.kind != .opened, "a milestone to stamp: insert one by one")
                 row.bind(outcome.messageID); row.bind(outcome.deviceToken); row.bind(outcome.kind.rawValue)
-                row.bind(outcome.apnsID); row.bind(outcome.reason); row.bind(outcome.at)
+                row.bind(outcome.providerMessageID); row.bind(outcome.reason); row.bind(outcome.at)
                 row.bind(outcome.httpStatus.map { Int32(clamping: $0) }); row.bind(outcome.attempts.map { Int32(clamping: $0) })
                 row.bind(outcome.environment?.rawValue)
             }
@@ -95,8 +95,8 @@ enum PostgresRows {
     /// already recorded for (message, device) adds no row (schema v4).
     static func insert(_ connection: PostgresConnection, _ outcome: DeviceOutcome, logger: Logger) async throws {
         try await connection.query("""
-            INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment)
-            VALUES (\(outcome.messageID), \(outcome.deviceToken), \(outcome.kind.rawValue), \(outcome.apnsID),
+            INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment)
+            VALUES (\(outcome.messageID), \(outcome.deviceToken), \(outcome.kind.rawValue), \(outcome.providerMessageID),
                     \(outcome.reason), \(outcome.at), \(outcome.httpStatus.map { Int32(clamping: $0) }),
                     \(outcome.attempts.map { Int32(clamping: $0) }), \(outcome.environment?.rawValue))
             ON CONFLICT DO NOTHING
@@ -119,7 +119,7 @@ enum PostgresRows {
         let r = row.makeRandomAccess()
         return DeviceOutcome(
             messageID: try r[0].decode(String.self), deviceToken: try r[1].decode(String.self),
-            kind: DeviceOutcomeKind(rawValue: try r[2].decode(String.self)), apnsID: try r[3].decode(String?.self),
+            kind: DeviceOutcomeKind(rawValue: try r[2].decode(String.self)), providerMessageID: try r[3].decode(String?.self),
             reason: try r[4].decode(String?.self), at: try r[5].decode(Int64.self),
             httpStatus: try r[6].decode(Int?.self), attempts: try r[7].decode(Int?.self),
             environment: try r[8].decode(String?.self).flatMap(APNsEnvironment.init(rawValue:)))
@@ -158,7 +158,7 @@ extension PostgresStore {
             row.bind(m.id); row.bind(m.bundleID); row.bind(m.platform.rawValue); row.bind(m.userID); row.bind(m.campaignID)
             row.bind(m.idempotencyKey); row.bind(m.deliveryMethod.rawValue); row.bind(m.abTest); row.bind(m.windowStart)
             row.bind(m.windowEnd); row.bind(m.dueAt); row.bind(m.state.rawValue); row.bind(m.createdAt); row.bind(m.updatedAt)
-            row.bind(Int32(clamping: m.attempts)); row.bind(m.lastError); row.bind(m.apnsID); row.bind(m.sendingSince)
+            row.bind(Int32(clamping: m.attempts)); row.bind(m.lastError); row.bind(m.providerMessageID); row.bind(m.sendingSince)
             row.bind(m.sendStartedAt); row.bind(m.pushStartedAt); row.bind(ByteBuffer(bytes: m.request))
         }
         try await connection.query(query, logger: logger)
@@ -166,7 +166,7 @@ extension PostgresStore {
 }
 
 extension PostgresStore {
-    /// Messages as Schedule makes them (no claim, no error, no APNs id, a
+    /// Messages as Schedule makes them (no claim, no error, no provider message id, a
     /// key that is absent or non-empty) in one statement of a fixed text
     /// over 16 arrays: PostgreSQL parses and plans it in constant time,
     /// where the `VALUES` list of 21 parameters per row cost ~20 % of its
@@ -192,7 +192,7 @@ extension PostgresStore {
 extension StoredMessage {
     /// Nothing but what Schedule writes (see `PostgresStore.insertFresh`).
     var isFresh: Bool {
-        lastError == nil && apnsID == nil && sendingSince == nil && sendStartedAt == nil && pushStartedAt == nil
+        lastError == nil && providerMessageID == nil && sendingSince == nil && sendStartedAt == nil && pushStartedAt == nil
             && idempotencyKey?.isEmpty != true
     }
 }

@@ -39,7 +39,7 @@ import PostgresNIO
 ///   estimates finished states from the planner's statistics on big tables
 ///   (`PostgresStore.countsByState`).
 enum PostgresSchema {
-    static let migrations: [String] = [v1, v2, v3, v4]
+    static let migrations: [String] = [v1, v2, v3, v4, v5]
 
     /// The schema version this build writes.
     static var version: Int { migrations.count }
@@ -263,5 +263,14 @@ extension PostgresSchema {
           AND d.message_id = o.message_id AND d.device_token = o.device_token AND d.seq < o.seq;
         CREATE UNIQUE INDEX IF NOT EXISTS outcomes_reports ON outcomes (message_id, status, md5(device_token))
             WHERE status IN ('displayed', 'opened');
+        """
+
+    /// Version 5: the provider's id of an accepted push is a provider
+    /// message id (issue 25; SQLite's v8): `apns_id` held FCM message names
+    /// too, so the column of `messages` and of `outcomes` is renamed
+    /// `provider_message_id`, every stored value kept.
+    static let v5 = """
+        ALTER TABLE messages RENAME COLUMN apns_id TO provider_message_id;
+        ALTER TABLE outcomes RENAME COLUMN apns_id TO provider_message_id;
         """
 }

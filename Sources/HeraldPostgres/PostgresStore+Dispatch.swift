@@ -21,12 +21,12 @@ extension PostgresStore {
     /// transaction (`PostgresBatcher`: one commit for many pushes' ends).
     public func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
-        apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
+        providerMessageID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
     ) async throws -> Bool {
         // Before the write: a refused change records nothing, not even the outcomes.
         try Self.check(id: id, from: from, to: to)
         return try await transitionWrites.run(
-            Transition(id: id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: lastError, now: now,
+            Transition(id: id, from: from, to: to, dueAt: dueAt, providerMessageID: providerMessageID, lastError: lastError, now: now,
                        outcomes: outcomes),
             writer: TransitionWrites(store: self))
     }
@@ -92,7 +92,7 @@ extension PostgresStore {
     /// err, at; a NULL value leaves its column), clearing the claim and
     /// stamping the milestone: the transaction's UPDATE and `EndPushes`'.
     static let endSet = """
-        state = v.target, due_at = coalesce(v.due, m.due_at), apns_id = coalesce(v.apns, m.apns_id), \
+        state = v.target, due_at = coalesce(v.due, m.due_at), provider_message_id = coalesce(v.apns, m.provider_message_id), \
         last_error = coalesce(v.err, m.last_error), sending_since = NULL, push_started_at = NULL, \
         owner = NULL, lease_until = NULL, updated_at = v.at, \
         handed_off_at = CASE WHEN v.target = 'handed_off' THEN coalesce(m.handed_off_at, v.at) ELSE m.handed_off_at END, \
@@ -111,8 +111,8 @@ extension PostgresStore {
                          CASE WHEN has_apns THEN apns END AS apns, CASE WHEN has_err THEN err END AS err, at
                   FROM unnest(\(batch.map(\.id))::text[], \(batch.map(\.from.rawValue))::text[],
                               \(batch.map(\.to.rawValue))::text[], \(batch.map { $0.dueAt ?? 0 })::bigint[],
-                              \(batch.map { $0.dueAt != nil })::bool[], \(batch.map { $0.apnsID ?? "" })::text[],
-                              \(batch.map { $0.apnsID != nil })::bool[], \(batch.map { $0.lastError ?? "" })::text[],
+                              \(batch.map { $0.dueAt != nil })::bool[], \(batch.map { $0.providerMessageID ?? "" })::text[],
+                              \(batch.map { $0.providerMessageID != nil })::bool[], \(batch.map { $0.lastError ?? "" })::text[],
                               \(batch.map { $0.lastError != nil })::bool[], \(batch.map(\.now))::bigint[])
                        AS u(id, source, target, due, has_due, apns, has_apns, err, has_err, at)) AS v
             WHERE m.id = v.id AND m.state = v.source
@@ -138,7 +138,7 @@ extension PostgresStore {
     public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
         try await connection { connection in
             try await Self.rows(connection, """
-                SELECT message_id, device_token, status, apns_id, reason, at, NULL::integer, NULL::integer, NULL::text
+                SELECT message_id, device_token, status, provider_message_id, reason, at, NULL::integer, NULL::integer, NULL::text
                 FROM outcomes WHERE message_id = \(messageID) ORDER BY seq
                 """, logger: self.logger, PostgresRows.outcome)
         }

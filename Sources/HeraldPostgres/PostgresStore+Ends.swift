@@ -78,7 +78,7 @@ struct EndPushes: PostgresPreparedStatement {
         ended AS MATERIALIZED (SELECT id FROM changed UNION ALL SELECT id FROM kept),
         dropped AS (DELETE FROM handovers WHERE message_id IN (SELECT id FROM ended)),
         recorded AS (
-            INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment)
+            INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment)
             SELECT message_id, device_token, status, CASE WHEN has_apns THEN apns END,
                    CASE WHEN has_reason THEN reason END, at, CASE WHEN has_http THEN http END,
                    CASE WHEN has_attempts THEN attempts END, CASE WHEN has_env THEN env END
@@ -106,12 +106,12 @@ struct EndPushes: PostgresPreparedStatement {
         var b = PostgresBindings(capacity: 25)
         b.append(items.map(\.id)); b.append(items.map(\.from.rawValue)); b.append(items.map(\.to.rawValue))
         b.append(items.map { $0.dueAt ?? 0 }); b.append(items.map { $0.dueAt != nil })
-        b.append(items.map { $0.apnsID ?? "" }); b.append(items.map { $0.apnsID != nil })
+        b.append(items.map { $0.providerMessageID ?? "" }); b.append(items.map { $0.providerMessageID != nil })
         b.append(items.map { $0.lastError ?? "" }); b.append(items.map { $0.lastError != nil })
         b.append(items.map(\.now))
         b.append(replicaID)
         b.append(outcomes.map(\.messageID)); b.append(outcomes.map(\.deviceToken)); b.append(outcomes.map(\.kind.rawValue))
-        b.append(outcomes.map { $0.apnsID ?? "" }); b.append(outcomes.map { $0.apnsID != nil })
+        b.append(outcomes.map { $0.providerMessageID ?? "" }); b.append(outcomes.map { $0.providerMessageID != nil })
         b.append(outcomes.map { $0.reason ?? "" }); b.append(outcomes.map { $0.reason != nil })
         b.append(outcomes.map(\.at))
         b.append(outcomes.map { Int32(clamping: $0.httpStatus ?? 0) }); b.append(outcomes.map { $0.httpStatus != nil })

@@ -83,7 +83,7 @@ extension PostgresStore: SharedDueStore {
                 """, logger: self.logger) { try $0.decode(String.self) }
             guard !ids.isEmpty else { return InterruptedRecovery(resumed: [], unconfirmedDevices: 0) }
             let unconfirmed = try await Self.run(connection, """
-                INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at)
+                INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at)
                 SELECT h.message_id, h.device_token, \(DeviceOutcomeKind.unconfirmed.rawValue), NULL,
                        \(DeviceOutcomeKind.unconfirmedReason), \(now)
                 FROM messages m JOIN handovers h ON h.message_id = m.id AND h.push = m.push_started_at

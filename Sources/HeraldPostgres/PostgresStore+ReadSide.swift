@@ -124,7 +124,7 @@ extension PostgresStore {
                 """, logger: logger) { try $0.decode(String.self) }
         }
         let outcomes = try await rows(connection, """
-            SELECT message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment
+            SELECT message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment
             FROM outcomes WHERE message_id = \(message.id) AND status NOT IN ('displayed', 'opened')
             ORDER BY seq LIMIT \(MessageDetail.maxDeviceEntries)
             """, logger: logger, PostgresRows.outcome)

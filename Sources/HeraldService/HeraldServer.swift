@@ -1,5 +1,7 @@
 import APNs
+public import APNsProvider
 public import APNsSimulation
+public import FCMProvider
 public import GRPCEngine
 import HeraldPrimitives
 public import TLSTransport
@@ -284,13 +286,13 @@ public final class HeraldServer: Service, Sendable {
         let clock = configuration.clock
         let opened = try await OpenedStore.open(configuration, metrics: metrics, logger: logger)
         let (store, lock) = (opened.store, opened.lock)
-        let gateway: APNsGateway
+        let gateway: ProviderGateways
         let scheduler: Scheduler
         let pending: Int
         do {
             let interrupted = try await store.recoverInterrupted(now: clock.now())
             if !interrupted.resumed.isEmpty {
-                logger.warning("messages caught mid-send by a crash resume; devices handed to APNs without an answer are UNCONFIRMED, never resent",
+                logger.warning("messages caught mid-send by a crash resume; devices handed to their provider without an answer are UNCONFIRMED, never resent",
                                metadata: ["messages": "\(interrupted.resumed.count)", "unconfirmed_devices": "\(interrupted.unconfirmedDevices)"])
             }
             let fcm: FCMGateway
@@ -304,11 +306,11 @@ public final class HeraldServer: Service, Sendable {
             }
             do {
                 if let routes = configuration.apnsRoutes {
-                    gateway = APNsGateway(routes: routes, fcm: fcm)
+                    gateway = ProviderGateways(apns: APNsGateway(routes: routes), fcm: fcm)
                 } else {
-                    gateway = try await APNsGateway.embedded(
-                        faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout, fcm: fcm,
-                        logger: logger)
+                    gateway = ProviderGateways(apns: try await APNsGateway.embedded(
+                        faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout,
+                        logger: logger), fcm: fcm)
                 }
             } catch {
                 await fcm.shutdown()
@@ -342,10 +344,13 @@ public final class HeraldServer: Service, Sendable {
             lock?.release()
             throw error
         }
-        gatewayCell.withLock { $0 = gateway }
-        gateway.observe(metrics: metrics, logger: logger)
+        gatewayCell.withLock { $0 = gateway.apns }
+        gateway.apns.observe(metrics: metrics, logger: logger)
+        gateway.fcm.observe(metrics: metrics, logger: logger)
+        // One provider per platform (ProviderGateways.registry).
+        let providers = gateway.registry(lateness: { [metrics] in metrics.dispatchLateness(milliseconds: $0) })
         let dispatcher = Dispatcher(
-            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits,
+            store: store, providers: providers, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits,
             decode: StoredRequest.decode)
         let revokes = RevokeQueue()
         registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes, gateway: gateway)
@@ -355,7 +360,7 @@ public final class HeraldServer: Service, Sendable {
         // After the store: stopped (reverse order) before it closes.
         services.append(RetentionService(store: store, policy: configuration.retention, clock: clock, logger: logger))
         services += try observabilityServices(store: store, probeDirectory: opened.probeDirectory)
-        if let path = configuration.simulatorRecordPath, let simulator = gateway.simulator {
+        if let path = configuration.simulatorRecordPath, let simulator = gateway.apns.simulator {
             // Subscribed now, before any push, so no delivery is missed.
             services.append(SimulatorRecorderService(deliveries: simulator.deliveryStream(), path: path, logger: logger))
         }
@@ -376,7 +381,7 @@ public final class HeraldServer: Service, Sendable {
         return services
     }
 
-    private func registerDeliveryHandlers(store: any ServableStore, scheduler: Scheduler, revokes: RevokeQueue, gateway: APNsGateway) {
+    private func registerDeliveryHandlers(store: any ServableStore, scheduler: Scheduler, revokes: RevokeQueue, gateway: ProviderGateways) {
         let policy = configuration.accessPolicy
         let routes = DeliveryRoutes(
             policy: policy, clock: configuration.clock,

@@ -1,4 +1,6 @@
 import APNs
+import APNsProvider
+import FCMProvider
 import HeraldCore
 import HeraldStorage
 import Synchronization

@@ -6,21 +6,21 @@ public struct Transition: Sendable {
     public let from: MessageState
     public let to: MessageState
     public let dueAt: Int64?
-    public let apnsID: String?
+    public let providerMessageID: String?
     public let lastError: String?
     public let now: Int64
     public let outcomes: [DeviceOutcome]
 
     /// The arguments of `HeraldStore.transition(id:from:to:…)`.
     public init(
-        id: String, from: MessageState, to: MessageState, dueAt: Int64? = nil, apnsID: String? = nil,
+        id: String, from: MessageState, to: MessageState, dueAt: Int64? = nil, providerMessageID: String? = nil,
         lastError: String? = nil, now: Int64, outcomes: [DeviceOutcome] = []
     ) {
         self.id = id
         self.from = from
         self.to = to
         self.dueAt = dueAt
-        self.apnsID = apnsID
+        self.providerMessageID = providerMessageID
         self.lastError = lastError
         self.now = now
         self.outcomes = outcomes
@@ -63,7 +63,7 @@ extension HeraldStore {
         var applied: [Bool] = []
         for item in items {
             applied.append(try await transition(
-                id: item.id, from: item.from, to: item.to, dueAt: item.dueAt, apnsID: item.apnsID,
+                id: item.id, from: item.from, to: item.to, dueAt: item.dueAt, providerMessageID: item.providerMessageID,
                 lastError: item.lastError, now: item.now, recording: item.outcomes))
         }
         return applied

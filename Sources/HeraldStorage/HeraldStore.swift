@@ -93,7 +93,7 @@ public protocol HeraldStore: Sendable {
     /// Compare-and-set state change: applies only while the state is `from`;
     /// clears the in-flight marker and ends the push (its hand-over marks
     /// are dropped; the outcomes stay). Returns false when the state changed
-    /// meanwhile. `dueAt`, `apnsID` and `lastError` are updated when given.
+    /// meanwhile. `dueAt`, `providerMessageID` and `lastError` are updated when given.
     /// Throws `StoreError.illegalTransition` (writing nothing, outcomes
     /// included) when `MessageState.allowedTransitions` has no `from → to`,
     /// `from == to` too: every state write of the store is checked.
@@ -102,7 +102,7 @@ public protocol HeraldStore: Sendable {
     /// meanwhile.
     func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
-        apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
+        providerMessageID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
     ) async throws -> Bool
 
     /// Records one device's result for a message.
@@ -208,9 +208,9 @@ extension HeraldStore {
     /// `transition(…recording:)` recording no outcomes.
     public func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
-        apnsID: String?, lastError: String?, now: Int64
+        providerMessageID: String?, lastError: String?, now: Int64
     ) async throws -> Bool {
-        try await transition(id: id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: lastError,
+        try await transition(id: id, from: from, to: to, dueAt: dueAt, providerMessageID: providerMessageID, lastError: lastError,
                              now: now, recording: [])
     }
 

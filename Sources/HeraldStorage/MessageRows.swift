@@ -4,7 +4,7 @@ import HeraldCore
 enum MessageRows {
     static let columns = """
         id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
-        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, apns_id, \
+        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, \
         sending_since, send_started_at, push_started_at, request
         """
 
@@ -136,7 +136,7 @@ enum MessageRows {
         try s.bind(m.updatedAt, at: offset + 14)
         try s.bind(m.attempts, at: offset + 15)
         try s.bind(m.lastError, at: offset + 16)
-        try s.bind(m.apnsID, at: offset + 17)
+        try s.bind(m.providerMessageID, at: offset + 17)
         try s.bind(m.sendingSince, at: offset + 18)
         try s.bind(m.sendStartedAt, at: offset + 19)
         try s.bind(m.pushStartedAt, at: offset + 20)
@@ -156,7 +156,7 @@ enum MessageRows {
             abTest: s.int64(7) != 0, windowStart: s.int64(8), windowEnd: s.int64(9), dueAt: s.int64(10),
             state: try state(s.string(11)), request: s.bytes(20), createdAt: s.int64(12),
             updatedAt: s.int64(13), attempts: s.int(14), lastError: s.optionalString(15),
-            apnsID: s.optionalString(16), sendingSince: s.optionalInt64(17), sendStartedAt: s.optionalInt64(18),
+            providerMessageID: s.optionalString(16), sendingSince: s.optionalInt64(17), sendStartedAt: s.optionalInt64(18),
             pushStartedAt: s.optionalInt64(19))
     }
 

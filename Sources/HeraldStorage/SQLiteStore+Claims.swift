@@ -44,7 +44,7 @@ extension SQLiteStore {
         try forget.run()
         try db.run("""
             UPDATE messages
-            SET state = ?3, due_at = coalesce(?4, due_at), apns_id = coalesce(?5, apns_id),
+            SET state = ?3, due_at = coalesce(?4, due_at), provider_message_id = coalesce(?5, provider_message_id),
                 last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7,
                 \(MessageMilestones.onTransition)
             WHERE id = ?1 AND state = ?2
@@ -53,7 +53,7 @@ extension SQLiteStore {
             try $0.bind(item.from.rawValue, at: 2)
             try $0.bind(item.to.rawValue, at: 3)
             try $0.bind(item.dueAt, at: 4)
-            try $0.bind(item.apnsID, at: 5)
+            try $0.bind(item.providerMessageID, at: 5)
             try $0.bind(item.lastError, at: 6)
             try $0.bind(item.now, at: 7)
         }

@@ -165,11 +165,11 @@ extension SQLiteStore {
 
     public func transition(
         id: String, from: MessageState, to: MessageState, dueAt: Int64?,
-        apnsID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
+        providerMessageID: String?, lastError: String?, now: Int64, recording outcomes: [DeviceOutcome]
     ) async throws -> Bool {
         // Before the write: a refused change records nothing, not even the outcomes.
         try MessageRows.check(id: id, from: from, to: to)
-        let item = Transition(id: id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: lastError, now: now,
+        let item = Transition(id: id, from: from, to: to, dueAt: dueAt, providerMessageID: providerMessageID, lastError: lastError, now: now,
                               outcomes: outcomes)
         return try await write { db in try Self.apply(item, in: db) }
     }
@@ -182,14 +182,14 @@ extension SQLiteStore {
     /// (message, device) changes nothing (schema v7's `outcomes_reports`).
     static func insert(_ outcome: DeviceOutcome, into db: Database) throws {
         try db.run("""
-            INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment)
+            INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
             ON CONFLICT DO NOTHING
             """) {
             try $0.bind(outcome.messageID, at: 1)
             try $0.bind(outcome.deviceToken, at: 2)
             try $0.bind(outcome.kind.rawValue, at: 3)
-            try $0.bind(outcome.apnsID, at: 4)
+            try $0.bind(outcome.providerMessageID, at: 4)
             try $0.bind(outcome.reason, at: 5)
             try $0.bind(outcome.at, at: 6)
             try $0.bind(outcome.httpStatus.map(Int64.init), at: 7)
@@ -202,7 +202,7 @@ extension SQLiteStore {
     public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
         try read { db in
             let statement = try db.cached("""
-                SELECT message_id, device_token, status, apns_id, reason, at
+                SELECT message_id, device_token, status, provider_message_id, reason, at
                 FROM outcomes WHERE message_id = ?1 ORDER BY rowid
                 """)
             try statement.bind(messageID, at: 1)
@@ -210,7 +210,7 @@ extension SQLiteStore {
             while try statement.step() {
                 outcomes.append(DeviceOutcome(
                     messageID: statement.string(0), deviceToken: statement.string(1),
-                    kind: DeviceOutcomeKind(rawValue: statement.string(2)), apnsID: statement.optionalString(3),
+                    kind: DeviceOutcomeKind(rawValue: statement.string(2)), providerMessageID: statement.optionalString(3),
                     reason: statement.optionalString(4), at: statement.int64(5)))
             }
             return outcomes
@@ -261,7 +261,7 @@ extension SQLiteStore {
     public func recoverInterrupted(now: Int64) async throws -> InterruptedRecovery {
         try await write { db in
             let unconfirm = try db.cached("""
-                INSERT INTO outcomes(message_id, device_token, status, apns_id, reason, at)
+                INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at)
                 SELECT h.message_id, h.device_token, ?2, NULL, ?3, ?1
                 FROM messages m JOIN handovers h ON h.message_id = m.id AND h.push = m.push_started_at
                 WHERE m.sending_since IS NOT NULL AND NOT EXISTS (

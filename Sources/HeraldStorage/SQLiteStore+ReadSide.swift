@@ -5,7 +5,7 @@ extension SQLiteStore: MessageReadSide {
     /// so `MessageRows.decode` applies), then the milestones (21…24).
     static let summaryColumns = """
         id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
-        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, apns_id, \
+        window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, \
         sending_since, send_started_at, push_started_at, X'', handed_off_at, sent_at, displayed_at, opened_at
         """
 
@@ -141,7 +141,7 @@ extension SQLiteStore: MessageReadSide {
 
     private static func outcomes(of id: String, _ db: Database) throws -> [DeviceOutcome] {
         let statement = try db.cached("""
-            SELECT message_id, device_token, status, apns_id, reason, at, http_status, attempts, environment
+            SELECT message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment
             FROM outcomes WHERE message_id = ?1 AND status NOT IN ('displayed', 'opened') ORDER BY rowid LIMIT ?2
             """)
         try statement.bind(id, at: 1)
@@ -150,7 +150,7 @@ extension SQLiteStore: MessageReadSide {
         while try statement.step() {
             outcomes.append(DeviceOutcome(
                 messageID: statement.string(0), deviceToken: statement.string(1),
-                kind: DeviceOutcomeKind(rawValue: statement.string(2)), apnsID: statement.optionalString(3),
+                kind: DeviceOutcomeKind(rawValue: statement.string(2)), providerMessageID: statement.optionalString(3),
                 reason: statement.optionalString(4), at: statement.int64(5),
                 httpStatus: statement.optionalInt64(6).map(Int.init), attempts: statement.optionalInt64(7).map(Int.init),
                 environment: statement.optionalString(8).flatMap(APNsEnvironment.init(rawValue:))))

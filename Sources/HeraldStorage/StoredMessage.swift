@@ -26,8 +26,8 @@ public struct StoredMessage: Sendable, Hashable {
     /// How many times a push for this message was claimed for sending.
     public var attempts: Int
     public var lastError: String?
-    /// The `apns-id` of the sent push.
-    public var apnsID: String?
+    /// The provider's id of the sent push (the apns-id, the FCM message name).
+    public var providerMessageID: String?
     /// Set while a push for this message is in flight (claimed by
     /// `claim(id:from:now:)`, not yet finished by `transition`).
     public var sendingSince: Int64?
@@ -44,7 +44,7 @@ public struct StoredMessage: Sendable, Hashable {
         idempotencyKey: String?, deliveryMethod: DeliveryMethod, abTest: Bool,
         windowStart: Int64, windowEnd: Int64, dueAt: Int64, state: MessageState = .scheduled,
         request: [UInt8], createdAt: Int64, updatedAt: Int64? = nil, attempts: Int = 0,
-        lastError: String? = nil, apnsID: String? = nil,
+        lastError: String? = nil, providerMessageID: String? = nil,
         sendingSince: Int64? = nil, sendStartedAt: Int64? = nil, pushStartedAt: Int64? = nil
     ) {
         self.id = id
@@ -64,7 +64,7 @@ public struct StoredMessage: Sendable, Hashable {
         self.updatedAt = updatedAt ?? createdAt
         self.attempts = attempts
         self.lastError = lastError
-        self.apnsID = apnsID
+        self.providerMessageID = providerMessageID
         self.sendingSince = sendingSince
         self.sendStartedAt = sendStartedAt
         self.pushStartedAt = pushStartedAt
@@ -169,7 +169,9 @@ public struct DeviceOutcome: Sendable, Hashable {
     public var deviceToken: String
     /// Stored as its raw value in the `status` column.
     public var kind: DeviceOutcomeKind
-    public var apnsID: String?
+    /// The provider's id of the push it accepted (the apns-id, the FCM
+    /// message name); nil otherwise.
+    public var providerMessageID: String?
     /// The provider's reason (e.g. "BadTopic") or a local one.
     public var reason: String?
     public var at: Int64
@@ -181,13 +183,13 @@ public struct DeviceOutcome: Sendable, Hashable {
     public var environment: APNsEnvironment?
 
     public init(
-        messageID: String, deviceToken: String, kind: DeviceOutcomeKind, apnsID: String? = nil, reason: String? = nil,
+        messageID: String, deviceToken: String, kind: DeviceOutcomeKind, providerMessageID: String? = nil, reason: String? = nil,
         at: Int64, httpStatus: Int? = nil, attempts: Int? = nil, environment: APNsEnvironment? = nil
     ) {
         self.messageID = messageID
         self.deviceToken = deviceToken
         self.kind = kind
-        self.apnsID = apnsID
+        self.providerMessageID = providerMessageID
         self.reason = reason
         self.at = at
         self.httpStatus = httpStatus

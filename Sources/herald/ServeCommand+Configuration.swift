@@ -1,4 +1,6 @@
+import APNsProvider
 import ArgumentParser
+import FCMProvider
 import HeraldPrimitives
 import HeraldService
 import Logging

@@ -1,4 +1,7 @@
+import APNsProvider
 import ArgumentParser
+import FCMProvider
+import HeraldCore
 import HeraldService
 
 /// `serve`'s settings resolved once: the flags, the environment, the config

@@ -1,3 +1,5 @@
+import APNsProvider
+import FCMProvider
 import ArgumentParser
 import HeraldCore
 import HeraldService

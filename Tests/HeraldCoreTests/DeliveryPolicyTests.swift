@@ -180,9 +180,9 @@ struct DeliveryPolicyTests {
             Record(deviceToken: "c", kind: .expired),
         ], MessageEnd(.sent)),
         ("expired only → EXPIRED", .alert, [Record(deviceToken: "a", kind: .expired), Record(deviceToken: "b", kind: .expired)],
-         MessageEnd(.expired, error: "TTL ran out before APNs accepted the push")),
+         MessageEnd(.expired, error: "TTL ran out before the provider accepted the push")),
         ("expired hand-off → EXPIRED", .handoff, [Record(deviceToken: "a", kind: .expired)],
-         MessageEnd(.expired, error: "TTL ran out before APNs accepted the push")),
+         MessageEnd(.expired, error: "TTL ran out before the provider accepted the push")),
         ("expired and refused → FAILED with each reason", .alert, [
             Record(deviceToken: "aaaaaaaaaaaa", kind: .expired),
             Record(deviceToken: "bbbbbbbbbbbb", kind: .unregistered, reason: "Unregistered"),
@@ -292,7 +292,7 @@ struct DeliveryPolicyTests {
     @Test("revoke deadlines", arguments: revokes)
     func revoke(name: String, windowEnd: Int64, deadline: Int64) {
         let plan = Self.policy.revoke(windowEnd: Self.now + windowEnd, now: Self.now)
-        #expect(plan == RevokePlan(deadline: Self.now + deadline, expiresAt: Self.now + windowEnd, fcmSingleAttempt: true))
+        #expect(plan == RevokePlan(deadline: Self.now + deadline, expiresAt: Self.now + windowEnd))
     }
 
     static let revokeRecords: [(DeviceOutcomeKind, String?, Bool, DeviceOutcomeKind, String?)] = [

@@ -1,3 +1,5 @@
+import APNsProvider
+import FCMProvider
 import APNs
 import Testing
 

@@ -32,7 +32,7 @@ struct DeliveryWiring {
         self.gateway = gateway
         scheduler = Scheduler(clock: clock, logger: logger)
         dispatcher = Dispatcher(
-            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, decode: StoredRequest.decode)
+            store: store, providers: gateway.providers, clock: clock, scheduler: scheduler, logger: logger, decode: StoredRequest.decode)
         let routes = DeliveryRoutes(policy: policy, clock: clock, split: ABSplit(contextAwareShare: 0.5), graceSeconds: 30)
         self.routes = Dictionary(uniqueKeysWithValues: routes.handlers(store: store, scheduler: scheduler, revokes: revokes)
             .map { ($0.path, $0.handler) })

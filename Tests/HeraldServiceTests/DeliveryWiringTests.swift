@@ -77,7 +77,7 @@ struct DeliveryWiringTests {
             #expect(sent.header("apns-topic") == Wiring.bundle)
             #expect(sent.payloadText.contains("\"title\":\"Hello\""))
             let done = await wiring.store.waitFor(id: scheduled.messageID) { $0.state == .sent }
-            #expect(done.apnsID == sent.header("apns-id"))
+            #expect(done.providerMessageID == sent.header("apns-id"))
             let outcomes = try await wiring.store.outcomes(messageID: scheduled.messageID)
             #expect(outcomes.map(\.kind) == [.sent])
             #expect(outcomes.map(\.deviceToken) == [Wiring.deviceToken])

@@ -1,4 +1,5 @@
 import APNs
+import APNsProvider
 import HeraldCore
 import HeraldStorage
 import Testing
@@ -28,7 +29,7 @@ struct DeviceOutcomeTests {
     }
 
     static let results: [(Dispatcher.DeviceResult, DeviceOutcomeKind, String?)] = [
-        (.delivered(apnsID: "id-1", attempts: 2), .sent, nil),
+        (.delivered(providerMessageID: "id-1", attempts: 2), .sent, nil),
         (.refused(.unregistered, reason: "Unregistered", status: 410, attempts: 1), .unregistered, "Unregistered"),
         (.refused(.rejected, reason: "BadTopic", status: 400, attempts: 1), .rejected, "BadTopic"),
         (.expired, .expired, nil),
@@ -42,7 +43,7 @@ struct DeviceOutcomeTests {
                             environment: .sandbox, registeredAt: 1)
         let outcome = result.outcome(messageID: "m", device: device, delivered: .sent, at: 7)
         #expect(outcome.kind == kind && outcome.reason == reason && outcome.at == 7)
-        #expect(outcome.apnsID == (kind == .sent ? "id-1" : nil))
+        #expect(outcome.providerMessageID == (kind == .sent ? "id-1" : nil))
         #expect(outcome.environment == .sandbox)
         #expect(outcome.httpStatus == [.sent: 200, .unregistered: 410, .rejected: 400][kind])
         #expect(outcome.attempts == [.sent: 2, .unregistered: 1, .rejected: 1][kind])

@@ -1,3 +1,4 @@
+import APNsProvider
 import APNsSimulation
 import HeraldCore
 import HeraldPrimitives
@@ -72,7 +73,7 @@ struct DispatcherRenderingTests {
         #expect(Set(received.map(\.apnsID)).count == Self.tokens.count)
         #expect(Set(received.map(\.payload)).count == 1)  // the test message has no translations
         let outcomes = try await rig.store.outcomes(messageID: message.id)
-        #expect(Set(outcomes.compactMap(\.apnsID)) == Set(received.map(\.apnsID)))
+        #expect(Set(outcomes.compactMap(\.providerMessageID)) == Set(received.map(\.apnsID)))
         #expect(outcomes.allSatisfy { $0.kind == .sent })
         #expect(try await rig.store.message(id: message.id)?.state == .sent)
     }

@@ -1,3 +1,5 @@
+import APNsProvider
+import FCMProvider
 import APNsSimulation
 import Foundation
 import HeraldCore
@@ -47,7 +49,7 @@ struct DispatcherTests {
         let clock = ManualClock(now: due)
         let scheduler = Scheduler(clock: clock, logger: logger)
         let dispatcher = Dispatcher(
-            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, decode: decode)
+            store: store, providers: gateway.providers, clock: clock, scheduler: scheduler, logger: logger, decode: decode)
         let handOvers = Task { await dispatcher.run() }
         return Rig(store: store, gateway: gateway, clock: clock, dispatcher: dispatcher, directory: directory, handOvers: handOvers)
     }
@@ -113,7 +115,7 @@ struct DispatcherTests {
         #expect(try await rig.store.message(id: message.id)?.state == .sent)
         let outcomes = try await rig.store.outcomes(messageID: message.id)
         #expect(outcomes.map(\.kind) == [.sent])
-        #expect(outcomes.first?.apnsID == delivery.apnsID)
+        #expect(outcomes.first?.providerMessageID == delivery.apnsID)
     }
 
     @Test func aMessageTooLateForItsTTLExpiresUnsent() async throws {

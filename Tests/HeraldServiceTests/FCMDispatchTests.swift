@@ -38,7 +38,7 @@ struct FCMDispatchTests {
             let logger = Logger(label: "test")
             let scheduler = Scheduler(clock: clock, logger: logger)
             let dispatcher = Dispatcher(
-                store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger, decode: StoredRequest.decode)
+                store: store, providers: gateway.providers, clock: clock, scheduler: scheduler, logger: logger, decode: StoredRequest.decode)
             self.dispatcher = dispatcher
             handOvers = Task { await dispatcher.run() }
         }
@@ -212,7 +212,7 @@ struct FCMDispatchTests {
         #expect(try await rig.store.message(id: stored.id)?.state == .sent)
         let outcome = try #require(try await rig.store.outcomes(messageID: stored.id).first)
         #expect(outcome.kind == .sent)
-        #expect(outcome.apnsID == "projects/\(FakeAPNsGateway.fcmProject)/messages/1")
+        #expect(outcome.providerMessageID == "projects/\(FakeAPNsGateway.fcmProject)/messages/1")
         #expect(outcome.environment == nil)
         // The hand-over mark was written before the send (SPEC §4).
         #expect(rig.watch.marksAtSend.withLock { $0 } == [[Self.token]])

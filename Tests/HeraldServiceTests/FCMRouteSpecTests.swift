@@ -1,3 +1,5 @@
+import APNsProvider
+import FCMProvider
 import FCM
 import HeraldCore
 import HeraldPrimitives

@@ -26,7 +26,7 @@ struct RetentionServiceTests {
         _ = try await store.schedule(message(id, at: at))
         if !waiting {
             let changed = try await store.transition(
-                id: id, from: .scheduled, to: .expired, dueAt: nil, apnsID: nil, lastError: nil, now: at)
+                id: id, from: .scheduled, to: .expired, dueAt: nil, providerMessageID: nil, lastError: nil, now: at)
             #expect(changed)
         }
     }

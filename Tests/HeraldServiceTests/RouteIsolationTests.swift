@@ -1,3 +1,5 @@
+import APNsProvider
+import FCMProvider
 import APNs
 import APNsSimulation
 import Foundation
@@ -98,7 +100,7 @@ struct RouteIsolationTests {
         let clock = ManualClock(now: Self.due)
         let scheduler = Scheduler(clock: clock, maxInFlight: 8, logger: logger)
         let dispatcher = Dispatcher(
-            store: store, gateway: gateway, clock: clock, scheduler: scheduler, logger: logger,
+            store: store, providers: gateway.providers, clock: clock, scheduler: scheduler, logger: logger,
             routeLimits: .init(inFlight: 4, queue: 2), decode: StoredRequest.decode)
 
         var entries: [(id: String, dueAt: Int64)] = []

@@ -13,7 +13,7 @@ struct BatchClaimTests {
         _ = try await store.schedule(message)
         _ = try #require(try await store.claim(id: message.id, from: .scheduled, now: now))
         #expect(try await store.transition(id: message.id, from: .scheduled, to: .handedOff, dueAt: message.windowEnd,
-                                           apnsID: nil, lastError: nil, now: now))
+                                           providerMessageID: nil, lastError: nil, now: now))
         return message
     }
 
@@ -30,7 +30,7 @@ struct BatchClaimTests {
             _ = try #require(try await store.claim(id: inFlight.id, from: .scheduled, now: now))
             let handedOff = try await Self.handOff(store, key: "handed-off")
             let displayed = try await Self.handOff(store, key: "displayed")
-            #expect(try await store.transition(id: displayed.id, from: .handedOff, to: .displayed, dueAt: nil, apnsID: nil,
+            #expect(try await store.transition(id: displayed.id, from: .handedOff, to: .displayed, dueAt: nil, providerMessageID: nil,
                                                lastError: nil, now: now + 1))
 
             let ids = [waiting.id, cancelled.id, superseded.id, inFlight.id, handedOff.id, displayed.id, "no-such-id", replacement.id]
@@ -57,11 +57,11 @@ struct BatchClaimTests {
             let a = makeMessage(key: "a"), b = makeMessage(key: "b")
             for message in [a, b] { _ = try await store.schedule(message) }
             #expect(try await store.claim(ids: [a.id, b.id], now: now).count == 2)
-            let outcome = DeviceOutcome(messageID: a.id, deviceToken: "t-a", kind: .sent, apnsID: "apns-a", reason: nil, at: now + 1)
+            let outcome = DeviceOutcome(messageID: a.id, deviceToken: "t-a", kind: .sent, providerMessageID: "apns-a", reason: nil, at: now + 1)
             // An illegal change among them: refused before any write, outcomes included.
             await #expect(throws: StoreError.self) {
                 try await store.transitions([
-                    Transition(id: a.id, from: .scheduled, to: .sent, apnsID: "apns-a", now: now + 1, outcomes: [outcome]),
+                    Transition(id: a.id, from: .scheduled, to: .sent, providerMessageID: "apns-a", now: now + 1, outcomes: [outcome]),
                     Transition(id: b.id, from: .sent, to: .scheduled, now: now + 1),
                 ])
             }
@@ -69,12 +69,12 @@ struct BatchClaimTests {
             #expect(try await store.message(id: a.id)?.isSending == true)
             // b's `from` is stale (it is SCHEDULED, not HANDED_OFF): only a moves on.
             let applied = try await store.transitions([
-                Transition(id: a.id, from: .scheduled, to: .sent, apnsID: "apns-a", now: now + 1, outcomes: [outcome]),
+                Transition(id: a.id, from: .scheduled, to: .sent, providerMessageID: "apns-a", now: now + 1, outcomes: [outcome]),
                 Transition(id: b.id, from: .handedOff, to: .sent, now: now + 1),
             ])
             #expect(applied == [true, false])
             let sent = try #require(try await store.message(id: a.id))
-            #expect(sent.state == .sent && !sent.isSending && sent.apnsID == "apns-a")
+            #expect(sent.state == .sent && !sent.isSending && sent.providerMessageID == "apns-a")
             #expect(try await store.outcomes(messageID: a.id).map(\.deviceToken) == ["t-a"])
             #expect(try await store.message(id: b.id)?.state == .scheduled)
             #expect(try await store.transitions([]).isEmpty)

@@ -50,7 +50,7 @@ struct CrashRecoveryTests {
             _ = try await store.claim(id: message.id, from: .scheduled, now: now)
             // aa: answered 200; bb: handed over, no answer; cc: never handed over.
             try await store.recordHandOver(messageID: message.id, deviceToken: "aa", push: now, at: now + 1)
-            try await store.recordOutcome(DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .sent, apnsID: "x", at: now + 2))
+            try await store.recordOutcome(DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .sent, providerMessageID: "x", at: now + 2))
             try await store.recordHandOver(messageID: message.id, deviceToken: "bb", push: now, at: now + 3)
             try await store.recordHandOver(messageID: message.id, deviceToken: "bb", push: now, at: now + 4)  // a retry: one mark
         }) { store, recovery async throws in
@@ -67,7 +67,7 @@ struct CrashRecoveryTests {
             let resumed = try #require(try await store.claim(id: message.id, from: .scheduled, now: now + 5_000))
             #expect(resumed.pushStartedAt == now && resumed.sendingSince == now + 5_000)
             #expect(try await store.transition(
-                id: message.id, from: .scheduled, to: .sent, dueAt: nil, apnsID: nil, lastError: nil, now: now + 6_000))
+                id: message.id, from: .scheduled, to: .sent, dueAt: nil, providerMessageID: nil, lastError: nil, now: now + 6_000))
             #expect(try await store.message(id: message.id)?.pushStartedAt == nil)
             #expect(try await store.handOvers(messageID: message.id, push: now).isEmpty)  // the push ended: marks dropped
         }
@@ -93,7 +93,7 @@ struct CrashRecoveryTests {
             _ = try await store.claim(id: message.id, from: .scheduled, now: now)
             try await store.recordHandOver(messageID: message.id, deviceToken: "aa", push: now, at: now + 1)
             #expect(try await store.transition(
-                id: message.id, from: .scheduled, to: .handedOff, dueAt: now + 3_600_000, apnsID: "h", lastError: nil,
+                id: message.id, from: .scheduled, to: .handedOff, dueAt: now + 3_600_000, providerMessageID: "h", lastError: nil,
                 now: now + 2, recording: [DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .handedOff, at: now + 2)]))
             _ = try await store.claim(id: message.id, from: .handedOff, now: now + 3_600_000)
         }) { store, recovery async throws in

@@ -15,7 +15,7 @@ struct LifecycleTests {
             let outcome = DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .sent, at: now + 1)
             let move = {
                 try await store.transition(
-                    id: message.id, from: from, to: to, dueAt: nil, apnsID: nil, lastError: nil, now: now + 1,
+                    id: message.id, from: from, to: to, dueAt: nil, providerMessageID: nil, lastError: nil, now: now + 1,
                     recording: [outcome])
             }
             if from.canTransition(to: to) {

@@ -62,7 +62,7 @@ struct MessageTests {
             let first = makeMessage()
             _ = try await store.schedule(first)
             _ = try #require(try await store.claim(id: first.id, from: .scheduled, now: now))
-            #expect(try await store.transition(id: first.id, from: .scheduled, to: delivered, dueAt: nil, apnsID: nil, lastError: nil, now: now))
+            #expect(try await store.transition(id: first.id, from: .scheduled, to: delivered, dueAt: nil, providerMessageID: nil, lastError: nil, now: now))
             let stored = try #require(try await store.message(id: first.id))
 
             let outcome = try await store.schedule(makeMessage())
@@ -144,11 +144,11 @@ struct MessageTests {
             let message = makeMessage()
             _ = try await store.schedule(message)
             _ = try await store.claim(id: message.id, from: .scheduled, now: now)
-            #expect(try await store.transition(id: message.id, from: .scheduled, to: .sent, dueAt: nil, apnsID: "apns-1", lastError: nil, now: now + 10))
+            #expect(try await store.transition(id: message.id, from: .scheduled, to: .sent, dueAt: nil, providerMessageID: "apns-1", lastError: nil, now: now + 10))
             let outcome = try await store.cancel(bundleID: message.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now + 20)
             #expect(!outcome.cancelled && outcome.state == .sent)
             let stored = try #require(try await store.message(id: message.id))
-            #expect(stored.apnsID == "apns-1" && !stored.isSending && stored.state == .sent)
+            #expect(stored.providerMessageID == "apns-1" && !stored.isSending && stored.state == .sent)
         }
     }
 
@@ -167,7 +167,7 @@ struct MessageTests {
             let message = makeMessage(method: .contextAware)
             _ = try await store.schedule(message)
             _ = try await store.claim(id: message.id, from: .scheduled, now: now)
-            #expect(try await store.transition(id: message.id, from: .scheduled, to: .handedOff, dueAt: message.windowEnd, apnsID: nil, lastError: nil, now: now))
+            #expect(try await store.transition(id: message.id, from: .scheduled, to: .handedOff, dueAt: message.windowEnd, providerMessageID: nil, lastError: nil, now: now))
             #expect(try await store.pending(after: nil, limit: 10) == [PendingEntry(id: message.id, dueAt: message.windowEnd, state: .handedOff)])
 
             let outcome = try await store.cancel(bundleID: message.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now + 100)
@@ -200,12 +200,12 @@ struct MessageTests {
             // is refused (the APNs client retries within the TTL; a claim
             // goes back unsent through releaseClaim).
             await #expect(throws: StoreError.illegalTransition(from: .scheduled, to: .scheduled, id: message.id)) {
-                try await store.transition(id: message.id, from: .scheduled, to: .scheduled, dueAt: now + 90_000, apnsID: nil, lastError: "TooManyRequests", now: now)
+                try await store.transition(id: message.id, from: .scheduled, to: .scheduled, dueAt: now + 90_000, providerMessageID: nil, lastError: "TooManyRequests", now: now)
             }
             #expect(try await store.releaseClaim(id: message.id, now: now + 1))
             let retried = try #require(try await store.due(before: .max, limit: 10).first)
             #expect(retried.id == message.id && retried.lastError == nil && !retried.isSending)
-            #expect(try await !(store.transition(id: message.id, from: .handedOff, to: .sent, dueAt: nil, apnsID: nil, lastError: nil, now: now)))
+            #expect(try await !(store.transition(id: message.id, from: .handedOff, to: .sent, dueAt: nil, providerMessageID: nil, lastError: nil, now: now)))
         }
     }
 
@@ -225,7 +225,7 @@ struct MessageTests {
         try await withStore(kind) { store in
             let message = makeMessage()
             _ = try await store.schedule(message)
-            let a = DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .sent, apnsID: "id-1", at: now)
+            let a = DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .sent, providerMessageID: "id-1", at: now)
             let b = DeviceOutcome(messageID: message.id, deviceToken: "bb", kind: .unregistered, reason: "Unregistered", at: now + 1)
             try await store.recordOutcome(a)
             try await store.recordOutcome(b)

@@ -118,7 +118,7 @@ struct PostgresCallbackTests {
             claimed.sendStartedAt = now
             claimed.pushStartedAt = now
             claimed.lastError = "boom"
-            claimed.apnsID = "apns-1"
+            claimed.providerMessageID = "apns-1"
             claimed.attempts = 2
             #expect(fresh.allSatisfy(\.isFresh) && !claimed.isFresh)
             try await store.importMessages(fresh)

@@ -52,8 +52,8 @@ struct PostgresEndsTests {
             try await b.recordHandOvers([HandOverMark(messageID: "m-2", deviceToken: "b-m-2", push: bPush, at: now + 30_003)])
 
             func end(_ id: String, from: MessageState = .scheduled) -> Transition {
-                Transition(id: id, from: from, to: .sent, apnsID: "apns-\(id)", now: now + 30_010, outcomes: [
-                    DeviceOutcome(messageID: id, deviceToken: "a-\(id)", kind: .sent, apnsID: "apns-\(id)", at: now + 30_010,
+                Transition(id: id, from: from, to: .sent, providerMessageID: "apns-\(id)", now: now + 30_010, outcomes: [
+                    DeviceOutcome(messageID: id, deviceToken: "a-\(id)", kind: .sent, providerMessageID: "apns-\(id)", at: now + 30_010,
                                   httpStatus: 200, attempts: 1, environment: .production),
                     DeviceOutcome(messageID: id, deviceToken: "x-\(id)", kind: .failed, reason: "BadDeviceToken", at: now + 30_011),
                 ])
@@ -63,7 +63,7 @@ struct PostgresEndsTests {
             #expect(try await a.countsByState() == [.sent: 3, .handedOff: 1, .scheduled: 2])
             // Outcomes in the batch's order (m-5's first), every column kept.
             #expect(try await Self.scalar(configuration, """
-                SELECT string_agg(device_token || ':' || status || ':' || coalesce(apns_id, '-') || ':' || coalesce(reason, '-')
+                SELECT string_agg(device_token || ':' || status || ':' || coalesce(provider_message_id, '-') || ':' || coalesce(reason, '-')
                                   || ':' || coalesce(http_status::text, '-') || ':' || coalesce(attempts::text, '-')
                                   || ':' || coalesce(environment, '-'), ' ' ORDER BY seq) FROM outcomes
                 """) == """
@@ -78,7 +78,7 @@ struct PostgresEndsTests {
             #expect(try await PostgresLeaseTests.owner(configuration, "m-2") == "b")
             #expect(try await a.message(id: "m-2")?.sendingSince != nil)
             let m0 = try await a.message(id: "m-0")
-            #expect(m0?.state == .sent && m0?.apnsID == "apns-m-0" && m0?.sendingSince == nil)
+            #expect(m0?.state == .sent && m0?.providerMessageID == "apns-m-0" && m0?.sendingSince == nil)
             #expect(try await PostgresLeaseTests.owner(configuration, "m-0") == "none")
         }
     }

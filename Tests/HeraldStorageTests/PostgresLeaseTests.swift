@@ -55,7 +55,7 @@ struct PostgresLeaseTests {
             #expect(try await Self.owner(configuration, "m-live") == "a")
             #expect(try await a.outcomes(messageID: "m-live").isEmpty)  // nothing marked UNCONFIRMED
             // A finishes its push normally.
-            #expect(try await a.transition(id: "m-live", from: .scheduled, to: .sent, dueAt: nil, apnsID: "x", lastError: nil,
+            #expect(try await a.transition(id: "m-live", from: .scheduled, to: .sent, dueAt: nil, providerMessageID: "x", lastError: nil,
                                            now: now + 30_000))
         }
     }
@@ -75,13 +75,13 @@ struct PostgresLeaseTests {
             try await b.recordHandOvers([HandOverMark(messageID: "m-fence", deviceToken: "b-device", push: push, at: now + 30_003)])
             // A wakes up and reports its (late) result.
             let late = DeviceOutcome(messageID: "m-fence", deviceToken: "a-device", kind: .sent, at: now + 30_004)
-            #expect(try await !a.transition(id: "m-fence", from: .scheduled, to: .sent, dueAt: nil, apnsID: "late",
+            #expect(try await !a.transition(id: "m-fence", from: .scheduled, to: .sent, dueAt: nil, providerMessageID: "late",
                                             lastError: nil, now: now + 30_004, recording: [late]))
             #expect(try await b.outcomes(messageID: "m-fence").isEmpty)
             #expect(try await b.handOvers(messageID: "m-fence", push: push) == ["b-device"])
             #expect(try await Self.owner(configuration, "m-fence") == "b")
             // B, the owner, ends it.
-            #expect(try await b.transition(id: "m-fence", from: .scheduled, to: .sent, dueAt: nil, apnsID: "b",
+            #expect(try await b.transition(id: "m-fence", from: .scheduled, to: .sent, dueAt: nil, providerMessageID: "b",
                                            lastError: nil, now: now + 30_005))
             #expect(try await a.message(id: "m-fence")?.state == .sent)
         }
@@ -107,7 +107,7 @@ struct PostgresLeaseTests {
                     group.addTask {
                         let outcome = DeviceOutcome(messageID: message.id, deviceToken: "a-device", kind: .sent, at: now + 30_004)
                         return (message.id, try await a.transition(id: message.id, from: .scheduled, to: .sent, dueAt: nil,
-                                                                   apnsID: "x", lastError: nil, now: now + 30_004,
+                                                                   providerMessageID: "x", lastError: nil, now: now + 30_004,
                                                                    recording: [outcome]))
                     }
                 }
@@ -131,22 +131,22 @@ struct PostgresLeaseTests {
             try await a.importMessages(messages)
             #expect(try await a.claimDue(before: now, limit: 10, now: now).count == 4)
             let applied = try await a.transitions([
-                Transition(id: "m-0", from: .scheduled, to: .handedOff, dueAt: now + 9_000, apnsID: nil, lastError: nil,
+                Transition(id: "m-0", from: .scheduled, to: .handedOff, dueAt: now + 9_000, providerMessageID: nil, lastError: nil,
                            now: now + 1, outcomes: []),
-                Transition(id: "m-1", from: .scheduled, to: .failed, dueAt: nil, apnsID: nil, lastError: "gone",
+                Transition(id: "m-1", from: .scheduled, to: .failed, dueAt: nil, providerMessageID: nil, lastError: "gone",
                            now: now + 2, outcomes: []),
-                Transition(id: "m-2", from: .scheduled, to: .sent, dueAt: nil, apnsID: "apns-2", lastError: nil,
+                Transition(id: "m-2", from: .scheduled, to: .sent, dueAt: nil, providerMessageID: "apns-2", lastError: nil,
                            now: now + 3, outcomes: []),
-                Transition(id: "m-3", from: .handedOff, to: .sent, dueAt: nil, apnsID: "stale", lastError: nil,
+                Transition(id: "m-3", from: .handedOff, to: .sent, dueAt: nil, providerMessageID: "stale", lastError: nil,
                            now: now + 4, outcomes: []),
             ])
             #expect(applied == [true, true, true, false])
             let (m0, m1, m2, m3) = (try await a.message(id: "m-0"), try await a.message(id: "m-1"),
                                     try await a.message(id: "m-2"), try await a.message(id: "m-3"))
-            #expect(m0?.state == .handedOff && m0?.dueAt == now + 9_000 && m0?.apnsID == nil && m0?.sendingSince == nil)
+            #expect(m0?.state == .handedOff && m0?.dueAt == now + 9_000 && m0?.providerMessageID == nil && m0?.sendingSince == nil)
             #expect(m1?.state == .failed && m1?.lastError == "gone" && m1?.dueAt == now && m1?.updatedAt == now + 2)
-            #expect(m2?.state == .sent && m2?.apnsID == "apns-2" && m2?.lastError == nil)
-            #expect(m3?.state == .scheduled && m3?.apnsID == nil && m3?.sendingSince != nil)
+            #expect(m2?.state == .sent && m2?.providerMessageID == "apns-2" && m2?.lastError == nil)
+            #expect(m3?.state == .scheduled && m3?.providerMessageID == nil && m3?.sendingSince != nil)
         }
     }
 
@@ -157,11 +157,11 @@ struct PostgresLeaseTests {
             try await a.importMessages([makeMessage(id: "m-twice", key: "k", dueAt: now), makeMessage(id: "m-other", key: "o", dueAt: now)])
             #expect(try await a.claimDue(before: now, limit: 10, now: now).count == 2)
             let applied = try await a.transitions([
-                Transition(id: "m-twice", from: .scheduled, to: .handedOff, dueAt: now + 9_000, apnsID: nil, lastError: nil,
+                Transition(id: "m-twice", from: .scheduled, to: .handedOff, dueAt: now + 9_000, providerMessageID: nil, lastError: nil,
                            now: now + 1, outcomes: []),
-                Transition(id: "m-other", from: .scheduled, to: .sent, dueAt: nil, apnsID: nil, lastError: nil,
+                Transition(id: "m-other", from: .scheduled, to: .sent, dueAt: nil, providerMessageID: nil, lastError: nil,
                            now: now + 1, outcomes: []),
-                Transition(id: "m-twice", from: .handedOff, to: .displayed, dueAt: nil, apnsID: nil, lastError: nil,
+                Transition(id: "m-twice", from: .handedOff, to: .displayed, dueAt: nil, providerMessageID: nil, lastError: nil,
                            now: now + 2, outcomes: []),
             ])
             #expect(applied == [true, true, true])
@@ -176,12 +176,12 @@ struct PostgresLeaseTests {
             _ = try await a.schedule(makeMessage(id: "m-shown", dueAt: now))
             #expect(try await a.claimDue(before: now, limit: 10, now: now).count == 1)
             #expect(try await a.transition(id: "m-shown", from: .scheduled, to: .handedOff, dueAt: now + 60_000,
-                                           apnsID: nil, lastError: nil, now: now + 1))
+                                           providerMessageID: nil, lastError: nil, now: now + 1))
             // A claims the fallback alert; the app reports DISPLAYED through B meanwhile.
             #expect(try await a.claimDue(before: now + 60_000, limit: 10, now: now + 60_000).count == 1)
-            #expect(try await b.transition(id: "m-shown", from: .handedOff, to: .displayed, dueAt: nil, apnsID: nil,
+            #expect(try await b.transition(id: "m-shown", from: .handedOff, to: .displayed, dueAt: nil, providerMessageID: nil,
                                            lastError: nil, now: now + 60_001))
-            #expect(try await !a.transition(id: "m-shown", from: .handedOff, to: .sent, dueAt: nil, apnsID: nil,
+            #expect(try await !a.transition(id: "m-shown", from: .handedOff, to: .sent, dueAt: nil, providerMessageID: nil,
                                             lastError: nil, now: now + 60_002))
             #expect(try await b.message(id: "m-shown")?.state == .displayed)
         }

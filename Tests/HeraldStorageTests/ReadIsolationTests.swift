@@ -68,6 +68,9 @@ struct ReadIsolationTests {
                 await store.close()
                 let db = try Database(path: path, create: false, busyTimeoutMs: 1000)
                 try db.execute("DROP INDEX outcomes_reports")
+                // v8 renamed apns_id; a v6 database has the old name.
+                try db.execute("ALTER TABLE messages RENAME COLUMN provider_message_id TO apns_id")
+                try db.execute("ALTER TABLE outcomes RENAME COLUMN provider_message_id TO apns_id")
                 try db.execute("PRAGMA user_version = 6")
                 for (token, status, at) in [("t1", "displayed", 30), ("t1", "displayed", 10), ("t1", "opened", 40),
                                             ("t1", "opened", 50), ("t2", "displayed", 60), ("t1", "sent", 5), ("t1", "sent", 6)] {

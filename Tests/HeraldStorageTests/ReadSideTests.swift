@@ -98,14 +98,14 @@ struct ReadSideTests {
             #expect(inFlight.inFlight.map(\.deviceToken) == ["t3"])
             #expect(inFlight.message.request.isEmpty, "the request blob is not loaded")
             let outcomes = [
-                DeviceOutcome(messageID: "m2", deviceToken: "t1", kind: .sent, apnsID: "a-1", at: now + 20,
+                DeviceOutcome(messageID: "m2", deviceToken: "t1", kind: .sent, providerMessageID: "a-1", at: now + 20,
                               httpStatus: 200, attempts: 2, environment: .sandbox),
                 DeviceOutcome(messageID: "m2", deviceToken: "t2", kind: .badDeviceToken, reason: "BadDeviceToken", at: now + 20,
                               httpStatus: 400, attempts: 1, environment: .production),
                 DeviceOutcome(messageID: "m2", deviceToken: "t3", kind: .unregistered, reason: "Unregistered", at: now + 20,
                               httpStatus: 410, attempts: 1, environment: .sandbox),
             ]
-            #expect(try await store.transition(id: "m2", from: .scheduled, to: .sent, dueAt: nil, apnsID: "a-1",
+            #expect(try await store.transition(id: "m2", from: .scheduled, to: .sent, dueAt: nil, providerMessageID: "a-1",
                                                lastError: nil, now: now + 20, recording: outcomes))
             try await store.recordOutcome(DeviceOutcome(messageID: "m2", deviceToken: "t1", kind: .opened, at: now + 40))
             let detail = try #require(try await store.messageDetail(bundleID: "com.example.app", messageID: "m2"))
@@ -163,7 +163,7 @@ struct ReadSideTests {
                 var from = MessageState.scheduled
                 for to in steps {
                     _ = try await store.claim(id: id, from: from, now: at)
-                    #expect(try await store.transition(id: id, from: from, to: to, dueAt: nil, apnsID: nil, lastError: nil, now: at))
+                    #expect(try await store.transition(id: id, from: from, to: to, dueAt: nil, providerMessageID: nil, lastError: nil, now: at))
                     from = to
                 }
             }
@@ -173,7 +173,7 @@ struct ReadSideTests {
             try await store.recordOutcome(DeviceOutcome(messageID: "ca1", deviceToken: "t", kind: .opened, at: now + 31))
             try await move("tr1", [.sent], at: now + 10)
             try await store.recordOutcome(DeviceOutcome(messageID: "tr1", deviceToken: "t", kind: .displayed, at: now + 30))
-            #expect(try await store.transition(id: "tr2", from: .scheduled, to: .noDevices, dueAt: nil, apnsID: nil,
+            #expect(try await store.transition(id: "tr2", from: .scheduled, to: .noDevices, dueAt: nil, providerMessageID: nil,
                                                lastError: "none", now: now + 10))
             _ = try await store.cancel(bundleID: "com.example.app", platform: .ios, userID: "user-1", campaignID: "welcome",
                                        idempotencyKey: "ca3", now: now + 5)

@@ -45,10 +45,12 @@ func makeMessage(
 }
 
 /// Inserts `m` as builds before schema v6 did, into a database migrated to
-/// an older version: no `funnel` column written, the INSERT trigger counts.
+/// an older version: no `funnel` column written, the INSERT trigger counts,
+/// the provider message id in `apns_id` (its name before v8).
 func insertBeforeV6(_ db: Database, _ m: StoredMessage) throws {
     let parameters = (1...21).map { "?\($0)" }.joined(separator: ", ")
-    try db.run("INSERT INTO messages(\(MessageRows.columns)) VALUES (\(parameters))") {
+    let columns = MessageRows.columns.replacingOccurrences(of: "provider_message_id", with: "apns_id")
+    try db.run("INSERT INTO messages(\(columns)) VALUES (\(parameters))") {
         try MessageRows.bind(m, to: $0, after: 0)
     }
 }

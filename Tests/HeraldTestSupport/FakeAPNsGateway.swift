@@ -1,14 +1,18 @@
 public import APNs
+public import APNsProvider
 import FCM
+public import FCMProvider
 public import HeraldCore
-public import HeraldService
+public import PushProviders
 import Synchronization
 
-/// A `DeliveryGateway` in memory: one client for the bundles it serves,
-/// which records every request and answers as told (200 by default). Like
-/// the real client, it calls the request's hand-over hook first and sends
-/// nothing when the hook fails.
-public final class FakeAPNsGateway: DeliveryGateway, APNsSending {
+/// The providers' routing in memory: one APNs client for the bundles it
+/// serves, which records every request and answers as told (200 by
+/// default), and optionally a ``FakeFCMSender`` for Android. Like the real
+/// client, it calls the request's hand-over hook first and sends nothing
+/// when the hook fails. ``providers`` puts the real APNs and FCM adapters
+/// (rendering, outcome mapping) over them.
+public final class FakeAPNsGateway: APNsRouting, FCMRouting, APNsSending {
     /// One request the fake accepted for sending.
     public struct Sent: Sendable {
         public var deviceToken: String
@@ -75,11 +79,16 @@ public final class FakeAPNsGateway: DeliveryGateway, APNsSending {
         return out
     }
 
-    public func sender(bundleID: String, environment: APNsEnvironment?) -> (any APNsSending)? {
+    /// The dispatcher's providers: the APNs and FCM adapters over this fake.
+    public var providers: ProviderRegistry {
+        ProviderRegistry().registering(APNsPushProvider(routing: self)).registering(FCMPushProvider(routing: self))
+    }
+
+    public func client(bundleID: String, environment: APNsEnvironment?) -> FakeAPNsGateway? {
         bundleIDs.contains("*") || bundleIDs.contains(bundleID) ? self : nil
     }
 
-    public func fcmSender(bundleID: String) -> (sender: any FCMSending, projectID: String)? {
+    public func client(bundleID: String) -> (client: FakeFCMSender, projectID: String)? {
         guard let fcm, fcmBundleIDs.contains("*") || fcmBundleIDs.contains(bundleID) else { return nil }
         return (fcm, Self.fcmProject)
     }

@@ -1,5 +1,5 @@
 public import FCM
-public import HeraldService
+public import FCMProvider
 import Synchronization
 
 /// An FCM client in memory for the dispatcher's tests: records the hand-over

@@ -147,7 +147,7 @@ public actor InMemoryStore: HeraldStore {
     }
 
     public func transition(
-        id: String, from: MessageState, to: MessageState, dueAt: Int64?, apnsID: String?, lastError: String?, now: Int64,
+        id: String, from: MessageState, to: MessageState, dueAt: Int64?, providerMessageID: String?, lastError: String?, now: Int64,
         recording outcomes: [DeviceOutcome]
     ) async throws -> Bool {
         try Self.check(id: id, from: from, to: to)
@@ -156,7 +156,7 @@ public actor InMemoryStore: HeraldStore {
         guard var message = messages[id], message.state == from else { return false }
         message.state = to
         message.dueAt = dueAt ?? message.dueAt
-        message.apnsID = apnsID ?? message.apnsID
+        message.providerMessageID = providerMessageID ?? message.providerMessageID
         message.lastError = lastError ?? message.lastError
         message.sendingSince = nil
         message.pushStartedAt = nil

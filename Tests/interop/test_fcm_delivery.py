@@ -246,6 +246,31 @@ def test_mixed_users_get_both_platforms(run):
     assert ios["service"] == "apns" and ios["device_token"] == "a1" * 32
 
 
+def test_get_message_gives_each_devices_provider_message_id(run):
+    """SPEC §3: provider_message_id is the FCM message name for an Android
+    device and the apns-id for an iOS one; apns_id stays APNs only."""
+    client, record, _ = run()
+    apns = Record(record.path, service="apns")
+    u = user()
+    client.register(u, EN)
+    client.devices.RegisterDevice(client.d.RegisterDeviceRequest(
+        bundle_id=BUNDLE, platform=client.t.PLATFORM_IOS, user_id=u, device_token="a2" * 32, locale="en"), timeout=10)
+    client.schedule(u, "k-pmid-a")
+    client.push.Schedule(client.p.ScheduleRequest(
+        bundle_id=BUNDLE, platform=client.t.PLATFORM_IOS, user_id=u, campaign_id="droid", idempotency_key="k-pmid-i",
+        content=client.content(), deliver_within_hours=1, delivery_method=client.t.DELIVERY_METHOD_TRADITIONAL),
+        timeout=10)
+    (fcm,) = record.wait_for(with_key("k-pmid-a"))
+    (ios,) = apns.wait_for(lambda d: d["payload"].get("ctx_idempotency_key") == "k-pmid-i")
+    (android,) = client.wait_state("k-pmid-a", "MESSAGE_STATE_SENT").devices
+    assert re.fullmatch(r"projects/herald-sim/messages/.+", android.provider_message_id), android
+    assert android.provider_message_id == fcm["name"]
+    assert android.apns_id == ""
+    (iphone,) = client.wait_state("k-pmid-i", "MESSAGE_STATE_SENT").devices
+    assert len(iphone.apns_id) == 36 and iphone.apns_id == ios["apns_id"]
+    assert iphone.provider_message_id == iphone.apns_id
+
+
 def test_status_reports_the_fcm_pool(run):
     client, record, _ = run()
     u = user()

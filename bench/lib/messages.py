@@ -67,7 +67,7 @@ def fill(path: str, n: int, users: int, request: bytes) -> tuple[str, str]:
     with db:
         db.executemany(
             "INSERT INTO messages(id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test,"
-            " window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, apns_id,"
+            " window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id,"
             " sending_since, send_started_at, push_started_at, request, handed_off_at, sent_at, displayed_at, opened_at, funnel)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows())
         db.execute("INSERT INTO message_keys(bundle_id, idempotency_key, message_id)"

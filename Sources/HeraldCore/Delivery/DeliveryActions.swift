@@ -100,13 +100,11 @@ public struct RevokePlan: Sendable, Hashable {
     public var deadline: Int64
     /// The revoke's own expiry: the hand-off's content expires at the window end.
     public var expiresAt: Int64
-    /// FCM sends it once: the content expires at the window end anyway.
-    public var fcmSingleAttempt: Bool
 
-    /// Creates a revoke plan.
-    public init(deadline: Int64, expiresAt: Int64, fcmSingleAttempt: Bool) {
+    /// Creates a revoke plan. (How often a provider retries a revoke inside
+    /// the deadline is its adapter's: FCM sends one data-only attempt.)
+    public init(deadline: Int64, expiresAt: Int64) {
         self.deadline = deadline
         self.expiresAt = expiresAt
-        self.fcmSingleAttempt = fcmSingleAttempt
     }
 }

@@ -150,7 +150,7 @@ public struct DeliveryPolicy: Sendable {
         }
         if records.isEmpty { return otherwise }
         if records.allSatisfy({ $0.kind == .expired }) {
-            return MessageEnd(.expired, error: "TTL ran out before APNs accepted the push")
+            return MessageEnd(.expired, error: "TTL ran out before the provider accepted the push")
         }
         let reasons = records.map { "\($0.deviceToken.prefix(8))…: \($0.reason ?? $0.kind.rawValue)" }.joined(separator: "; ")
         return MessageEnd(.failed, error: reasons)
@@ -177,9 +177,9 @@ public struct DeliveryPolicy: Sendable {
 
     /// How a cancelled handed-off message's revoke pushes go out: retried
     /// until the window end (at least ``minimumRetryMilliseconds``),
-    /// expiring at the window end; FCM's once.
+    /// expiring at the window end.
     public func revoke(windowEnd: Int64, now: Int64) -> RevokePlan {
-        RevokePlan(deadline: max(windowEnd, now + Self.minimumRetryMilliseconds), expiresAt: windowEnd, fcmSingleAttempt: true)
+        RevokePlan(deadline: max(windowEnd, now + Self.minimumRetryMilliseconds), expiresAt: windowEnd)
     }
 
     /// A revoke push's record from the send's own (`kind`, `reason`):

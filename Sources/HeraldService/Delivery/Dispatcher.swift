@@ -1,8 +1,8 @@
-import APNs
 import HeraldCore
 import HeraldPrimitives
 public import HeraldStorage
 public import Logging
+public import PushProviders
 import Synchronization
 
 /// Carries out a due message's next action: the alert push (traditional, or
@@ -14,29 +14,17 @@ import Synchronization
 ///
 /// Every push is claimed in the store first (so a crash mid-send is visible
 /// at restart and the message is never sent twice), rendered per device in
-/// the device's locale, sent through the APNs client (iOS) or the FCM
-/// client (Android), and its outcome recorded per device before the
+/// the device's locale and sent by the device platform's provider
+/// (``ProviderRegistry``), and its outcome recorded per device before the
 /// message's state changes.
 public final class Dispatcher: Sendable {
     /// Which push is sent (the policy's ``DeliveryPush``).
     typealias Push = DeliveryPush
 
-    /// One device's result.
-    enum DeviceResult: Sendable {
-        case delivered(apnsID: String, attempts: Int)
-        /// The provider refused it: `kind` from ``DeviceOutcomeKind/init(refusal:)``.
-        case refused(DeviceOutcomeKind, reason: String, status: Int, attempts: Int)
-        case expired
-        case failed(String)
-        /// Herald is shutting down (the client was shut down mid-send, or
-        /// the send was cancelled): no outcome; the push resumes at the next
-        /// start, like after a crash.
-        case interrupted
-        /// The delivery policy finished the device unsent with this outcome.
-        case decided(DeviceOutcomeKind, reason: String)
-    }
+    /// One device's result, in no provider's words.
+    typealias DeviceResult = ProviderResult
 
-    /// Per-route (per APNs client) admission limits.
+    /// Per-route (per provider client) admission limits.
     public struct RouteLimits: Sendable {
         /// Messages sending through one route at once.
         public var inFlight: Int
@@ -52,7 +40,7 @@ public final class Dispatcher: Sendable {
     }
 
     let store: any HeraldStore
-    let gateway: any DeliveryGateway
+    let providers: ProviderRegistry
     let clock: any HeraldClock
     let scheduler: Scheduler
     let logger: Logger
@@ -65,12 +53,12 @@ public final class Dispatcher: Sendable {
     private let gates = Mutex<[ObjectIdentifier: RouteGate]>([:])
 
     public init(
-        store: any HeraldStore, gateway: any DeliveryGateway, clock: any HeraldClock, scheduler: Scheduler, logger: Logger,
+        store: any HeraldStore, providers: ProviderRegistry, clock: any HeraldClock, scheduler: Scheduler, logger: Logger,
         routeLimits: RouteLimits = RouteLimits(), decode: @escaping StoredRequestDecoder
     ) {
         self.decode = decode
         self.store = store
-        self.gateway = gateway
+        self.providers = providers
         self.clock = clock
         self.scheduler = scheduler
         self.logger = logger
@@ -130,7 +118,7 @@ public final class Dispatcher: Sendable {
         }
         let from = claimed.state
         let now = clock.now()
-        gateway.dispatchLateness(milliseconds: now - claimed.dueAt)
+        providers.lateness(now - claimed.dueAt)
         let pushStart = claimed.pushStartedAt ?? now
         // A push resumed after a crash or a deferral: the devices with an
         // outcome for it (sent, UNCONFIRMED, failed…) are done; never resend.
@@ -161,14 +149,14 @@ public final class Dispatcher: Sendable {
             devices = try await store.devices(bundleID: claimed.bundleID, platform: claimed.platform, userID: claimed.userID)
         }
         // The policy's word per device: send, skip (done), finish unsent, hold.
-        var decided: [(Device, DeviceResult)] = []
+        var decided: [DeviceOutcome] = []
         var heldUntil: (at: Int64, reason: HoldReason)?
         devices.removeAll { device in
             switch policy.action(for: device, in: plan) {
             case .send: return false
             case .skip: return true
             case .finish(let kind, let reason):
-                decided.append((device, .decided(kind, reason: reason)))
+                decided.append(device.decidedOutcome(messageID: claimed.id, kind: kind, reason: reason, at: now))
                 return true
             case .defer(let until, let reason):
                 if heldUntil.map({ until < $0.at }) ?? true { heldUntil = (until, reason) }
@@ -193,37 +181,35 @@ public final class Dispatcher: Sendable {
         let deadline = Timestamp(timeIntervalSince1970: Double(plan.deadline) / 1000)
         let singleAttempt = plan.singleAttempt
 
-        var unrouted = decided
-        var routes: [ObjectIdentifier: (route: ProviderRoute, devices: [Device])] = [:]
+        var unrouted: [(Device, DeviceResult)] = []
+        var routes: [ObjectIdentifier: (route: any PushRoute, devices: [Device])] = [:]
         for device in devices {
-            switch providerRoute(bundleID: claimed.bundleID, device: device) {
-            case .success(let route): routes[route.id, default: (route, [])].devices.append(device)
+            switch providers.route(bundleID: claimed.bundleID, device: device) {
+            case .success(let route): routes[route.admission, default: (route, [])].devices.append(device)
             case .failure(let why): unrouted.append((device, .failed(why.description)))
             }
         }
         guard let entered = await admit(claimed.id, to: Array(routes.keys)) else { return }  // deferred
         await lease.release()  // admitted: the send holds only its routes' slots
 
-        // Rendered before the sends, once per (route, locale) (Dispatcher+Rendering.swift).
-        let sendTime = Timestamp(milliseconds: clock.now())
-        var sends: [DeviceSend] = []
+        // Rendered by each route's provider before the sends (once per locale where it can).
+        let clock = clock
+        let content = ProviderPush(
+            kind: push.providerKind, message: pushMessage, bundleID: claimed.bundleID, idempotencyKey: claimed.idempotencyKey,
+            sendTime: Timestamp(milliseconds: clock.now()), windowEnd: Timestamp(milliseconds: claimed.windowEnd),
+            deadline: deadline, singleAttempt: singleAttempt, now: { clock.now() })
+        var sends: [(device: Device, prepared: any PreparedPush)] = []
         for (route, routed) in routes.values {
-            guard case .apns = route else {
-                sends += routed.map { DeviceSend(device: $0, route: route, rendering: nil) }
-                continue
-            }
-            let renderings = renderAPNs(pushMessage, of: claimed, push: push, for: routed, now: sendTime)
-            sends += zip(routed, renderings).map { DeviceSend(device: $0, route: route, rendering: $1) }
+            sends += zip(routed, route.prepare(content, for: routed)).map { ($0, $1) }
         }
-        let context = SendContext(message: pushMessage, stored: claimed, push: push, deadline: deadline,
-                                  singleAttempt: singleAttempt, pushStart: pushStart)
+        let id = claimed.id
         let sent: [(Device, DeviceResult)]
         if sends.count == 1 {
-            sent = [(sends[0].device, await send(sends[0], context))]  // one device: no task group
+            sent = [(sends[0].device, await send(sends[0].prepared, to: sends[0].device, messageID: id, push: pushStart))]
         } else {
             sent = await withTaskGroup(of: (Device, DeviceResult).self) { group in
                 for one in sends {
-                    group.addTask { (one.device, await self.send(one, context)) }
+                    group.addTask { (one.device, await self.send(one.prepared, to: one.device, messageID: id, push: pushStart)) }
                 }
                 var results: [(Device, DeviceResult)] = []
                 for await result in group { results.append(result) }
@@ -232,7 +218,7 @@ public final class Dispatcher: Sendable {
         }
         for gate in entered { await reschedule(gate.leave(now: clock.now())) }
         let finished = (unrouted + sent).filter { if case .interrupted = $0.1 { false } else { true } }
-        let outcomes = finished.map { device, result in
+        let outcomes = decided + finished.map { device, result in
             result.outcome(messageID: claimed.id, device: device, delivered: push.delivered, at: clock.now())
         }
         if finished.count < unrouted.count + sent.count {
@@ -282,7 +268,7 @@ public final class Dispatcher: Sendable {
                 await scheduler.noteDeferred()
                 await reschedule(saturated.park(id))
             }
-            logger.debug("APNs route saturated: message deferred until it has room", metadata: ["message_id": "\(id)"])
+            logger.debug("route saturated: message deferred until it has room", metadata: ["message_id": "\(id)"])
         } catch {
             logger.error("could not defer a message (it resumes at the next start)", metadata: [
                 "message_id": "\(id)", "error": "\(error)",
@@ -332,11 +318,12 @@ public final class Dispatcher: Sendable {
             return
         }
         let reached = all.filter(\.kind.reachedDevice)
-        let apnsID = reached.lazy.compactMap(\.apnsID).first
+        let providerMessageID = reached.lazy.compactMap(\.providerMessageID).first
         if end.state == .sent {
-            try await finish(claimed, from: from, to: .sent, apnsID: apnsID, error: nil, recording: outcomes, ends: ends)
+            try await finish(claimed, from: from, to: .sent, providerMessageID: providerMessageID, error: nil, recording: outcomes, ends: ends)
         } else {
-            try await finish(claimed, from: from, to: .handedOff, dueAt: end.dueAt, apnsID: apnsID, error: nil, recording: outcomes)
+            try await finish(claimed, from: from, to: .handedOff, dueAt: end.dueAt, providerMessageID: providerMessageID, error: nil,
+                             recording: outcomes)
             // The app may have reported it displayed while this was recorded.
             let shown = try await store.outcomes(messageID: claimed.id).contains { $0.kind == .displayed }
             switch policy.afterHandoff(of: facts, displayed: shown) {
@@ -346,54 +333,38 @@ public final class Dispatcher: Sendable {
         }
         logger.info("delivered", metadata: [
             "message_id": "\(claimed.id)", "push": "\(push.rawValue)", "devices": "\(reached.count)/\(all.count)",
-            "apns_id": "\(apnsID ?? "-")",
+            "provider_message_id": "\(providerMessageID ?? "-")",
         ])
     }
 
-    func send(
-        _ rendering: APNsRendering, to device: Device, with client: any APNsSending, deadline: Timestamp,
-        singleAttempt: Bool = false, willHandOver: APNsHandOverHook? = nil
-    ) async -> DeviceResult {
-        let request = APNsRequest(
-            deviceToken: device.deviceToken, headers: rendering.headers.map { ($0.name, $0.value) },
-            payload: rendering.payload, deadline: deadline, singleAttempt: singleAttempt, willHandOver: willHandOver)
-        do {
-            let response = try await gateway.send(request, with: client)
-            if response.isSuccess { return .delivered(apnsID: response.apnsID ?? rendering.header("apns-id") ?? "", attempts: response.attempts) }
-            let kind = DeviceOutcomeKind(refusal: response)
-            if kind.dropsDevice {
-                // Unregistered: only a registration older than APNs' verdict
-                // (a re-registration since then is a new token life).
-                let registeredBefore = kind == .unregistered ? (response.timestampMilliseconds ?? clock.now()) : .max
-                _ = try? await store.removeDevice(bundleID: device.bundleID, deviceToken: device.deviceToken, ifRegisteredBefore: registeredBefore)
-            }
-            return .refused(kind, reason: response.reason?.rawValue ?? "HTTP \(response.status)", status: response.status, attempts: response.attempts)
-        } catch APNsError.deadlineExceeded {
-            return .expired
-        } catch APNsError.shutdown, APNsError.cancelled {
-            // Cancelled: delivery was torn down (not a graceful stop, which
-            // never cancels a push); like a shutdown, left to the crash rule.
-            return .interrupted
-        } catch {
-            return .failed("\(error)")
+    /// Sends one device's prepared push, its hand-over mark recorded just
+    /// before the request leaves (with `push`, the push's start: nil for a
+    /// revoke, which has no crash rule), and drops the device's registration
+    /// when the provider's refusal says so.
+    func send(_ prepared: any PreparedPush, to device: Device, messageID: String?, push: Int64?) async -> DeviceResult {
+        let hook = messageID.flatMap { id in push.map { handOvers.hook(messageID: id, deviceToken: device.deviceToken, push: $0) } }
+        let result = await prepared.send(willHandOver: hook)
+        if case .refused(_, _, _, _, .ifRegisteredBefore(let before)) = result {
+            _ = try? await store.removeDevice(bundleID: device.bundleID, deviceToken: device.deviceToken, ifRegisteredBefore: before)
         }
+        return result
     }
 
     /// Moves the message on and records the devices' results, in one write
     /// (with `ends`: written with the batch's other ends, `queue(_:in:)`).
     private func finish(
         _ message: StoredMessage, from: MessageState, to: MessageState,
-        dueAt: Int64? = nil, apnsID: String? = nil, error: String?, recording outcomes: [DeviceOutcome] = [],
+        dueAt: Int64? = nil, providerMessageID: String? = nil, error: String?, recording outcomes: [DeviceOutcome] = [],
         ends: PushEnds? = nil
     ) async throws {
-        let end = Transition(id: message.id, from: from, to: to, dueAt: dueAt, apnsID: apnsID, lastError: error,
+        let end = Transition(id: message.id, from: from, to: to, dueAt: dueAt, providerMessageID: providerMessageID, lastError: error,
                              now: clock.now(), outcomes: outcomes)
         if let ends {
             await queue(end, in: ends)
             return
         }
         let applied = try await store.transition(
-            id: end.id, from: end.from, to: end.to, dueAt: end.dueAt, apnsID: end.apnsID, lastError: end.lastError,
+            id: end.id, from: end.from, to: end.to, dueAt: end.dueAt, providerMessageID: end.providerMessageID, lastError: end.lastError,
             now: end.now, recording: end.outcomes)
         logEnd(end, applied: applied)
     }

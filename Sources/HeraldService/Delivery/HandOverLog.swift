@@ -1,10 +1,10 @@
-import APNs
+import PushProviders
 import HeraldCore
 import HeraldStorage
 import Logging
 import Synchronization
 
-/// Records pushes' hand-overs to APNs per device (the crash rule), just
+/// Records pushes' hand-overs to their provider per device (the crash rule), just
 /// before each request's HEADERS are written: marks arriving while one batch
 /// is being written form the next, so a busy dispatcher pays one store write
 /// (one commit) per batch, not per device.
@@ -38,8 +38,8 @@ final class HandOverLog: Sendable {
         (wakeups, wake) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// The hook for one device's request (``APNsRequest/willHandOver``).
-    func hook(messageID: String, deviceToken: String, push: Int64) -> APNsHandOverHook {
+    /// The hook for one device's request (``PreparedPush/send(willHandOver:)``).
+    func hook(messageID: String, deviceToken: String, push: Int64) -> HandOverHook {
         { [self] done in
             let mark = HandOverMark(messageID: messageID, deviceToken: deviceToken, push: push, at: clock.now())
             enum Next { case wake, none, refuse }

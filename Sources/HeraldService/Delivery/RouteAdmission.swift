@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Per-route admission: how many messages may be sending through one APNs
+/// Per-route admission: how many messages may be sending through one provider
 /// client (one endpoint and set of credentials) at once, how many may wait
 /// for that, and which were turned away while the route was full.
 ///

@@ -47,7 +47,7 @@ public final class DispatchLease: Sendable {
 ///
 /// Its dispatches are children of `run()`'s task group (no detached task):
 /// `stop()` ends the loop without cancelling them, so a push in flight is
-/// never withdrawn from APNs; `run()` returns once they have finished.
+/// never withdrawn from its provider; `run()` returns once they have finished.
 public actor Scheduler {
     private var index = DueIndex()
     let clock: any HeraldClock

@@ -1,3 +1,4 @@
+import APNsProvider
 import HeraldCore
 import HeraldStorage
 
@@ -17,8 +18,8 @@ struct DeliveryCoverage: Sendable {
     static let unchecked = DeliveryCoverage(apnsEnvironments: { _ in Set(APNsEnvironment.allCases) }, fcmRouted: { _ in true })
 
     /// The routes of a running Herald.
-    init(gateway: APNsGateway) {
-        self.init(apnsEnvironments: { gateway.environments(serving: $0) }, fcmRouted: { gateway.fcm.serves(bundleID: $0) })
+    init(gateway: ProviderGateways) {
+        self.init(apnsEnvironments: { gateway.apns.environments(serving: $0) }, fcmRouted: { gateway.fcm.serves(bundleID: $0) })
     }
 
     init(apnsEnvironments: @escaping @Sendable (String) -> Set<APNsEnvironment>, fcmRouted: @escaping @Sendable (String) -> Bool) {

@@ -69,7 +69,7 @@ struct ReportEventService: Sendable {
             messageID: message.id, deviceToken: token, kind: displayed ? .displayed : .opened, at: now))
         var state = try await store.message(id: message.id)?.state ?? message.state
         if displayed, let next = DeliveryPolicy().displayed(in: state) {
-            if try await store.transition(id: message.id, from: state, to: next.to, dueAt: nil, apnsID: nil, lastError: nil, now: now) {
+            if try await store.transition(id: message.id, from: state, to: next.to, dueAt: nil, providerMessageID: nil, lastError: nil, now: now) {
                 if next.dropsFallback { await scheduler.unschedule(id: message.id) }
                 state = next.to
             } else {

@@ -1,5 +1,7 @@
 import APNs
+public import APNsProvider
 import FCM
+public import FCMProvider
 import Logging
 import TLSTransport
 import ServiceLifecycle
@@ -34,7 +36,7 @@ public struct ReloadSources: Sendable {
 struct ConfigReloader: Sendable {
     let sources: ReloadSources
     let policy: AccessPolicy
-    let gateway: APNsGateway
+    let gateway: ProviderGateways
     let logger: Logger
     /// The gRPC (and admin) listener's TLS files, re-read on their own: a
     /// bad certificate leaves the one in force and the rest still reloads.
@@ -97,10 +99,10 @@ struct ConfigReloader: Sendable {
             metadata["fcm_pools_retired"] = "\(retired.fcm.count)"
         }
         if let routes {
-            let before = gateway.routes
+            let before = gateway.apns.routes
             let old = Dictionary(before.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
             let new = Dictionary(routes.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
-            retired.apns = gateway.replaceRoutes(routes)
+            retired.apns = gateway.apns.replaceRoutes(routes)
             metadata["routes_added"] = "\(Self.names(new.keys.filter { old[$0] == nil }))"
             metadata["routes_removed"] = "\(Self.names(old.keys.filter { new[$0] == nil }))"
             metadata["routes_changed"] = "\(Self.names(new.filter { old[$0.key] != nil && old[$0.key] != $0.value }.map(\.key)))"
@@ -121,12 +123,12 @@ struct ConfigReloader: Sendable {
         guard let path = sources.routesFile else { return nil }
         let specs = sources.fixedRoutes + (try APNsRouteSpec.parseFile(path: path))
         if specs.isEmpty {
-            guard gateway.routes.allSatisfy(\.identity.isEmpty) else {
+            guard gateway.apns.routes.allSatisfy(\.identity.isEmpty) else {
                 throw ReloadError(description: "APNs routes file \(path) has no routes")
             }
             return nil
         }
-        return try APNsRouteSpec.makeRoutes(specs, responseTimeout: sources.responseTimeout, reusing: gateway.routes)
+        return try APNsRouteSpec.makeRoutes(specs, responseTimeout: sources.responseTimeout, reusing: gateway.apns.routes)
     }
 }
 
@@ -163,7 +165,7 @@ struct ReloadService: Service {
                 reloader.reloadTLS()
                 let retired = reloader.reload()
                 for client in retired.apns {
-                    retirements.addTask { await reloader.gateway.retireWhenIdle(client) }
+                    retirements.addTask { await reloader.gateway.apns.retireWhenIdle(client) }
                 }
                 for client in retired.fcm {
                     retirements.addTask { await reloader.gateway.fcm.retireWhenIdle(client) }

@@ -1,3 +1,4 @@
+import APNsProvider
 import APNsSimulation
 import GRPCEngine
 import HeraldCore
@@ -40,7 +41,7 @@ final class GatewayStopper: Sendable {
     private let shutdown: @Sendable () async -> Void
     private let stopped = Atomic<Bool>(false)
 
-    init(_ gateway: APNsGateway) { shutdown = { await gateway.shutdown() } }
+    init(_ gateway: ProviderGateways) { shutdown = { await gateway.shutdown() } }
 
     /// Any other gateway (a fake in tests).
     init(shutdown: @escaping @Sendable () async -> Void) { self.shutdown = shutdown }
@@ -82,7 +83,7 @@ struct SimulatorRecorderService: Service {
 struct StatusSnapshotService: Service {
     let cell: OperatorSnapshotCell
     let store: any HeraldStore
-    let gateway: APNsGateway
+    let gateway: ProviderGateways
     let clock: any HeraldClock
     let logger: Logger
     /// Also refreshes the gauges of `/metrics` (counts, lag, connections).
@@ -102,7 +103,7 @@ struct StatusSnapshotService: Service {
                     logger.warning("status refresh failed", metadata: ["error": "\(error)"])
                 }
                 snapshot.store = await store.health()
-                snapshot.pools = await gateway.poolReports()
+                snapshot.pools = await gateway.apns.poolReports()
                 snapshot.fcmPools = await gateway.fcm.poolReports()
                 snapshot.takenAt = .now
                 cell.set(snapshot)

@@ -2,6 +2,7 @@ import CoreMetrics
 
 import GRPCEngine
 public import Prometheus
+public import PushProviders
 import Synchronization
 
 /// Herald's Prometheus metrics, made through swift-metrics with this
@@ -10,7 +11,7 @@ import Synchronization
 ///
 /// The RPC metrics cost a call nothing beyond the engine's own tally (see
 /// `RPCMetricsTable`): they are folded in when scraped.
-public final class HeraldMetrics: Sendable {
+public final class HeraldMetrics: DeliveryMetrics, Sendable {
     /// The collector `/metrics` renders.
     public let registry: PrometheusCollectorRegistry
     let factory: PrometheusMetricsFactory
@@ -63,7 +64,7 @@ public final class HeraldMetrics: Sendable {
     // MARK: Recording
 
     /// One provider request's result for one device.
-    func delivery(service: String, outcome: String, duration: Duration) {
+    public func delivery(service: String, outcome: String, duration: Duration) {
         providerDurations[service]?.recordNanoseconds(duration.nanoseconds)
         let key = service + "\u{0}" + outcome
         let counter = deliveries.withLock { counters in

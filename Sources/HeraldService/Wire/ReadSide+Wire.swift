@@ -84,7 +84,9 @@ enum ReadSideWire {
                 $0.outcome = kind
                 $0.reason = arena.string(outcome.reason ?? "")
                 $0.http_status = UInt32(clamping: outcome.httpStatus ?? 0)
-                $0.apns_id = arena.string(outcome.apnsID ?? "")
+                // apns_id: APNs only (SPEC §3); provider_message_id for every provider.
+                if detail.message.platform == .ios { $0.apns_id = arena.string(outcome.providerMessageID ?? "") }
+                $0.provider_message_id = arena.string(outcome.providerMessageID ?? "")
                 $0.attempts = UInt32(clamping: outcome.attempts ?? 0)
                 $0.at = time(outcome.at, arena)
             }

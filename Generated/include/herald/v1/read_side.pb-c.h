@@ -163,10 +163,15 @@ struct  Herald__V1__DeviceDelivery
    * RFC 3339 UTC: when the outcome was recorded
    */
   char *at;
+  /*
+   * The provider's id of the push it accepted: the apns-id (as apns_id),
+   * or the FCM message name ("projects/…/messages/…"); empty otherwise.
+   */
+  char *provider_message_id;
 };
 #define HERALD__V1__DEVICE_DELIVERY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&herald__v1__device_delivery__descriptor) \
-    , HERALD__V1__PLATFORM__PLATFORM_UNSPECIFIED, HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+    , HERALD__V1__PLATFORM__PLATFORM_UNSPECIFIED, HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Herald__V1__TimelineEntry

@@ -502,7 +502,7 @@ void   herald__v1__campaign_report_response__free_unpacked
   assert(message->base.descriptor == &herald__v1__campaign_report_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor herald__v1__device_delivery__field_descriptors[9] =
+static const ProtobufCFieldDescriptor herald__v1__device_delivery__field_descriptors[10] =
 {
   {
     "platform",
@@ -612,6 +612,18 @@ static const ProtobufCFieldDescriptor herald__v1__device_delivery__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "provider_message_id",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeviceDelivery, provider_message_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned herald__v1__device_delivery__field_indices_by_name[] = {
   6,   /* field[6] = apns_id */
@@ -622,12 +634,13 @@ static const unsigned herald__v1__device_delivery__field_indices_by_name[] = {
   5,   /* field[5] = http_status */
   3,   /* field[3] = outcome */
   0,   /* field[0] = platform */
+  9,   /* field[9] = provider_message_id */
   4,   /* field[4] = reason */
 };
 static const ProtobufCIntRange herald__v1__device_delivery__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor herald__v1__device_delivery__descriptor =
 {
@@ -637,7 +650,7 @@ const ProtobufCMessageDescriptor herald__v1__device_delivery__descriptor =
   "Herald__V1__DeviceDelivery",
   "herald.v1",
   sizeof(Herald__V1__DeviceDelivery),
-  9,
+  10,
   herald__v1__device_delivery__field_descriptors,
   herald__v1__device_delivery__field_indices_by_name,
   1,  herald__v1__device_delivery__number_ranges,

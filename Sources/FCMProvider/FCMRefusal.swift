@@ -1,5 +1,5 @@
-import FCM
-import HeraldCore
+public import FCM
+public import HeraldCore
 
 /// The one mapping from an FCM refusal (a non-200 answer, after the
 /// client's retries) to an outcome kind and the reason recorded with it.
@@ -13,16 +13,16 @@ import HeraldCore
 /// - QUOTA_EXCEEDED, UNAVAILABLE, INTERNAL (still failing when the client's
 ///   retries ran out), THIRD_PARTY_AUTH_ERROR, UNAUTHENTICATED and anything
 ///   else: `rejected` with the code and FCM's message as the reason.
-struct FCMRefusal: Sendable {
-    var kind: DeviceOutcomeKind
-    var reason: String
+public struct FCMRefusal: Sendable {
+    public var kind: DeviceOutcomeKind
+    public var reason: String
 
     /// Codes that mean the route's credentials (not the device or the
     /// message) are wrong: every request on the pool fails until an operator
     /// acts (Status `auth_failures`, an error log line).
-    static let authCodes: Set<FCMErrorCode> = [.thirdPartyAuthError, .unauthenticated]
+    public static let authCodes: Set<FCMErrorCode> = [.thirdPartyAuthError, .unauthenticated]
 
-    init(_ response: FCMResponse) {
+    public init(_ response: FCMResponse) {
         let code = response.errorCode
         let detail = response.errorMessage.map { $0.isEmpty ? "" : ": \($0)" } ?? ""
         reason = (code?.rawValue ?? "HTTP \(response.status)") + detail

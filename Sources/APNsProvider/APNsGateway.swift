@@ -2,6 +2,7 @@ public import APNs
 public import APNsSimulation
 public import HeraldCore
 public import Logging
+package import PushProviders
 import Synchronization
 import TLSTransport
 
@@ -32,7 +33,7 @@ public final class APNsGateway: Sendable {
         /// What makes two routes' clients interchangeable (pool key,
         /// credentials, CA, timeout): a reload keeps the client of a route
         /// whose identity is unchanged. In memory only, never logged.
-        var identity = ""
+        package var identity = ""
 
         func serves(bundleID: String, environment: APNsEnvironment) -> Bool {
             (self.environment == nil || self.environment == environment)
@@ -44,19 +45,16 @@ public final class APNsGateway: Sendable {
     public var routes: [Route] { current.withLock { $0 } }
     let current: Mutex<[Route]>
     /// Sends in flight per client, and clients a reload retired.
-    let retirement = ClientRetirement<APNsClient>()
+    package let retirement = ClientRetirement<APNsClient>()
     /// The in-process simulator, when Herald runs on its embedded defaults.
     public let simulator: APNsSimulator?
     /// Errors and auth refusals per pool (Status), delivery metrics.
     let errors = ProviderErrorBook()
-    private let observation = Mutex<(metrics: HeraldMetrics, logger: Logger)?>(nil)
-    /// Android: the FCM routes (or the bundled FCM simulator).
-    public let fcm: FCMGateway
+    private let observation = Mutex<(metrics: any DeliveryMetrics, logger: Logger)?>(nil)
 
-    public init(routes: [Route], simulator: APNsSimulator? = nil, fcm: FCMGateway = FCMGateway(routes: [])) {
+    public init(routes: [Route], simulator: APNsSimulator? = nil) {
         current = Mutex(routes)
         self.simulator = simulator
-        self.fcm = fcm
     }
 
     /// The client for a bundle and environment; nil when none is configured.
@@ -81,7 +79,7 @@ public final class APNsGateway: Sendable {
     }
 
     /// Each pool's status with its route's name and error book entry.
-    func poolReports() async -> [APNsPoolReport] {
+    package func poolReports() async -> [APNsPoolReport] {
         var reports: [APNsPoolReport] = []
         let routes = routes
         for client in clients {
@@ -98,14 +96,13 @@ public final class APNsGateway: Sendable {
     }
 
     /// Records delivery metrics in `metrics` and logs auth refusals through `logger`.
-    func observe(metrics: HeraldMetrics, logger: Logger) {
+    package func observe(metrics: any DeliveryMetrics, logger: Logger) {
         observation.withLock { $0 = (metrics, logger) }
-        fcm.observe(metrics: metrics, logger: logger)
     }
 
     /// Sends through `client`, timing the request and keeping its pool's
     /// error book and the delivery counters.
-    func send(_ request: APNsRequest, with client: APNsClient) async throws -> APNsResponse {
+    public func send(_ request: APNsRequest, with client: APNsClient) async throws -> APNsResponse {
         let began = ContinuousClock.now
         let observation = observation.withLock { $0 }
         let logger = observation?.logger ?? Logger(label: "herald")
@@ -120,7 +117,7 @@ public final class APNsGateway: Sendable {
                 errors.record(
                     pool: ObjectIdentifier(client), route: routeName(client),
                     error: response.isSuccess ? nil : "HTTP \(response.status) \(response.reason?.rawValue ?? "")",
-                    authReason: reason.flatMap { ProviderErrorBook.authReasons.contains($0) ? $0 : nil }, logger: logger)
+                    authReason: reason.flatMap { ProviderErrorBook.apnsAuthReasons.contains($0) ? $0 : nil }, logger: logger)
             }
             return response
         } catch {
@@ -135,28 +132,21 @@ public final class APNsGateway: Sendable {
         }
     }
 
-    /// A due message is being sent `milliseconds` after it was due.
-    public func dispatchLateness(milliseconds: Int64) {
-        observation.withLock { $0 }?.metrics.dispatchLateness(milliseconds: milliseconds)
-    }
-
     /// A refusal about the pool (credentials, topic, server), not one device.
     private static func isPoolError(_ reason: APNsReason) -> Bool {
-        ProviderErrorBook.authReasons.contains(reason) || [.badTopic, .topicDisallowed, .tooManyProviderTokenUpdates].contains(reason)
+        ProviderErrorBook.apnsAuthReasons.contains(reason) || [.badTopic, .topicDisallowed, .tooManyProviderTokenUpdates].contains(reason)
     }
 
     public func shutdown() async {
         for client in clients + retirement.takeAll() { await client.shutdown() }
         try? await simulator?.stop()
-        await fcm.shutdown()
     }
 
     /// Starts the bundled simulator on 127.0.0.1 (a free port, a fresh
     /// self-signed certificate, a fresh ES256 key whose public half it
     /// verifies) and one client for every bundle and environment.
     public static func embedded(
-        faults: APNsSimulatorFaults = APNsSimulatorFaults(), responseTimeout: Duration = .seconds(30),
-        fcm: FCMGateway = FCMGateway(routes: []), logger: Logger
+        faults: APNsSimulatorFaults = APNsSimulatorFaults(), responseTimeout: Duration = .seconds(30), logger: Logger
     ) async throws -> APNsGateway {
         let key = try PrivateKey.generateP256()
         var simulatorConfiguration = APNsSimulatorConfiguration()
@@ -177,7 +167,10 @@ public final class APNsGateway: Sendable {
         logger.info("no APNs credentials configured: delivering to the bundled APNs simulator",
                     metadata: ["endpoint": "\(simulator.host):\(simulator.port)"])
         return APNsGateway(
-            routes: [Route(bundleIDs: ["*"], environment: nil, client: client, name: "bundled simulator")], simulator: simulator,
-            fcm: fcm)
+            routes: [Route(bundleIDs: ["*"], environment: nil, client: client, name: "bundled simulator")], simulator: simulator)
     }
 }
+
+// The gateway as the APNs adapter's routing: it hands out the client for a
+// bundle and environment and times every send through it, keeping its books.
+extension APNsGateway: APNsRouting {}

@@ -1,10 +1,9 @@
-public import APNs
 import Synchronization
 
 /// Counts each client's sends in flight, and holds the clients a reload
 /// replaced until their last send has returned (then they are shut down).
 /// APNs and FCM clients alike.
-final class ClientRetirement<Client: AnyObject & Sendable>: Sendable {
+package final class ClientRetirement<Client: AnyObject & Sendable>: Sendable {
     private struct State {
         var inFlight: [ObjectIdentifier: Int] = [:]
         var waiters: [ObjectIdentifier: [CheckedContinuation<Void, Never>]] = [:]
@@ -14,11 +13,13 @@ final class ClientRetirement<Client: AnyObject & Sendable>: Sendable {
 
     private let state = Mutex(State())
 
-    func begin(_ client: Client) {
+    package init() {}
+
+    package func begin(_ client: Client) {
         state.withLock { $0.inFlight[ObjectIdentifier(client), default: 0] += 1 }
     }
 
-    func end(_ client: Client) {
+    package func end(_ client: Client) {
         let id = ObjectIdentifier(client)
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             let left = (state.inFlight[id] ?? 1) - 1
@@ -33,9 +34,9 @@ final class ClientRetirement<Client: AnyObject & Sendable>: Sendable {
     }
 
     /// Clients someone waits on to go idle (tests).
-    var waitingClients: Int { state.withLock { $0.waiters.count } }
+    package var waitingClients: Int { state.withLock { $0.waiters.count } }
 
-    func retire(_ clients: [Client]) {
+    package func retire(_ clients: [Client]) {
         state.withLock { state in
             for client in clients { state.retired[ObjectIdentifier(client)] = client }
         }
@@ -43,7 +44,7 @@ final class ClientRetirement<Client: AnyObject & Sendable>: Sendable {
 
     /// Returns once `client` has no send in flight (at once when it has
     /// none, or when the task is cancelled).
-    func idle(_ client: Client) async {
+    package func idle(_ client: Client) async {
         let id = ObjectIdentifier(client)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -62,39 +63,15 @@ final class ClientRetirement<Client: AnyObject & Sendable>: Sendable {
 
     /// Takes `client` out of the retired set; false when someone else did
     /// (the gateway's shutdown), so it is shut down once.
-    func take(_ client: Client) -> Bool {
+    package func take(_ client: Client) -> Bool {
         state.withLock { $0.retired.removeValue(forKey: ObjectIdentifier(client)) != nil }
     }
 
     /// Every retired client not yet shut down (the gateway is stopping).
-    func takeAll() -> [Client] {
+    package func takeAll() -> [Client] {
         state.withLock { state in
             defer { state.retired.removeAll() }
             return Array(state.retired.values)
         }
-    }
-}
-
-extension APNsGateway {
-    /// Swaps in `routes` at once; returns the clients no new route uses.
-    /// Sends already in flight finish on them: `retireWhenIdle` shuts each
-    /// down after its last one.
-    public func replaceRoutes(_ routes: [Route]) -> [APNsClient] {
-        let old = current.withLock { current in
-            defer { current = routes }
-            return current
-        }
-        let kept = Set(routes.map { ObjectIdentifier($0.client) })
-        var seen: Set<ObjectIdentifier> = []
-        let replaced = old.map(\.client).filter { !kept.contains(ObjectIdentifier($0)) && seen.insert(ObjectIdentifier($0)).inserted }
-        retirement.retire(replaced)
-        return replaced
-    }
-
-    /// Waits for `client`'s sends in flight, then shuts it down (unless the
-    /// gateway's shutdown already has).
-    public func retireWhenIdle(_ client: APNsClient) async {
-        await retirement.idle(client)
-        if retirement.take(client) { await client.shutdown() }
     }
 }

@@ -1,16 +1,8 @@
 public import FCM
 public import FCMSimulation
-import Logging
+package import Logging
+package import PushProviders
 import Synchronization
-
-/// One FCM client as the dispatcher sees it: sends one request and answers
-/// (or throws ``FCMError``). A class: the dispatcher admits messages per
-/// client (route), by identity.
-public protocol FCMSending: AnyObject, Sendable {
-    func send(_ request: FCMRequest) async throws -> FCMResponse
-}
-
-extension FCMClient: FCMSending {}
 
 /// Where Android pushes go: an FCM client per Firebase project (service
 /// account and endpoint), chosen by bundle id (the Android package name).
@@ -34,7 +26,7 @@ public final class FCMGateway: Sendable {
         /// What makes two routes' clients interchangeable (project, key file
         /// contents, endpoint, token URL, CA, rate): a reload keeps the
         /// client of a route whose identity is unchanged. In memory only.
-        var identity = ""
+        package var identity = ""
 
         public init(bundleIDs: Set<String>, projectID: String, client: FCMClient, endpoint: String, name: String = "") {
             self.bundleIDs = bundleIDs
@@ -50,12 +42,12 @@ public final class FCMGateway: Sendable {
     /// The routes in force now; a reload (SIGHUP) swaps them at once.
     public var routes: [Route] { current.withLock { $0 } }
     let current: Mutex<[Route]>
-    let retirement = ClientRetirement<FCMClient>()
+    package let retirement = ClientRetirement<FCMClient>()
     /// The in-process simulator, when no FCM route is configured.
     public let simulator: FCMSimulator?
     /// Errors and auth refusals per pool (Status).
     let errors = ProviderErrorBook()
-    private let observation = Mutex<(metrics: HeraldMetrics, logger: Logger)?>(nil)
+    private let observation = Mutex<(metrics: any DeliveryMetrics, logger: Logger)?>(nil)
 
     public init(routes: [Route], simulator: FCMSimulator? = nil) {
         current = Mutex(routes)
@@ -77,7 +69,7 @@ public final class FCMGateway: Sendable {
         return routes.filter { seen.insert(ObjectIdentifier($0.client)).inserted }
     }
 
-    func poolReports() async -> [FCMPoolReport] {
+    package func poolReports() async -> [FCMPoolReport] {
         var reports: [FCMPoolReport] = []
         let all = routes
         for route in pools {
@@ -93,14 +85,14 @@ public final class FCMGateway: Sendable {
         routes.first { $0.client === client }?.name ?? "FCM"
     }
 
-    func observe(metrics: HeraldMetrics, logger: Logger) {
+    package func observe(metrics: any DeliveryMetrics, logger: Logger) {
         observation.withLock { $0 = (metrics, logger) }
     }
 
     /// Sends through `client`, timing the request and keeping its pool's
     /// error book and the delivery counters (labels: outcome only, never a
     /// token).
-    func send(_ request: FCMRequest, with client: FCMClient) async throws -> FCMResponse {
+    public func send(_ request: FCMRequest, with client: FCMClient) async throws -> FCMResponse {
         let began = ContinuousClock.now
         let observation = observation.withLock { $0 }
         let logger = observation?.logger ?? Logger(label: "herald")
@@ -160,12 +152,20 @@ public final class FCMGateway: Sendable {
 }
 
 /// One FCM pool as Status reports it.
-struct FCMPoolReport: Sendable {
-    var status: FCMPoolStatus
-    var route: String
-    var project: String
-    var endpoint: String
-    var errors: ProviderErrorBook.Entry
+package struct FCMPoolReport: Sendable {
+    package var status: FCMPoolStatus
+    package var route: String
+    package var project: String
+    package var endpoint: String
+    package var errors: ProviderErrorBook.Entry
     /// Every bundle the routes sharing this pool serve (`*`: all).
-    var bundleIDs: Set<String> = ["*"]
+    package var bundleIDs: Set<String> = ["*"]
+}
+
+// The gateway as the FCM adapter's routing: it hands out the client for a
+// bundle and times every send through it, keeping its books.
+extension FCMGateway: FCMRouting {
+    public func client(bundleID: String) -> (client: FCMClient, projectID: String)? {
+        route(bundleID: bundleID).map { ($0.client, $0.projectID) }
+    }
 }

@@ -1,5 +1,5 @@
-import APNs
-import HeraldCore
+public import APNs
+public import HeraldCore
 
 extension DeviceOutcomeKind {
     /// The one mapping from an APNs refusal (a non-200 answer) to an outcome
@@ -7,7 +7,7 @@ extension DeviceOutcomeKind {
     /// here. 410 counts as Unregistered whatever the body says (APNs' rule:
     /// the token is no longer active); an unknown reason is `rejected`, with
     /// the reason kept in the outcome.
-    init(refusal response: APNsResponse) {
+    public init(refusal response: APNsResponse) {
         if response.reason == .unregistered || response.status == 410 {
             self = .unregistered
         } else if response.reason == .badDeviceToken {

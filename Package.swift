@@ -97,10 +97,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The server side both provider simulators share: TLS listener, one
+        // nghttp2 server session per connection, records, record file.
+        .target(
+            name: "ProviderSimulation",
+            dependencies: [
+                "CInterop",
+                "HTTP2Core",
+                "HeraldPrimitives",
+                "TLSTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         // A local APNs stand-in (TLS + HTTP/2) for development and tests.
         .target(
             name: "APNsSimulation",
             dependencies: [
+                "ProviderSimulation",
                 "CInterop",
                 "HTTP2Core",
                 "HeraldPrimitives",
@@ -127,6 +141,7 @@ let package = Package(
         .target(
             name: "FCMSimulation",
             dependencies: [
+                "ProviderSimulation",
                 "CInterop",
                 "HTTP2Core",
                 "HeraldPrimitives",
@@ -239,6 +254,12 @@ let package = Package(
                 "FCM", "FCMSimulation", "TLSTransport", "HeraldPrimitives", "HeraldTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "ProviderSimulationTests",
+            dependencies: [
+                "ProviderSimulation", "HTTP2Core", "TLSTransport", "CInterop", "HeraldPrimitives",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
         .testTarget(
             name: "FCMSimulationTests",

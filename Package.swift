@@ -241,6 +241,7 @@ let package = Package(
         .testTarget(name: "TLSTransportTests", dependencies: [
             "TLSTransport",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(
             name: "APNsTests",

@@ -114,10 +114,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The server side both provider simulators share: TLS listener, one
+        // nghttp2 server session per connection, records, record file.
+        .target(
+            name: "ProviderSimulation",
+            dependencies: [
+                "CInterop",
+                "HTTP2Core",
+                "HeraldPrimitives",
+                "TLSTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         // A local APNs stand-in (TLS + HTTP/2) for development and tests.
         .target(
             name: "APNsSimulation",
             dependencies: [
+                "ProviderSimulation",
                 "CInterop",
                 "HTTP2Core",
                 "HeraldPrimitives",
@@ -146,6 +160,7 @@ let package = Package(
         .target(
             name: "FCMSimulation",
             dependencies: [
+                "ProviderSimulation",
                 "CInterop",
                 "HTTP2Core",
                 "HeraldPrimitives",
@@ -271,6 +286,7 @@ let package = Package(
         .testTarget(name: "TLSTransportTests", dependencies: [
             "TLSTransport",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(
             name: "APNsTests",
@@ -288,6 +304,12 @@ let package = Package(
         .testTarget(name: "ProviderHTTP2Tests", dependencies: [
             "ProviderHTTP2", "HeraldPrimitives", .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
+        .testTarget(
+            name: "ProviderSimulationTests",
+            dependencies: [
+                "ProviderSimulation", "HTTP2Core", "TLSTransport", "CInterop", "HeraldPrimitives",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]),
         .testTarget(
             name: "FCMSimulationTests",
             dependencies: [

@@ -1,6 +1,6 @@
 public import NIOCore
 import NIOPosix
-import Synchronization
+import ProviderSimulation
 import TLSTransport
 
 /// A local stand-in for APNs: HTTP/2 over TLS (ALPN h2), Apple's validation
@@ -37,36 +37,19 @@ public final class APNsSimulator: Sendable {
         _ configuration: APNsSimulatorConfiguration = APNsSimulatorConfiguration(),
         group: (any EventLoopGroup)? = nil
     ) async throws -> APNsSimulator {
-        let certificatePEM: String
-        let keyPEM: String
-        if let certificate = configuration.certificatePEM, let key = configuration.keyPEM {
-            certificatePEM = certificate
-            keyPEM = key
-        } else {
-            let generated = try SelfSignedCertificate.generate()
-            certificatePEM = generated.certificatePEM
-            keyPEM = generated.keyPEM
-        }
+        let (certificatePEM, keyPEM) = try SimulatorListener.identity(
+            certificatePEM: configuration.certificatePEM, keyPEM: configuration.keyPEM)
         let tls = try TLSContext.server(
             certificatePEM: certificatePEM, keyPEM: keyPEM,
             requestClientCertificate: configuration.acceptClientCertificates)
         let verifier = try configuration.publicKeyPEM.map { try PrivateKey.publicKey(pem: $0) }
         let state = SimulatorState(configuration: configuration, verifier: verifier)
-        let channel = try await ServerBootstrap(group: group ?? MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(ChannelOptions.backlog, value: 256)
-            .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let connection = SimulatorConnection(id: state.nextConnectionID(), state: state)
-                    try channel.pipeline.syncOperations.addHandlers([
-                        try OpenSSLHandler(context: tls), connection,
-                    ])
-                    state.track(channel)
-                }
-            }
-            .bind(host: configuration.host, port: configuration.port)
-            .get()
+        let channel = try await SimulatorListener.bind(
+            host: configuration.host, port: configuration.port, group: group ?? MultiThreadedEventLoopGroup.singleton,
+            tls: tls, channels: state.channels
+        ) { id, loop in
+            SimulatorConnection(adapter: APNsConnectionAdapter(id: id, state: state), eventLoop: loop)
+        }
         let port = channel.localAddress?.port ?? configuration.port
         return APNsSimulator(
             port: port, host: configuration.host, caCertificatePEM: certificatePEM, state: state,
@@ -77,10 +60,8 @@ public final class APNsSimulator: Sendable {
     /// (their consumers see every delivery accepted before, then the end).
     public func stop() async throws {
         try? await serverChannel.close()
-        for channel in state.openChannels() {
-            try? await channel.close()
-        }
-        state.finishDeliveryStreams()
+        await state.channels.closeAll()
+        state.records.finishStreams()
     }
 
     // MARK: Faults
@@ -96,35 +77,35 @@ public final class APNsSimulator: Sendable {
     // MARK: Records
 
     /// Every accepted notification, in acceptance order.
-    public var delivered: [APNsDelivery] { state.deliveries() }
+    public var delivered: [APNsDelivery] { state.records.kept }
 
     /// Accepted notifications so far.
-    public var deliveredCount: Int { state.deliveredCount() }
+    public var deliveredCount: Int { state.records.count }
 
     /// How many times `apnsID` was accepted (1 unless something was sent twice).
     public func deliveries(apnsID: String) -> Int { state.count(apnsID: apnsID) }
 
     /// Requests answered with each status (200, 400, 410, …), refused streams not included.
-    public var statusCounts: [Int: Int] { state.statusCountsSnapshot() }
+    public var statusCounts: [Int: Int] { state.records.statusCounts }
 
     /// The most streams open at once on any one connection.
     public var maxConcurrentStreamsSeen: Int { state.maxConcurrentStreamsSeen() }
 
     /// TLS connections accepted so far.
-    public var connectionsAccepted: Int { state.connectionsAccepted() }
+    public var connectionsAccepted: Int { state.channels.accepted }
 
     /// Provider-token switches seen across connections.
     public var providerTokenUpdates: Int { state.tokenUpdates() }
 
     /// A stream of deliveries from now on.
-    public func deliveryStream() -> AsyncStream<APNsDelivery> { state.subscribe() }
+    public func deliveryStream() -> AsyncStream<APNsDelivery> { state.records.subscribe() }
 
     /// A stream of connection events (opened, PING, GOAWAY, closed) from now on.
     public func events() -> AsyncStream<APNsSimulatorEvent> { state.subscribeEvents() }
 
     /// Returns once at least `count` notifications were accepted.
     public func waitForDeliveries(count: Int) async {
-        await state.waitFor(count: count)
+        await state.records.waitFor(count: count)
     }
 
     /// Forgets recorded deliveries and counts.

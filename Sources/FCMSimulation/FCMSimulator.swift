@@ -1,5 +1,6 @@
 public import Logging
 import NIOCore
+import ProviderSimulation
 import NIOPosix
 import Synchronization
 import TLSTransport
@@ -29,18 +30,12 @@ public final class FCMSimulator: Sendable {
     private let serverChannel = Mutex<(any Channel)?>(nil)
 
     public init(configuration: FCMSimulatorConfiguration, logger: Logger) throws {
-        let keyPEM: String
-        if let certificate = configuration.certificatePEM, let key = configuration.keyPEM {
-            certificatePEM = certificate
-            keyPEM = key
-        } else {
-            let generated = try SelfSignedCertificate.generate()
-            certificatePEM = generated.certificatePEM
-            keyPEM = generated.keyPEM
-        }
+        let (certificatePEM, keyPEM) = try SimulatorListener.identity(
+            certificatePEM: configuration.certificatePEM, keyPEM: configuration.keyPEM)
+        self.certificatePEM = certificatePEM
         tls = try TLSContext.server(certificatePEM: certificatePEM, keyPEM: keyPEM)
         let verifiers = try configuration.accounts.map { try AccountVerifier(account: $0) }
-        let recordFile = try configuration.recordTo.map { try RecordFile(path: $0) }
+        let recordFile = try configuration.recordTo.map { try SimulatorRecordFile(path: $0) }
         state = FCMSimulatorState(configuration: configuration, verifiers: verifiers, recordFile: recordFile)
         self.logger = logger
     }
@@ -50,25 +45,13 @@ public final class FCMSimulator: Sendable {
     public func start() async throws -> Int {
         let state = self.state
         let tls = self.tls
-        let handshakeTimeout = state.configuration.handshakeTimeout
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(ChannelOptions.backlog, value: 256)
-            .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                guard state.openChannelCount() < state.configuration.maxConnections else {
-                    return channel.close()
-                }
-                return channel.eventLoop.makeCompletedFuture {
-                    let connection = FCMConnection(id: state.nextConnectionID(), state: state)
-                    try channel.pipeline.syncOperations.addHandlers([
-                        try OpenSSLHandler(context: tls, handshakeTimeout: handshakeTimeout), connection,
-                    ])
-                    state.track(channel)
-                }
-            }
-            .bind(host: state.configuration.host, port: state.configuration.port)
-            .get()
+        let channel = try await SimulatorListener.bind(
+            host: state.configuration.host, port: state.configuration.port, group: MultiThreadedEventLoopGroup.singleton,
+            tls: tls, handshakeTimeout: state.configuration.handshakeTimeout,
+            maxConnections: state.configuration.maxConnections, channels: state.channels
+        ) { _, loop in
+            SimulatorConnection(adapter: FCMConnectionAdapter(state: state), eventLoop: loop)
+        }
         let port = channel.localAddress?.port ?? state.configuration.port
         state.port = port
         serverChannel.withLock { $0 = channel }
@@ -92,10 +75,8 @@ public final class FCMSimulator: Sendable {
             return channel
         }
         try? await channel?.close()
-        for open in state.openChannels() {
-            try? await open.close()
-        }
-        state.releaseWaiters()
+        await state.channels.closeAll()
+        state.records.close()
         state.recordFile?.closeFile()
     }
 
@@ -122,24 +103,24 @@ public final class FCMSimulator: Sendable {
     // MARK: Records
 
     /// Every accepted message, in acceptance order.
-    public func accepted() -> [FCMAcceptedMessage] { state.accepted() }
+    public func accepted() -> [FCMAcceptedMessage] { state.records.kept }
 
     /// Messages accepted so far.
-    public var acceptedCount: Int { state.acceptedCount() }
+    public var acceptedCount: Int { state.records.count }
 
     /// Messages accepted from now on (also with `keepAccepted` off), e.g. to
     /// log them; the stream ends at ``shutdown()``.
-    public func acceptedStream() -> AsyncStream<FCMAcceptedMessage> { state.subscribe() }
+    public func acceptedStream() -> AsyncStream<FCMAcceptedMessage> { state.records.subscribe() }
 
     /// Returns once at least `count` messages were accepted (or at shutdown).
-    public func waitForAccepted(count: Int) async { await state.waitFor(count: count) }
+    public func waitForAccepted(count: Int) async { await state.records.waitFor(count: count) }
 
     /// Answers by HTTP status (200, 400, 401, 429, …), dropped and refused requests not included.
-    public var statusCounts: [Int: Int] { state.statusCountsSnapshot() }
+    public var statusCounts: [Int: Int] { state.records.statusCounts }
 
     /// Access tokens minted so far.
     public var accessTokensMinted: Int { state.tokensMinted() }
 
     /// TLS connections accepted so far.
-    public var connectionsAccepted: Int { state.connectionsAccepted() }
+    public var connectionsAccepted: Int { state.channels.accepted }
 }

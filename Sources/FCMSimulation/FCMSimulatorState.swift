@@ -1,5 +1,5 @@
 import HeraldPrimitives
-import NIOCore
+import ProviderSimulation
 import Synchronization
 
 /// An access token the token endpoint minted.
@@ -13,36 +13,28 @@ struct AccessGrant {
 final class FCMSimulatorState: Sendable {
     let configuration: FCMSimulatorConfiguration
     let verifiers: [AccountVerifier]
-    let recordFile: RecordFile?
+    let recordFile: SimulatorRecordFile?
+    /// Accepted messages (kept when `keepAccepted`), the count and answers by status.
+    let records: SimulatorRecords<FCMAcceptedMessage>
+    /// The connections accepted.
+    let channels = SimulatorChannels()
 
     /// Most access tokens kept; expired ones are pruned first.
     static let maxGrants = 100_000
-
-    private struct Records {
-        var accepted: [FCMAcceptedMessage] = []
-        var acceptedCount = 0
-        var statusCounts: [Int: Int] = [:]
-        var tokensMinted = 0
-        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
-        var subscribers: [Int: AsyncStream<FCMAcceptedMessage>.Continuation] = [:]
-        var nextSubscriber = 0
-        var shutDown = false
-    }
 
     private let boundPort = Atomic<Int>(0)
     private let grants = Mutex<[String: AccessGrant]>([:])
     private let registry = Mutex<[String: FCMTokenState]>([:])
     private let faults = Mutex(FaultQueue())
     private let buckets = Mutex<[String: QuotaBucket]>([:])
-    private let records = Mutex(Records())
-    private let connectionIDs = Atomic<Int>(0)
+    private let tokensMintedCount = Atomic<Int>(0)
     private let messageSerial = Atomic<Int>(0)
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
 
-    init(configuration: FCMSimulatorConfiguration, verifiers: [AccountVerifier], recordFile: RecordFile?) {
+    init(configuration: FCMSimulatorConfiguration, verifiers: [AccountVerifier], recordFile: SimulatorRecordFile?) {
         self.configuration = configuration
         self.verifiers = verifiers
         self.recordFile = recordFile
+        self.records = SimulatorRecords(keep: configuration.keepAccepted)
     }
 
     var now: Timestamp { configuration.now() }
@@ -54,26 +46,12 @@ final class FCMSimulatorState: Sendable {
         set { boundPort.store(newValue, ordering: .releasing) }
     }
 
-    func nextConnectionID() -> Int { connectionIDs.add(1, ordering: .relaxed).newValue }
-
     /// The unique tail of an accepted message's name (16 hex digits, as FCM's look), no random bytes needed.
     func nextMessageSuffix() -> String {
         let serial = UInt64(bitPattern: Int64(messageSerial.add(1, ordering: .relaxed).newValue)) &* 0x9E37_79B9_7F4A_7C15
         let hex = String(serial, radix: 16)
         return String(repeating: "0", count: 16 - hex.utf8.count) + hex
     }
-    func connectionsAccepted() -> Int { connectionIDs.load(ordering: .relaxed) }
-
-    func track(_ channel: any Channel) {
-        let key = ObjectIdentifier(channel)
-        channels.withLock { $0[key] = channel }
-        channel.closeFuture.whenComplete { [self] _ in
-            _ = channels.withLock { $0.removeValue(forKey: key) }
-        }
-    }
-
-    func openChannels() -> [any Channel] { channels.withLock { Array($0.values) } }
-    func openChannelCount() -> Int { channels.withLock { $0.count } }
 
     // MARK: Access tokens
 
@@ -93,7 +71,7 @@ final class FCMSimulatorState: Sendable {
             }
             grants[token] = AccessGrant(projectID: projectID, expires: expires)
         }
-        records.withLock { $0.tokensMinted += 1 }
+        tokensMintedCount.add(1, ordering: .relaxed)
         return token
     }
 
@@ -106,7 +84,7 @@ final class FCMSimulatorState: Sendable {
         }
     }
 
-    func tokensMinted() -> Int { records.withLock { $0.tokensMinted } }
+    func tokensMinted() -> Int { tokensMintedCount.load(ordering: .relaxed) }
 
     // MARK: Registry, faults, quota
 
@@ -152,75 +130,11 @@ final class FCMSimulatorState: Sendable {
 
     // MARK: Records
 
-    func countStatus(_ status: Int) {
-        records.withLock { $0.statusCounts[status, default: 0] += 1 }
-    }
-
-    func statusCountsSnapshot() -> [Int: Int] { records.withLock { $0.statusCounts } }
+    func countStatus(_ status: Int) { records.countStatus(status) }
 
     /// Records an accepted message (file line first, so it is on disk before the 200).
     func record(_ accepted: FCMAcceptedMessage, message: JSONValue) {
         recordFile?.append(RecordFile.line(for: accepted, message: message))
-        let (ready, subscribers) = records.withLock { records in
-            records.acceptedCount += 1
-            if configuration.keepAccepted { records.accepted.append(accepted) }
-            var ready: [CheckedContinuation<Void, Never>] = []
-            let count = records.acceptedCount
-            records.waiters.removeAll { waiter in
-                guard waiter.count <= count else { return false }
-                ready.append(waiter.continuation)
-                return true
-            }
-            return (ready, Array(records.subscribers.values))
-        }
-        for subscriber in subscribers { subscriber.yield(accepted) }
-        for continuation in ready { continuation.resume() }
-    }
-
-    /// Accepted messages from now on; the stream ends at shutdown.
-    func subscribe() -> AsyncStream<FCMAcceptedMessage> {
-        let (stream, continuation) = AsyncStream<FCMAcceptedMessage>.makeStream()
-        let id = records.withLock { records -> Int? in
-            guard !records.shutDown else { return nil }
-            records.nextSubscriber += 1
-            records.subscribers[records.nextSubscriber] = continuation
-            return records.nextSubscriber
-        }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [self] _ in
-            _ = records.withLock { $0.subscribers.removeValue(forKey: id) }
-        }
-        return stream
-    }
-
-    func accepted() -> [FCMAcceptedMessage] { records.withLock { $0.accepted } }
-    func acceptedCount() -> Int { records.withLock { $0.acceptedCount } }
-
-    func waitFor(count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = records.withLock { records in
-                if records.acceptedCount >= count || records.shutDown { return true }
-                records.waiters.append((count, continuation))
-                return false
-            }
-            if resumeNow { continuation.resume() }
-        }
-    }
-
-    /// Wakes every waiter and ends every stream (shutdown).
-    func releaseWaiters() {
-        let (waiting, subscribers) = records.withLock { records in
-            records.shutDown = true
-            defer {
-                records.waiters = []
-                records.subscribers = [:]
-            }
-            return (records.waiters.map(\.continuation), Array(records.subscribers.values))
-        }
-        for continuation in waiting { continuation.resume() }
-        for subscriber in subscribers { subscriber.finish() }
+        records.record(accepted)
     }
 }

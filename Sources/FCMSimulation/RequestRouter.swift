@@ -18,6 +18,9 @@ struct CollectedRequest {
     var body: [UInt8] = []
     var bodyTooLarge = false
     var headersTooLarge = false
+    /// Header bytes and fields seen, kept or not.
+    var headerBytes = 0
+    var headerCount = 0
 }
 
 /// Routes a request to the token endpoint or `messages:send`, applying

@@ -31,14 +31,14 @@ public final class GRPCCallTally: Sendable {
         let bounds = durationBounds.map { $0.components.seconds &* 1_000_000_000 &+ $0.components.attoseconds / 1_000_000_000 }
         self.methodCount = methodCount
         self.bounds = bounds
-        lockedTable = Table(rows: methodCount + 1, bounds: bounds)
+        lockedTable = Table(rows: methodCount + 1, bounds: bounds, writer: nil)
     }
 
     /// The table the connections of `loop` record into (made on first use).
     func table(for loop: any EventLoop) -> Table {
         tables.withLock { tables in
             if let entry = tables[ObjectIdentifier(loop)] { return entry.table }
-            let table = Table(rows: methodCount + 1, bounds: bounds)
+            let table = Table(rows: methodCount + 1, bounds: bounds, writer: loop)
             tables[ObjectIdentifier(loop)] = (loop, table)
             return table
         }
@@ -63,8 +63,11 @@ public final class GRPCCallTally: Sendable {
     /// nanoseconds. Written by one thread; read by any through atomics.
     final class Table: @unchecked Sendable {
         // @unchecked: the cells are atomics in memory this object owns; one
-        // thread writes them (plain load + store, exact with one writer).
+        // thread writes them (plain load + store, exact with one writer):
+        // `writer`'s, asserted on every record in debug builds.
         let rows: Int
+        /// The loop whose thread is the one writer (nil: writes are serialized by the tally's lock).
+        private let writer: (any EventLoop)?
         private let boundCount: Int
         private let boundValues: UnsafeMutablePointer<Int64>
         private let cells: UnsafeMutablePointer<Atomic<Int>>
@@ -72,7 +75,7 @@ public final class GRPCCallTally: Sendable {
         private let sumBase: Int
         private let cellCount: Int
 
-        init(rows: Int, bounds: [Int64]) {
+        init(rows: Int, bounds: [Int64], writer: (any EventLoop)?) {
             let bucketBase = rows * GRPCCallTally.codeCount
             let sumBase = bucketBase + rows * (bounds.count + 1)
             let cells = UnsafeMutablePointer<Atomic<Int>>.allocate(capacity: sumBase + rows)
@@ -80,6 +83,7 @@ public final class GRPCCallTally: Sendable {
             let boundValues = UnsafeMutablePointer<Int64>.allocate(capacity: max(1, bounds.count))
             for (index, bound) in bounds.enumerated() { (boundValues + index).initialize(to: bound) }
             self.rows = rows
+            self.writer = writer
             self.boundCount = bounds.count
             self.boundValues = boundValues
             self.bucketBase = bucketBase
@@ -97,6 +101,7 @@ public final class GRPCCallTally: Sendable {
         /// One finished call; only ever from the table's one writer.
         @inline(__always)
         func record(method: Int, code: Int, nanoseconds: Int64) {
+            assert(writer?.inEventLoop ?? true, "a call tally table was written off its event loop")
             let row = method &+ 1
             guard row >= 0, row < rows else { return }
             let column = code >= 0 && code < GRPCCallTally.codeCount ? code : 2  // UNKNOWN

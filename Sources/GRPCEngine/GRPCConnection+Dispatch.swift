@@ -132,6 +132,7 @@ extension GRPCConnection {
     }
 
     func asyncFinished(_ stream: GRPCStream, _ result: Result<[UInt8], any Error>) {
+        assertOnLoop()
         stream.task = nil
         // Answered: ending the stream later is not a cancellation.
         stream.cancellation = nil
@@ -144,6 +145,7 @@ extension GRPCConnection {
     }
 
     func deadlineExpired(_ stream: GRPCStream) {
+        assertOnLoop()
         stream.deadlineTimer = nil
         guard stream.machine.deadlineExpired(), session != nil else { return }
         stream.task?.cancel()

@@ -230,6 +230,7 @@ extension GRPCConnection {
 
     /// An unauthenticated streaming call reached `unauthenticatedMaxStreamAge`: it ends with UNAVAILABLE.
     func streamAged(_ stream: GRPCStream) {
+        assertOnLoop()
         stream.ageTimer = nil
         guard session != nil, stream.machine.deadlineExpired() else { return }
         endStreamingCall(stream, GRPCStatus(.unavailable,

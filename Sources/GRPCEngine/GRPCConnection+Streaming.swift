@@ -73,6 +73,7 @@ extension GRPCConnection {
 
     /// The handler took `bytes` of request messages: give them back to the budgets.
     func streamingConsumed(_ stream: GRPCStream, _ bytes: Int) {
+        assertOnLoop()
         guard stream.inboundQueuedBytes >= bytes else { return }
         stream.inboundQueuedBytes -= bytes
         releaseReservation(stream, min(bytes, stream.bufferedBytes))
@@ -80,6 +81,7 @@ extension GRPCConnection {
 
     /// One response message from the handler; the first one sends the response HEADERS.
     func streamingSend(_ stream: GRPCStream, _ message: [UInt8], _ continuation: CheckedContinuation<Void, any Error>) {
+        assertOnLoop()
         guard stream.phase == .running, stream.streaming?.waitingWriter == nil, let session else {
             continuation.resume(throwing: CancellationError())
             return
@@ -134,6 +136,7 @@ extension GRPCConnection {
 
     /// The handler returned or threw: trailers with its status.
     func streamingFinished(_ stream: GRPCStream, _ result: Result<Void, any Error>) {
+        assertOnLoop()
         stream.task = nil
         guard stream.machine.handlerFinished(), session != nil else { return }
         let status: GRPCStatus
@@ -184,6 +187,7 @@ extension GRPCConnection {
     /// Drain, after the grace: streaming handlers still running are cancelled
     /// and end with UNAVAILABLE unless they return.
     func streamsDraining() {
+        assertOnLoop()
         for stream in streams.all where stream.isStreaming && stream.phase == .running {
             stream.task?.cancel()
         }

@@ -11,6 +11,9 @@ import NIOCore
 /// because the server registry and handler Tasks hold the connection and hop
 /// back with `eventLoop.execute`; every member is touched only on that loop
 /// (NIOLoopBound would put a check on every nghttp2 callback of the hot path).
+/// Every entry point (channel events, nghttp2 events, timers, hops back from
+/// handlers) asserts it with ``assertOnLoop(file:line:)``: checked in debug
+/// builds, compiled out of release builds.
 final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -95,9 +98,18 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         return options
     }
 
+    /// Fails a debug build when called off the connection's loop. `assert`
+    /// and not `eventLoop.assertInEventLoop()`: the whole check, the
+    /// existential call included, is gone from release builds (the hot path).
+    @inline(__always)
+    func assertOnLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(eventLoop.inEventLoop, "GRPCConnection used off its event loop", file: file, line: line)
+    }
+
     // MARK: - Channel events
 
     func handlerAdded(context: ChannelHandlerContext) {
+        assertOnLoop()
         self.context = context
         let configuration = shared.configuration
         do {
@@ -121,11 +133,13 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     }
 
     func channelActive(context: ChannelHandlerContext) {
+        assertOnLoop()
         flushOutput()
         context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        assertOnLoop()
         guard let session, state.acceptsInput else { return }
         liveness.peerSentBytes()
         do {
@@ -146,26 +160,31 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        assertOnLoop()
         flushOutput()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        assertOnLoop()
         teardown()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        assertOnLoop()
         teardown()
         self.context = nil
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        assertOnLoop()
         logger.debug("connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
     }
 
     // Backpressure: stop reading while the peer is not draining our responses.
     func read(context: ChannelHandlerContext) {
+        assertOnLoop()
         if context.channel.isWritable {
             context.read()
         } else {
@@ -174,6 +193,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
+        assertOnLoop()
         if context.channel.isWritable {
             if pendingRead {
                 pendingRead = false
@@ -209,6 +229,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
 
     /// Drains nghttp2's pending frames into one buffer and writes it with one flush.
     func flushOutput() {
+        assertOnLoop()
         guard let session, let context else { return }
         var output: ByteBuffer? = nil
         do {
@@ -262,6 +283,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     /// Coalesces the writes of async completions that land in the same loop tick
     /// (e.g. a group commit releasing many calls) into one write.
     func scheduleFlush() {
+        assertOnLoop()
         guard !flushScheduled else { return }
         flushScheduled = true
         eventLoop.execute { [self] in
@@ -274,6 +296,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
 
     /// Runs the liveness machine's tick and carries out its action.
     private func livenessTick() {
+        assertOnLoop()
         livenessTimer = nil
         livenessTimerAt = .distantFuture
         guard let session, state.acceptsInput else { return }
@@ -328,6 +351,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
 
     /// Makes the timer fire no later than `deadline`.
     func scheduleLivenessTick(at deadline: NIODeadline) {
+        assertOnLoop()
         guard deadline < livenessTimerAt else { return }
         livenessTimer?.cancel()
         livenessTimerAt = deadline
@@ -338,6 +362,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
 
     /// GOAWAY(2^31-1) + PING; on the PING ack the final GOAWAY names the last stream.
     func beginShutdown() {
+        assertOnLoop()
         guard let session, state.acceptsInput else { return }
         let payload = UInt64.random(in: 1...UInt64.max)
         guard case .sendShutdownNoticeAndPing = state.beginGracefulShutdown(pingPayload: payload) else { return }
@@ -375,7 +400,8 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         }
     }
 
-    /// Ends the connection now (graceful-shutdown timeout).
+    /// Ends the connection now (graceful-shutdown timeout). Any thread: it
+    /// only asks the channel to close.
     func forceClose() {
         channel.close(promise: nil)
     }
@@ -383,6 +409,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     // MARK: - nghttp2 events (inside mem_recv / mem_send)
 
     func http2Session(_ session: HTTP2Session, event: HTTP2SessionEvent) {
+        assertOnLoop()
         switch event {
         case .beginHeaders(let streamID, let category):
             if category == .request { beginRequest(streamID: streamID) }

@@ -106,17 +106,19 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     public func handlerAdded(context: ChannelHandlerContext) {
+        assert(context.eventLoop.inEventLoop, "OpenSSLHandler used off its event loop")
         if context.channel.isActive { startHandshake(context: context) }
     }
 
     public func channelActive(context: ChannelHandlerContext) {
+        assert(context.eventLoop.inEventLoop, "OpenSSLHandler used off its event loop")
         startHandshake(context: context)
         context.fireChannelActive()
     }
 
     private func startHandshake(context: ChannelHandlerContext) {
         guard state == .idle else { return }
-        state = .handshaking
+        move(to: .handshaking)
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         handshakeTimer = context.eventLoop.scheduleTask(in: handshakeTimeout) {
             let (handler, context) = bound.value
@@ -127,6 +129,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        assert(context.eventLoop.inEventLoop, "OpenSSLHandler used off its event loop")
         guard state != .closed, let readBIO else { return }
         var buffer = unwrapInboundIn(data)
         let stored = buffer.withUnsafeReadableBytes { raw in
@@ -155,6 +158,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     public func channelReadComplete(context: ChannelHandlerContext) {
+        assert(context.eventLoop.inEventLoop, "OpenSSLHandler used off its event loop")
         context.fireChannelReadComplete()
     }
 
@@ -172,7 +176,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
                 fail(context: context, TLSError(.alpnNotNegotiated, "peer did not agree to ALPN h2 (got \(alpn ?? "none"))"))
                 return
             }
-            state = .established
+            move(to: .established)
             handshakeTimer?.cancel()
             var subject: String?
             if let peer = SSL_get1_peer_certificate(ssl) {
@@ -234,12 +238,13 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
         if let failure {
             fail(context: context, failure)
         } else if peerClosed {
-            state = .closed
+            move(to: .closed)
             context.close(promise: nil)
         }
     }
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        assert(context.eventLoop.inEventLoop, "OpenSSLHandler used off its event loop")
         let buffer = unwrapOutboundIn(data)
         switch state {
         case .established:
@@ -252,6 +257,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     public func flush(context: ChannelHandlerContext) {
+        assert(context.eventLoop.inEventLoop, "OpenSSLHandler used off its event loop")
         if state == .established { flushCiphertext(context: context) }
     }
 
@@ -300,24 +306,38 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        assert(context.eventLoop.inEventLoop, "OpenSSLHandler used off its event loop")
         if state == .established, let ssl, mode == .all {
             ERR_clear_error()
             SSL_shutdown(ssl)  // close_notify; best effort
             flushCiphertext(context: context)
         }
-        state = .closed
+        move(to: .closed)
         failPendingWrites(ChannelError.ioOnClosedChannel)
         context.close(mode: mode, promise: promise)
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
+        assert(context.eventLoop.inEventLoop, "OpenSSLHandler used off its event loop")
         if state == .handshaking {
             context.fireErrorCaught(TLSError(.handshakeFailed, "connection closed during the TLS handshake"))
         }
-        state = .closed
+        move(to: .closed)
         handshakeTimer?.cancel()
         failPendingWrites(ChannelError.ioOnClosedChannel)
         context.fireChannelInactive()
+    }
+
+    /// The only moves: idle → handshaking → established, and any → closed.
+    /// Another one is a bug: it fails in debug builds.
+    private func move(to next: State) {
+        switch (state, next) {
+        case (.idle, .handshaking), (.handshaking, .established), (_, .closed):
+            break
+        default:
+            assertionFailure("OpenSSLHandler: no move from \(state) to \(next)")
+        }
+        state = next
     }
 
     private func failPendingWrites(_ error: any Error) {
@@ -331,7 +351,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     private func fail(context: ChannelHandlerContext, _ error: TLSError) {
         guard state != .closed else { return }
-        state = .closed
+        move(to: .closed)
         handshakeTimer?.cancel()
         failPendingWrites(error)
         context.fireErrorCaught(error)

@@ -3,16 +3,20 @@ public import HeraldStorage
 
 /// `HeraldStore` in memory, for handler and wiring tests: the contract of
 /// the protocol (last request wins, spent keys, checked transitions, claims
-/// and their release, the crash rule, revokes, device upserts) without a
-/// file. Not durable, by design. `waitFor` lets a test wait for a message
-/// to reach a state without sleeping.
+/// and their release, the crash rule, revokes, device upserts, retention,
+/// Schedule through a callback, leases) without a file. Not durable, by
+/// design: it cannot survive a restart. The store contract suite
+/// (Tests/HeraldStorageTests/Contract) runs against it beside SQLite and
+/// PostgreSQL, so a service test cannot pass against a store that behaves
+/// differently. `waitFor` lets a test wait for a message to reach a state
+/// without sleeping.
 public actor InMemoryStore: HeraldStore {
-    private struct Key: Hashable {
+    struct Key: Hashable {
         var bundleID: String
         var key: String
     }
 
-    private struct HandOver: Hashable {
+    struct HandOver: Hashable {
         var messageID: String
         var deviceToken: String
         var push: Int64
@@ -24,13 +28,17 @@ public actor InMemoryStore: HeraldStore {
         var continuation: CheckedContinuation<StoredMessage, Never>
     }
 
-    private var messages: [String: StoredMessage] = [:]
-    private var keys: [Key: String] = [:]
-    private var outcomeLog: [String: [DeviceOutcome]] = [:]
-    private var handOverMarks: [HandOver: Int64] = [:]
-    private var revokes: [String: Int64] = [:]
-    private var deviceTable: [Key: Device] = [:]
+    var messages: [String: StoredMessage] = [:]
+    var keys: [Key: String] = [:]
+    var outcomeLog: [String: [DeviceOutcome]] = [:]
+    var handOverMarks: [HandOver: Int64] = [:]
+    var revokes: [String: Int64] = [:]
+    var deviceTable: [Key: Device] = [:]
     private var waiters: [Waiter] = []
+    /// Until when each claim is leased (InMemoryStore+Shared.swift).
+    var leases: [String: Int64] = [:]
+    /// Set by `close()`: later Schedules throw `StoreError.closed`.
+    var closed = false
     /// The ids of each `renewLeases` call (InMemoryStore+Shared.swift).
     public internal(set) var leaseRenewals: [[String]] = []
 
@@ -45,7 +53,7 @@ public actor InMemoryStore: HeraldStore {
         return await withCheckedContinuation { waiters.append(Waiter(id: id, until: until, continuation: $0)) }
     }
 
-    private func put(_ message: StoredMessage) {
+    func put(_ message: StoredMessage) {
         messages[message.id] = message
         var ready: [(CheckedContinuation<StoredMessage, Never>, StoredMessage)] = []
         waiters.removeAll { waiter in
@@ -56,18 +64,34 @@ public actor InMemoryStore: HeraldStore {
         for (continuation, message) in ready { continuation.resume(returning: message) }
     }
 
-    private static func check(id: String, from: MessageState, to: MessageState) throws(StoreError) {
+    static func check(id: String, from: MessageState, to: MessageState) throws(StoreError) {
         guard from.canTransition(to: to) else { throw .illegalTransition(from: from, to: to, id: id) }
     }
 
-    private func isWaiting(_ message: StoredMessage) -> Bool {
+    /// As the real stores: an app's or a provider's outcome names a stored
+    /// message, or it is refused (SQLite's foreign key; PostgreSQL finds the
+    /// message first).
+    func requireMessages(_ ids: [String]) throws(StoreError) {
+        for id in ids where messages[id] == nil { throw .invalidRecord("no message \(id)") }
+    }
+
+    func isWaiting(_ message: StoredMessage) -> Bool {
         (message.state == .scheduled || message.state == .handedOff) && message.sendingSince == nil
     }
 
     // MARK: Messages (API)
 
     public func schedule(_ message: StoredMessage, deadline: ContinuousClock.Instant?) async throws -> ScheduleOutcome {
-        if Task.isCancelled || deadline.map({ $0 <= ContinuousClock.now }) == true { throw StoreError.abandoned }
+        if Task.isCancelled { throw StoreError.abandoned }
+        return try write(message, deadline: deadline)
+    }
+
+    /// Schedule's write, for the awaited and the callback form alike: past
+    /// `deadline` nothing is stored (`StoreError.abandoned`), as in the real
+    /// stores' transactions.
+    func write(_ message: StoredMessage, deadline: ContinuousClock.Instant?) throws -> ScheduleOutcome {
+        if closed { throw StoreError.closed }
+        if deadline.map({ $0 <= ContinuousClock.now }) == true { throw StoreError.abandoned }
         guard let key = message.idempotencyKey else {
             put(message)
             return .scheduled(message, supersededID: nil)
@@ -119,7 +143,7 @@ public actor InMemoryStore: HeraldStore {
 
     // MARK: Scheduler and dispatcher
 
-    private var waitingInDueOrder: [StoredMessage] {
+    var waitingInDueOrder: [StoredMessage] {
         messages.values.filter(isWaiting).sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
     }
 
@@ -142,6 +166,7 @@ public actor InMemoryStore: HeraldStore {
         message.pushStartedAt = message.pushStartedAt ?? now
         message.attempts += 1
         message.updatedAt = now
+        leases[id] = now + leaseMilliseconds
         put(message)
         return message
     }
@@ -161,11 +186,13 @@ public actor InMemoryStore: HeraldStore {
         message.sendingSince = nil
         message.pushStartedAt = nil
         message.updatedAt = now
+        leases[id] = nil
         put(message)
         return true
     }
 
     public func recordOutcome(_ outcome: DeviceOutcome) async throws {
+        try requireMessages([outcome.messageID])
         outcomeLog[outcome.messageID, default: []].append(outcome)
     }
 
@@ -183,19 +210,20 @@ public actor InMemoryStore: HeraldStore {
     }
 
     /// Whether the message's open push handed anything over or got any answer.
-    private func pushTouched(_ message: StoredMessage) -> Bool {
+    func pushTouched(_ message: StoredMessage) -> Bool {
         guard let push = message.pushStartedAt else { return false }
         return handOverMarks.keys.contains { $0.messageID == message.id && $0.push == push }
             || (outcomeLog[message.id] ?? []).contains { $0.at >= push }
     }
 
-    private func release(_ message: StoredMessage, now: Int64) {
+    func release(_ message: StoredMessage, now: Int64) {
         var message = message
         let touched = pushTouched(message)
         if message.sendStartedAt == message.sendingSince && !touched { message.sendStartedAt = nil }
         if !touched { message.pushStartedAt = nil }
         message.sendingSince = nil
         message.updatedAt = now
+        leases[message.id] = nil
         put(message)
     }
 
@@ -206,7 +234,12 @@ public actor InMemoryStore: HeraldStore {
     }
 
     public func recoverInterrupted(now: Int64) async throws -> InterruptedRecovery {
-        let interrupted = messages.values.filter { $0.sendingSince != nil }.sorted { $0.id < $1.id }
+        try await recover(now: now) { _ in true }
+    }
+
+    /// The crash rule over the claims `inScope` accepts.
+    func recover(now: Int64, inScope: (StoredMessage) -> Bool) async throws -> InterruptedRecovery {
+        let interrupted = messages.values.filter { $0.sendingSince != nil && inScope($0) }.sorted { $0.id < $1.id }
         var unconfirmed = 0
         for message in interrupted {
             guard let push = message.pushStartedAt else { continue }

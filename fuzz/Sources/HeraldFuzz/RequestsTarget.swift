@@ -84,7 +84,9 @@ enum RequestsTarget {
         let request = GRPCRequest(path: "/fuzz/\(rpc)", message: message)
         switch rpc {
         case .schedule:
-            try ServiceHarness.wait { try await service.schedule.schedule(request) }
+            // Schedule's one path: through the store's callback, as served.
+            let schedule = GRPCUnaryHandler.deferred(inlineBytes: .max) { try service.schedule.schedule($0, reply: DomainReply($1)) }
+            try ServiceHarness.wait { try await schedule.callInProcess(request) }
             try dispatch(message)
         case .cancel: try ServiceHarness.wait { try await service.cancel.cancel(request) }
         case .render: _ = try service.render.render(request)

@@ -4,12 +4,12 @@ import HeraldTestSupport
 import Testing
 @testable import HeraldStorage
 
-@Suite("Read side: GetMessage detail, ListMessages keyset pages, campaign counts (schema v4)", .timeLimit(.minutes(1)))
+@Suite("Store contract: read side (SQLite, PostgreSQL; the in-memory store has none): GetMessage detail, ListMessages keyset pages, campaign counts (schema v4)", .timeLimit(.minutes(1)))
 struct ReadSideTests {
     // MARK: Hostile first
 
-    @Test(arguments: StoreKind.all) func anotherBundlesMessageIsNeverFound(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func anotherBundlesMessageIsNeverFound(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             let message = makeMessage(bundleID: "com.a", key: "k")
             _ = try await store.schedule(message)
             #expect(try await store.messageDetail(bundleID: "com.b", messageID: message.id) == nil)
@@ -82,8 +82,8 @@ struct ReadSideTests {
 
     // MARK: Detail
 
-    @Test(arguments: StoreKind.all) func detailHasOutcomesMilestonesAndWhoSupersededIt(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func detailHasOutcomesMilestonesAndWhoSupersededIt(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             let first = makeMessage(id: "m1", key: "k", createdAt: now)
             _ = try await store.schedule(first)
             let second = makeMessage(id: "m2", key: "k", createdAt: now + 1)
@@ -117,8 +117,8 @@ struct ReadSideTests {
 
     // MARK: Pages
 
-    @Test(arguments: StoreKind.all) func pagesWalkEveryMessageNewestFirstWithoutDuplicateOrGap(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func pagesWalkEveryMessageNewestFirstWithoutDuplicateOrGap(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             // Many share a creation time: the id breaks the tie.
             let messages = (0..<1_003).map { i in
                 makeMessage(id: String(format: "id-%05d", i), campaignID: i % 2 == 0 ? "even" : "odd", key: "k\(i)",
@@ -146,8 +146,8 @@ struct ReadSideTests {
 
     // MARK: Campaign
 
-    @Test(arguments: StoreKind.all) func campaignCountsFollowTheFunnel(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func campaignCountsFollowTheFunnel(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             func message(_ id: String, _ method: DeliveryMethod, ab: Bool, created: Int64 = now) -> StoredMessage {
                 var m = makeMessage(id: id, key: id, method: method, createdAt: created)
                 m.abTest = ab

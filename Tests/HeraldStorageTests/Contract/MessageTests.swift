@@ -4,7 +4,7 @@ import HeraldPrimitives
 import Testing
 @testable import HeraldStorage
 
-@Suite("Messages: last request wins, cancel, dispatch (both stores)", .timeLimit(.minutes(1)))
+@Suite("Store contract: messages: last request wins, cancel, dispatch", .timeLimit(.minutes(1)))
 struct MessageTests {
     @Test(arguments: StoreKind.all) func scheduleStoresEverything(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
@@ -236,7 +236,8 @@ struct MessageTests {
             }
         }
     }
-    // Crash mid-send: CrashRecoveryTests.
+
+    // Crash mid-send: CrashRecoveryContractTests.
 }
 
 @Suite("Message IDs", .timeLimit(.minutes(1)))

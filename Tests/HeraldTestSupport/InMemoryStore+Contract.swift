@@ -41,6 +41,7 @@ extension InMemoryStore: CallbackScheduling, FinishedMessagePruning {
     /// or HANDED_OFF, not in flight, no revoke owed) last changed before
     /// `cutoff`, oldest first, at most `limit`, with their outcomes and keys.
     public func pruneFinished(before cutoff: Int64, limit: Int) async throws -> PruneBatch {
+        try checkOpen()
         let prunable = messages.values
             .filter { message in
                 message.state != .scheduled && message.state != .handedOff && message.updatedAt < cutoff
@@ -63,19 +64,20 @@ extension InMemoryStore: CallbackScheduling, FinishedMessagePruning {
     /// Seeds messages (and the keys they hold) without last-request-wins
     /// checks, as the real stores' `importMessages`.
     public func importMessages(_ seeded: [StoredMessage]) async throws {
+        try checkOpen()
         for message in seeded {
             put(message)
             if let key = message.idempotencyKey { keys[Key(bundleID: message.bundleID, key: key)] = message.id }
         }
     }
 
-    /// Later Schedules throw `StoreError.closed`; what is stored stays (the
-    /// in-memory store cannot be reopened).
+    /// Later calls throw `StoreError.closed`, as the real stores'; the
+    /// in-memory store cannot be re-opened.
     public func close() async { closed = true }
 
     /// Succeeds until closed.
     public func probeWrite() async throws {
-        if closed { throw StoreError.closed }
+        try checkOpen()
     }
 }
 

@@ -20,6 +20,7 @@ extension InMemoryStore: SharedDueStore {
     }
 
     public func renewLeases(ids: [String], now: Int64) async throws -> Set<String> {
+        try checkOpen()
         leaseRenewals.append(ids.sorted())
         var held: Set<String> = []
         for id in ids where leases[id] != nil {
@@ -30,6 +31,7 @@ extension InMemoryStore: SharedDueStore {
     }
 
     public func takeOverExpired(now: Int64) async throws -> InterruptedRecovery {
-        try await recover(now: now) { message in (leases[message.id] ?? 0) < now }
+        try checkOpen()
+        return try await recover(now: now) { message in (leases[message.id] ?? 0) < now }
     }
 }

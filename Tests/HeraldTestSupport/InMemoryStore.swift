@@ -37,7 +37,7 @@ public actor InMemoryStore: HeraldStore {
     private var waiters: [Waiter] = []
     /// Until when each claim is leased (InMemoryStore+Shared.swift).
     var leases: [String: Int64] = [:]
-    /// Set by `close()`: later Schedules throw `StoreError.closed`.
+    /// Set by `close()`: later calls throw `StoreError.closed`.
     var closed = false
     /// The ids of each `renewLeases` call (InMemoryStore+Shared.swift).
     public internal(set) var leaseRenewals: [[String]] = []
@@ -68,6 +68,11 @@ public actor InMemoryStore: HeraldStore {
         guard from.canTransition(to: to) else { throw .illegalTransition(from: from, to: to, id: id) }
     }
 
+    /// As the real stores: once closed, every call throws `StoreError.closed`.
+    func checkOpen() throws(StoreError) {
+        if closed { throw .closed }
+    }
+
     /// As the real stores: an app's or a provider's outcome names a stored
     /// message, or it is refused (SQLite's foreign key; PostgreSQL finds the
     /// message first).
@@ -90,7 +95,7 @@ public actor InMemoryStore: HeraldStore {
     /// `deadline` nothing is stored (`StoreError.abandoned`), as in the real
     /// stores' transactions.
     func write(_ message: StoredMessage, deadline: ContinuousClock.Instant?) throws -> ScheduleOutcome {
-        if closed { throw StoreError.closed }
+        try checkOpen()
         if deadline.map({ $0 <= ContinuousClock.now }) == true { throw StoreError.abandoned }
         guard let key = message.idempotencyKey else {
             put(message)
@@ -115,6 +120,7 @@ public actor InMemoryStore: HeraldStore {
     public func cancel(
         bundleID: String, platform: Platform, userID: String, campaignID: String, idempotencyKey: String, now: Int64
     ) async throws -> CancelOutcome {
+        try checkOpen()
         guard let id = keys[Key(bundleID: bundleID, key: idempotencyKey)], var message = messages[id],
               message.platform == platform, message.userID == userID, message.campaignID == campaignID
         else { return .notFound }
@@ -135,10 +141,14 @@ public actor InMemoryStore: HeraldStore {
         }
     }
 
-    public func message(id: String) async throws -> StoredMessage? { messages[id] }
+    public func message(id: String) async throws -> StoredMessage? {
+        try checkOpen()
+        return messages[id]
+    }
 
     public func message(bundleID: String, idempotencyKey: String) async throws -> StoredMessage? {
-        keys[Key(bundleID: bundleID, key: idempotencyKey)].flatMap { messages[$0] }
+        try checkOpen()
+        return keys[Key(bundleID: bundleID, key: idempotencyKey)].flatMap { messages[$0] }
     }
 
     // MARK: Scheduler and dispatcher
@@ -148,17 +158,20 @@ public actor InMemoryStore: HeraldStore {
     }
 
     public func due(before: Int64, limit: Int) async throws -> [StoredMessage] {
-        Array(waitingInDueOrder.lazy.filter { $0.dueAt <= before }.prefix(limit))
+        try checkOpen()
+        return Array(waitingInDueOrder.lazy.filter { $0.dueAt <= before }.prefix(limit))
     }
 
     public func pending(after cursor: PendingCursor?, limit: Int) async throws -> [PendingEntry] {
-        Array(waitingInDueOrder.lazy
+        try checkOpen()
+        return Array(waitingInDueOrder.lazy
             .filter { message in cursor.map { (message.dueAt, message.id) > ($0.dueAt, $0.id) } ?? true }
             .prefix(limit)
             .map { PendingEntry(id: $0.id, dueAt: $0.dueAt, state: $0.state) })
     }
 
     public func claim(id: String, from: MessageState, now: Int64) async throws -> StoredMessage? {
+        try checkOpen()
         try Self.check(id: id, from: from, to: .sent)
         guard var message = messages[id], message.state == from, message.sendingSince == nil else { return nil }
         message.sendingSince = now
@@ -175,6 +188,7 @@ public actor InMemoryStore: HeraldStore {
         id: String, from: MessageState, to: MessageState, dueAt: Int64?, apnsID: String?, lastError: String?, now: Int64,
         recording outcomes: [DeviceOutcome]
     ) async throws -> Bool {
+        try checkOpen()
         try Self.check(id: id, from: from, to: to)
         for outcome in outcomes { outcomeLog[outcome.messageID, default: []].append(outcome) }
         handOverMarks = handOverMarks.filter { $0.key.messageID != id }
@@ -192,13 +206,18 @@ public actor InMemoryStore: HeraldStore {
     }
 
     public func recordOutcome(_ outcome: DeviceOutcome) async throws {
+        try checkOpen()
         try requireMessages([outcome.messageID])
         outcomeLog[outcome.messageID, default: []].append(outcome)
     }
 
-    public func outcomes(messageID: String) async throws -> [DeviceOutcome] { outcomeLog[messageID] ?? [] }
+    public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
+        try checkOpen()
+        return outcomeLog[messageID] ?? []
+    }
 
     public func recordHandOvers(_ marks: [HandOverMark]) async throws {
+        try checkOpen()
         for mark in marks {
             let key = HandOver(messageID: mark.messageID, deviceToken: mark.deviceToken, push: mark.push)
             if handOverMarks[key] == nil { handOverMarks[key] = mark.at }
@@ -206,7 +225,8 @@ public actor InMemoryStore: HeraldStore {
     }
 
     public func handOvers(messageID: String, push: Int64) async throws -> [String] {
-        handOverMarks.keys.filter { $0.messageID == messageID && $0.push == push }.map(\.deviceToken).sorted()
+        try checkOpen()
+        return handOverMarks.keys.filter { $0.messageID == messageID && $0.push == push }.map(\.deviceToken).sorted()
     }
 
     /// Whether the message's open push handed anything over or got any answer.
@@ -228,13 +248,15 @@ public actor InMemoryStore: HeraldStore {
     }
 
     public func releaseClaim(id: String, now: Int64) async throws -> Bool {
+        try checkOpen()
         guard let message = messages[id], message.sendingSince != nil else { return false }
         release(message, now: now)
         return true
     }
 
     public func recoverInterrupted(now: Int64) async throws -> InterruptedRecovery {
-        try await recover(now: now) { _ in true }
+        try checkOpen()
+        return try await recover(now: now) { _ in true }
     }
 
     /// The crash rule over the claims `inScope` accepts.
@@ -256,14 +278,19 @@ public actor InMemoryStore: HeraldStore {
     }
 
     public func pendingRevokes() async throws -> [PendingRevoke] {
-        revokes.map { PendingRevoke(messageID: $0.key, dueAt: $0.value) }.sorted { ($0.dueAt, $0.messageID) < ($1.dueAt, $1.messageID) }
+        try checkOpen()
+        return revokes.map { PendingRevoke(messageID: $0.key, dueAt: $0.value) }.sorted { ($0.dueAt, $0.messageID) < ($1.dueAt, $1.messageID) }
     }
 
-    public func completeRevoke(messageID: String) async throws { revokes[messageID] = nil }
+    public func completeRevoke(messageID: String) async throws {
+        try checkOpen()
+        revokes[messageID] = nil
+    }
 
     // MARK: Devices
 
     public func registerDevice(_ device: Device) async throws -> Bool {
+        try checkOpen()
         let key = Key(bundleID: device.bundleID, key: device.deviceToken)
         guard let existing = deviceTable[key] else {
             deviceTable[key] = device
@@ -276,16 +303,19 @@ public actor InMemoryStore: HeraldStore {
     }
 
     public func unregisterDevice(bundleID: String, deviceToken: String) async throws -> Bool {
-        deviceTable.removeValue(forKey: Key(bundleID: bundleID, key: deviceToken)) != nil
+        try checkOpen()
+        return deviceTable.removeValue(forKey: Key(bundleID: bundleID, key: deviceToken)) != nil
     }
 
     public func devices(bundleID: String, platform: Platform, userID: String) async throws -> [Device] {
-        deviceTable.values
+        try checkOpen()
+        return deviceTable.values
             .filter { $0.bundleID == bundleID && $0.platform == platform && $0.userID == userID }
             .sorted { $0.deviceToken < $1.deviceToken }
     }
 
     public func removeDevice(bundleID: String, deviceToken: String, ifRegisteredBefore timestamp: Int64) async throws -> Bool {
+        try checkOpen()
         let key = Key(bundleID: bundleID, key: deviceToken)
         guard let device = deviceTable[key], device.updatedAt < timestamp else { return false }
         deviceTable[key] = nil
@@ -295,11 +325,13 @@ public actor InMemoryStore: HeraldStore {
     // MARK: Operators
 
     public func countsByState() async throws -> [MessageState: Int] {
-        messages.values.reduce(into: [:]) { $0[$1.state, default: 0] += 1 }
+        try checkOpen()
+        return messages.values.reduce(into: [:]) { $0[$1.state, default: 0] += 1 }
     }
 
     public func oldestDue(now: Int64) async throws -> Int64? {
-        messages.values.filter { isWaiting($0) && $0.dueAt <= now }.map(\.dueAt).min()
+        try checkOpen()
+        return messages.values.filter { isWaiting($0) && $0.dueAt <= now }.map(\.dueAt).min()
     }
 
     public func health() async -> StoreHealth {

@@ -16,7 +16,9 @@ extension GRPCUnaryHandler {
             return try await body(request)
         case .deferred(_, let body):
             return try await withCheckedThrowingContinuation { continuation in
-                let reply = GRPCReply(loop: loop ?? MultiThreadedEventLoopGroup.singleton.next(), cancellation: GRPCCallCancellation()) { continuation.resume(with: $0) }
+                let reply = GRPCReply(
+                    loop: loop ?? MultiThreadedEventLoopGroup.singleton.next(), cancellation: GRPCCallCancellation()
+                ) { continuation.resume(with: $0) }
                 do { try body(request, reply) } catch { reply.answer(.failure(error)) }
             }
         }

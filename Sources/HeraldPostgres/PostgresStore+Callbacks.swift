@@ -3,7 +3,7 @@ public import HeraldStorage
 
 /// Schedule without a Task per call: the write and the device read join
 /// their batches (`PostgresBatcher.submit`) and answer through callbacks.
-extension PostgresStore: CallbackScheduling {
+extension PostgresStore {  // CallbackScheduling (through ServableStore)
     public func schedule(
         _ message: StoredMessage, deadline: ContinuousClock.Instant?,
         completion: @escaping @Sendable (Result<ScheduleOutcome, any Error>) -> Void

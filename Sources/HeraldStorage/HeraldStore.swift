@@ -221,9 +221,9 @@ extension HeraldStore {
 }
 
 /// A store that answers Schedule's write and device read through callbacks
-/// (SQLite: its writer thread; PostgreSQL: its batches): the Schedule RPC
-/// runs on it with no Task — it validates on the event loop, and the
-/// callbacks answer.
+/// (SQLite: its writer thread; PostgreSQL: its batches; the in-memory test
+/// store: its actor): the Schedule RPC's one path, with no Task — it
+/// validates on the event loop, and the callbacks answer.
 public protocol CallbackScheduling: HeraldStore {
     /// `schedule(_:deadline:)` answered through `completion` instead of an
     /// `await`. `completion` runs once, on whatever thread the write ended

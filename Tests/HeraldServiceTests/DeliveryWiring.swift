@@ -40,9 +40,9 @@ struct DeliveryWiring {
 
     /// Calls the handler registered for `path`, as the server would.
     func call(_ path: String, _ message: [UInt8], token: String? = nil) async throws -> [UInt8] {
-        guard case .async(let handler)? = routes[path] else { throw GRPCStatus(.unimplemented, path) }
+        guard let handler = routes[path] else { throw GRPCStatus(.unimplemented, path) }
         let metadata = GRPCMetadata(token.map { [("authorization", "Token \($0)")] } ?? [])
-        return try await handler(GRPCRequest(path: path, metadata: metadata, message: message))
+        return try await handler.callInProcess(GRPCRequest(path: path, metadata: metadata, message: message))
     }
 
     /// The gRPC status `call` fails with (nil when it succeeds).

@@ -239,7 +239,8 @@ struct HostileRequestTests {
             + W.bytes(14, W.structObject([("sound", Array("ios.caf".utf8))]))
             + W.bytes(15, W.structObject([("junk", Array(big.utf8))]))
             + unknown
-        _ = try await service.schedule(GRPCRequest(path: ScheduleService.path, message: request))
+        _ = try await GRPCUnaryHandler.deferred(inlineBytes: .max) { try service.schedule($0, reply: DomainReply($1)) }
+            .callInProcess(GRPCRequest(path: ScheduleService.path, message: request))
         let stored = try #require(try await store.message(bundleID: "com.example.app", idempotencyKey: "hostile-1"))
         #expect(stored.request.count < 200)
         let message = try StoredRequest.decode(stored.request, idempotencyKey: stored.idempotencyKey)

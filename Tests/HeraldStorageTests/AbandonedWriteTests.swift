@@ -4,9 +4,11 @@ import HeraldTestSupport
 import Testing
 @testable import HeraldStorage
 
-/// A Schedule whose caller gave up while it waited for the writer (deadline
-/// passed, call cancelled) is dropped before its transaction: the caller was
-/// told DEADLINE_EXCEEDED, so nothing may appear in the store.
+/// A Schedule whose caller gave up while it waited for SQLite's writer
+/// (deadline passed, call cancelled) is dropped before its transaction: the
+/// caller was told DEADLINE_EXCEEDED, so nothing may appear in the store.
+/// These hold SQLite's writer to queue writes behind it; what every store
+/// promises is in Contract/AbandonedWriteContractTests.swift.
 @Suite("Abandoned writes", .timeLimit(.minutes(1)))
 struct AbandonedWriteTests {
     @Test func pastDeadlineWhileQueuedIsNotStored() async throws {
@@ -49,16 +51,6 @@ struct AbandonedWriteTests {
         }
     }
 
-    @Test func deadlineAlreadyPastIsNotStored() async throws {
-        try await withStore { (store: SQLiteStore, _: String) async throws -> Void in
-            let message = makeMessage(key: "expired")
-            await #expect(throws: StoreError.abandoned) {
-                try await store.schedule(message, deadline: .now - .seconds(1))
-            }
-            #expect(try await store.message(id: message.id) == nil)
-        }
-    }
-
     // The callback form (the Schedule RPC's, no Task): the same rules.
 
     @Test func givenUpWhileQueuedThroughTheCallbackIsNotStored() async throws {
@@ -87,28 +79,6 @@ struct AbandonedWriteTests {
             #expect(stored == kept)
             #expect(try await store.message(id: dropped.id) == nil)
             #expect(try await store.message(id: kept.id) == kept)
-        }
-    }
-
-    @Test func aSpentKeyThroughTheCallbackIsAlreadyExistsAndAPastDeadlineIsAbandoned() async throws {
-        try await withStore { (store: SQLiteStore, _: String) async throws -> Void in
-            let first = makeMessage(key: "k")
-            _ = try await store.schedule(first)
-            _ = try await store.claim(id: first.id, from: .scheduled, now: 1)
-            let (results, sink) = AsyncStream<(String, Result<ScheduleOutcome, any Error>)>.makeStream()
-            _ = store.schedule(makeMessage(key: "k"), deadline: nil) { sink.yield(("spent", $0)) }
-            _ = store.schedule(makeMessage(key: "late"), deadline: .now - .seconds(1)) { sink.yield(("late", $0)) }
-            var seen: [String: Result<ScheduleOutcome, any Error>] = [:]
-            for await (name, result) in results {
-                seen[name] = result
-                if seen.count == 2 { break }
-            }
-            guard case .alreadyExists(let existing)? = try seen["spent"]?.get() else {
-                Issue.record("a spent key must be ALREADY_EXISTS")
-                return
-            }
-            #expect(existing.id == first.id)
-            #expect(throws: StoreError.abandoned) { try seen["late"]?.get() }
         }
     }
 }

@@ -3,76 +3,11 @@ import HeraldTestSupport
 import Testing
 @testable import HeraldStorage
 
-/// The store applies only the changes `MessageState.allowedTransitions`
-/// allows; a refused one is a typed error and writes nothing.
-@Suite("Life cycle: the store enforces the transition table", .timeLimit(.minutes(1)))
+/// SQLite's own part of the life cycle: outcome strings of v2 databases.
+/// The transition table, claims and outcome kinds are the store contract's
+/// (Contract/LifecycleContractTests.swift, every store).
+@Suite("Life cycle (SQLite: v2 outcome strings)", .timeLimit(.minutes(1)))
 struct LifecycleTests {
-    @Test("transition: every pair of states against the table", arguments: MessageState.allCases, MessageState.allCases)
-    func transition(from: MessageState, to: MessageState) async throws {
-        try await withStore { store, _ in
-            let message = makeMessage(key: nil, state: from)
-            _ = try await store.schedule(message)
-            let outcome = DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: .sent, at: now + 1)
-            let move = {
-                try await store.transition(
-                    id: message.id, from: from, to: to, dueAt: nil, providerMessageID: nil, lastError: nil, now: now + 1,
-                    recording: [outcome])
-            }
-            if from.canTransition(to: to) {
-                #expect(try await move())
-                #expect(try await store.message(id: message.id)?.state == to)
-                #expect(try await store.outcomes(messageID: message.id) == [outcome])
-            } else {
-                await #expect(throws: StoreError.illegalTransition(from: from, to: to, id: message.id)) { try await move() }
-                #expect(try await store.message(id: message.id) == message)  // nothing written…
-                #expect(try await store.outcomes(messageID: message.id).isEmpty)  // …not even the outcomes
-                #expect(try await store.countsByState() == [from: 1])
-            }
-        }
-    }
-
-    @Test("claim: only a state a push can end from (SCHEDULED, HANDED_OFF)", arguments: MessageState.allCases)
-    func claim(from: MessageState) async throws {
-        try await withStore { store, _ in
-            let message = makeMessage(key: nil, state: from)
-            _ = try await store.schedule(message)
-            if from == .scheduled || from == .handedOff {
-                let claimed = try #require(try await store.claim(id: message.id, from: from, now: now))
-                #expect(claimed.isSending && claimed.attempts == 1)
-            } else {
-                await #expect(throws: StoreError.illegalTransition(from: from, to: .sent, id: message.id)) {
-                    try await store.claim(id: message.id, from: from, now: now)
-                }
-                #expect(try await store.message(id: message.id) == message)
-            }
-        }
-    }
-
-    @Test func supersedeAndCancelStillApplyTheirAllowedChanges() async throws {
-        try await withStore { store, _ in
-            let first = makeMessage(), second = makeMessage(createdAt: now + 1)
-            _ = try await store.schedule(first)
-            #expect(try await store.schedule(second) == .scheduled(second, supersededID: first.id))
-            #expect(try await store.message(id: first.id)?.state == .superseded)
-            let cancelled = try await store.cancel(
-                bundleID: second.bundleID, platform: .ios, userID: second.userID, campaignID: second.campaignID,
-                idempotencyKey: "key-1", now: now + 2)
-            #expect(cancelled.state == .cancelled)
-            #expect(try await store.countsByState() == [.superseded: 1, .cancelled: 1])
-        }
-    }
-
-    @Test("every outcome kind is stored as its raw value and reads back", arguments: DeviceOutcomeKind.allKnown)
-    func outcomeKind(kind: DeviceOutcomeKind) async throws {
-        try await withStore { store, _ in
-            let message = makeMessage(key: nil)
-            _ = try await store.schedule(message)
-            let outcome = DeviceOutcome(messageID: message.id, deviceToken: "aa", kind: kind, reason: "why", at: now)
-            try await store.recordOutcome(outcome)
-            #expect(try await store.outcomes(messageID: message.id) == [outcome])
-        }
-    }
-
     @Test func aVersion2DatabaseHasItsOldOutcomeStringsMappedOntoTheKinds() async throws {
         try await withTemporaryDirectory { dir in
             let path = dir + "/v2.sqlite"

@@ -15,8 +15,8 @@ import Testing
 struct ReadIsolationTests {
     // MARK: Reports (item 5)
 
-    @Test(arguments: StoreKind.all) func aThousandRepeatedReportsKeepOneRowPerDeviceAndEvent(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func aThousandRepeatedReportsKeepOneRowPerDeviceAndEvent(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             try await store.importMessages([makeMessage(id: "m1", key: "k1")])
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for i in 0..<1_000 {
@@ -41,8 +41,8 @@ struct ReadIsolationTests {
         }
     }
 
-    @Test(arguments: StoreKind.all) func getMessageLoadsAtMostTheBoundOfDeviceEntries(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func getMessageLoadsAtMostTheBoundOfDeviceEntries(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             try await store.importMessages([makeMessage(id: "m1", key: "k1")])
             let count = MessageDetail.maxDeviceEntries + 200
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -146,8 +146,8 @@ struct ReadIsolationTests {
     /// 300 concurrent CampaignReports and ListMessages while another caller
     /// schedules: every Schedule ends within a generous bound (a starved
     /// one waited for all the reads: minutes on a small machine).
-    @Test(arguments: StoreKind.all) func threeHundredConcurrentReadsLeaveSchedulesAlone(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func threeHundredConcurrentReadsLeaveSchedulesAlone(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             try await seedCampaign(store, count: 20_000)
             let readsDone = SharedCount()
             let slowest = try await withThrowingTaskGroup(of: Duration?.self) { group in

@@ -59,44 +59,6 @@ struct RetentionTests {
         }
     }
 
-    @Test("a key is remembered until its message is pruned: ALREADY_EXISTS before, a new message after")
-    func keyPromiseLastsUntilPruned() async throws {
-        try await withStore { store, _ in
-            try await store.importMessages([finished("sent-old", .sent, at: Self.cutoff - 1, key: "k-sent")])
-            var again = makeMessage(id: "again", key: "k-sent", createdAt: now)
-            guard case .alreadyExists(let existing) = try await store.schedule(again) else {
-                Issue.record("a sent message's key must answer ALREADY_EXISTS while it is kept")
-                return
-            }
-            #expect(existing.id == "sent-old")
-            #expect(try await store.pruneFinished(before: Self.cutoff, limit: 500).messages == 1)
-            #expect(try await store.message(bundleID: "com.example.app", idempotencyKey: "k-sent") == nil)
-            again.id = "again-2"
-            guard case .scheduled(let stored, nil) = try await store.schedule(again) else {
-                Issue.record("after pruning, the key schedules a new message")
-                return
-            }
-            #expect(stored.id == "again-2")
-        }
-    }
-
-    @Test("a superseded message goes without its key, which stays with its live successor")
-    func supersededKeyStaysWithSuccessor() async throws {
-        try await withStore { store, _ in
-            let first = makeMessage(id: "first", key: "k-live", createdAt: Self.cutoff - Self.day)
-            _ = try await store.schedule(first)
-            let second = makeMessage(id: "second", key: "k-live", createdAt: Self.cutoff - Self.day + 1)
-            guard case .scheduled(_, "first") = try await store.schedule(second) else {
-                Issue.record("the second Schedule supersedes the first")
-                return
-            }
-            #expect(try await store.message(id: "first")?.state == .superseded)
-            #expect(try await store.pruneFinished(before: Self.cutoff, limit: 500).messages == 1)
-            #expect(try await store.message(id: "first") == nil)
-            #expect(try await store.message(bundleID: "com.example.app", idempotencyKey: "k-live")?.id == "second")
-        }
-    }
-
     // MARK: what goes
 
     @Test("every finished state goes, with its outcomes and hand-over marks; the counts follow")

@@ -1,8 +1,11 @@
 public import HeraldStorage
 
 /// The in-memory store as a store shared by replicas, for the polling
-/// scheduler's tests: `claimDue` claims what `due` finds; leases are not
-/// kept (one process), but every renewal is recorded (`leaseRenewals`).
+/// scheduler's tests and the store contract suite: one replica ("memory"),
+/// whose claims are leased as PostgreSQL's are (`claim` leases until
+/// `now + leaseMilliseconds`, `renewLeases` extends what is still claimed,
+/// `takeOverExpired` applies the crash rule to expired claims); every
+/// renewal is also recorded (`leaseRenewals`).
 extension InMemoryStore: SharedDueStore {
     public nonisolated var replicaID: String { "memory" }
 
@@ -17,15 +20,18 @@ extension InMemoryStore: SharedDueStore {
     }
 
     public func renewLeases(ids: [String], now: Int64) async throws -> Set<String> {
+        try checkOpen()
         leaseRenewals.append(ids.sorted())
         var held: Set<String> = []
-        for id in ids {
-            if try await message(id: id)?.isSending == true { held.insert(id) }
+        for id in ids where leases[id] != nil {
+            leases[id] = now + leaseMilliseconds
+            held.insert(id)
         }
         return held
     }
 
     public func takeOverExpired(now: Int64) async throws -> InterruptedRecovery {
-        InterruptedRecovery(resumed: [], unconfirmedDevices: 0)
+        try checkOpen()
+        return try await recover(now: now) { message in (leases[message.id] ?? 0) < now }
     }
 }

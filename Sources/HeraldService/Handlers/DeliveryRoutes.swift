@@ -15,7 +15,7 @@ struct DeliveryRoutes: Sendable {
     var coverage: DeliveryCoverage = .unchecked
 
     func handlers(
-        store: any HeraldStore, scheduler: Scheduler, revokes: RevokeQueue
+        store: any CallbackScheduling, scheduler: Scheduler, revokes: RevokeQueue
     ) -> [(path: String, handler: GRPCUnaryHandler)] {
         let schedule = ScheduleService(
             policy: policy, store: store, scheduler: scheduler, clock: clock, split: split, graceSeconds: graceSeconds,
@@ -24,19 +24,12 @@ struct DeliveryRoutes: Sendable {
         let report = ReportEventService(policy: policy, store: store, scheduler: scheduler, clock: clock)
         let devices = DeviceHandlers(policy: policy, store: store, clock: clock)
         return [
-            (ScheduleService.path, scheduleHandler(schedule, store: store)),
+            // Without a Task, through the store's callback, on every store.
+            (ScheduleService.path, DomainStatus.deferred(inlineBytes: ScheduleService.inlineBytes, schedule.schedule)),
             (CancelService.path, DomainStatus.async(cancel.cancel)),
             (ReportEventService.path, DomainStatus.async(report.report)),
             (DeviceHandlers.registerPath, DomainStatus.async(devices.register)),
             (DeviceHandlers.unregisterPath, DomainStatus.async(devices.unregister)),
         ]
-    }
-
-    /// Without a Task on a `CallbackScheduling` store (SQLite, PostgreSQL); awaited otherwise.
-    private func scheduleHandler(_ schedule: ScheduleService, store: any HeraldStore) -> GRPCUnaryHandler {
-        guard let local = store as? any CallbackScheduling else { return DomainStatus.async(schedule.schedule) }
-        return DomainStatus.deferred(inlineBytes: ScheduleService.inlineBytes) { request, reply in
-            try schedule.schedule(request, reply: reply, on: local)
-        }
     }
 }

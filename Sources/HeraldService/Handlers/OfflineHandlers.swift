@@ -35,7 +35,7 @@ package struct OfflineHandlers: Sendable {
 
     /// Handlers over `store` with an open access policy; `now` is the
     /// clock's time, `graceSeconds` Schedule's grace.
-    package init(store: any HeraldStore & MessageReadSide, clock: any HeraldClock, graceSeconds: Int64, logger: Logger) {
+    package init(store: any ServableStore, clock: any HeraldClock, graceSeconds: Int64, logger: Logger) {
         let policy = AccessPolicy()
         let scheduler = Scheduler(clock: clock, logger: logger)
         let now = clock.now()
@@ -64,7 +64,11 @@ package struct OfflineHandlers: Sendable {
     package func call(path: String, message: [UInt8]) async throws -> [UInt8] {
         let request = GRPCRequest(path: path, message: message)
         switch path {
-        case ScheduleService.path: return try await schedule.schedule(request)
+        case ScheduleService.path:
+            // Schedule's one path: through the store's callback, as served.
+            let schedule = self.schedule
+            let handler = GRPCUnaryHandler.deferred(inlineBytes: .max) { try schedule.schedule($0, reply: DomainReply($1)) }
+            return try await handler.callInProcess(request)
         case CancelService.path: return try await cancel.cancel(request)
         case RenderService.path: return try render.render(request)
         case DeviceHandlers.registerPath: return try await devices.register(request)

@@ -11,7 +11,8 @@ struct ScheduleService: Sendable {
     static let path = "/herald.v1.PushService/Schedule"
 
     let policy: AccessPolicy
-    let store: any HeraldStore
+    /// Schedule has one path: the store's callback (`CallbackScheduling`).
+    let store: any CallbackScheduling
     let scheduler: Scheduler
     let clock: any HeraldClock
     let split: ABSplit
@@ -29,20 +30,24 @@ struct ScheduleService: Sendable {
     static let androidField = ProtobufC.fieldNumbers(Herald__V1__ScheduleRequest.self, ["android"])
     static let iosField = ProtobufC.fieldNumbers(Herald__V1__ScheduleRequest.self, ["ios"])
 
-    /// The RPC without a Task: decode and validate here, store through the
-    /// store's callback, answer on the call's loop once it committed (and,
-    /// on PostgreSQL, the devices for the warnings were read).
-    /// On `local` (this service's store, when it is a `CallbackScheduling` one).
-    func schedule(_ request: GRPCRequest, reply: DomainReply, on local: any CallbackScheduling) throws {
+    /// The RPC without a Task, on every store (SQLite, PostgreSQL and the
+    /// in-memory test store alike): decode and validate here, store through
+    /// the store's callback, answer on the call's loop once it committed
+    /// (and, on PostgreSQL, the devices for the warnings were read). Past the
+    /// caller's deadline, or once the call is cancelled, the write is given
+    /// up before it commits: a caller told DEADLINE_EXCEEDED finds nothing
+    /// stored.
+    func schedule(_ request: GRPCRequest, reply: DomainReply) throws {
         let accepted = try prepare(request)
-        let giveUp = local.schedule(accepted.stored, deadline: request.deadline) { [self] outcome in
+        let store = self.store
+        let giveUp = store.schedule(accepted.stored, deadline: request.deadline) { [self] outcome in
             switch outcome {
             case .success(let outcome):
                 guard case .scheduled(let message, _) = outcome else {
                     reply.answerOnLoop { try answer(outcome, accepted) { [] } }
                     return
                 }
-                local.devices(of: message) { devices in
+                store.devices(of: message) { devices in
                     reply.answerOnLoop { try answer(outcome, accepted, devices: devices) }
                 }
             case .failure(let error):
@@ -50,19 +55,6 @@ struct ScheduleService: Sendable {
             }
         }
         reply.onCancel(giveUp)
-    }
-
-    /// The same, awaited (handler tests, and stores without a callback path).
-    func schedule(_ request: GRPCRequest) async throws -> [UInt8] {
-        let accepted = try prepare(request)
-        // Past the caller's deadline the write is dropped before it commits:
-        // a caller told DEADLINE_EXCEEDED finds nothing stored.
-        let outcome = try await store.schedule(accepted.stored, deadline: request.deadline)
-        var devices: [Device] = []
-        if case .scheduled(let message, _) = outcome {
-            devices = (try? await store.devices(bundleID: message.bundleID, platform: message.platform, userID: message.userID)) ?? []
-        }
-        return try answer(outcome, accepted) { devices }
     }
 
     /// What a valid request becomes before it is stored.

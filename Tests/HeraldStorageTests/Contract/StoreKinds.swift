@@ -7,29 +7,82 @@ import PostgresNIO
 import Testing
 @testable import HeraldStorage
 
-/// The stores the semantics tests run against: one suite, both stores.
+/// The stores the store contract suite (this folder) runs against: SQLite,
+/// PostgreSQL and the in-memory store the service tests use. Each kind says
+/// what it cannot do (`survivesRestart`, `sharesDue`, `hasReadSide`); a case
+/// that needs it runs on the kinds that can (`restartable`, `shared`,
+/// `durable`), and `ContractKindsTests` pins what each kind is excused from,
+/// so nothing is left out silently.
 enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
-    case sqlite, postgres
+    case sqlite, postgres, memory
 
-    /// SQLite always; PostgreSQL when `HERALD_TEST_POSTGRES_URL` is set, or
-    /// when `CI=true` (where a missing URL then fails instead of skipping).
-    static var all: [StoreKind] { PostgresTestDatabase.isEnabled ? [.sqlite, .postgres] : [.sqlite] }
+    /// SQLite and the in-memory store always; PostgreSQL when
+    /// `HERALD_TEST_POSTGRES_URL` is set, or when `CI=true` (where a missing
+    /// URL then fails instead of skipping).
+    static var all: [StoreKind] { allCases.filter { $0 != .postgres || PostgresTestDatabase.isEnabled } }
+
+    /// The stores Herald serves from (`ServableStore`: read side, probes).
+    static var durable: [StoreKind] { all.filter(\.hasReadSide) }
+
+    /// The kinds whose state outlives the store (re-opened after an unclean stop).
+    static var restartable: [StoreKind] { all.filter(\.survivesRestart) }
+
+    /// The kinds shared by replicas (`SharedDueStore`: leases).
+    static var shared: [StoreKind] { all.filter(\.sharesDue) }
+
+    /// False for the in-memory store: a process that stops loses it all.
+    /// Its crash-rule cases run `recoverInterrupted` on the same instance
+    /// instead of a re-opened one (`withRestartableStore`).
+    var survivesRestart: Bool { self != .memory }
+
+    /// Whether claims are leased to a replica (`SharedDueStore`): PostgreSQL,
+    /// and the in-memory store that stands in for it in the polling
+    /// scheduler's tests. SQLite's claims belong to its one process (the data
+    /// directory lock), resolved by `recoverInterrupted` at start.
+    var sharesDue: Bool { self != .sqlite }
+
+    /// False for the in-memory store: it has no read side (GetMessage,
+    /// ListMessages, CampaignReport) and no probes; no service test reads
+    /// through it.
+    var hasReadSide: Bool { self != .memory }
 
     var testDescription: String { rawValue }
 }
 
-/// What the shared tests need of a store beyond `ServableStore`.
-protocol TestStore: ServableStore {
+/// What the contract needs of a store beyond `HeraldStore`: the one Schedule
+/// path (`CallbackScheduling`), retention, seeding and closing. All three
+/// kinds conform.
+protocol ContractStore: CallbackScheduling, FinishedMessagePruning {
     /// Seeds messages (and their keys) without last-request-wins checks.
     func importMessages(_ messages: [StoredMessage]) async throws
+
+    func close() async
 }
+
+/// What the read-side tests need: a servable store (SQLite, PostgreSQL).
+protocol TestStore: ContractStore, ServableStore {}
 
 extension SQLiteStore: TestStore {}
 extension PostgresStore: TestStore {}
+extension InMemoryStore: ContractStore {}
 
 /// Opens a store of `kind` on a fresh database (SQLite: a temporary
-/// directory; PostgreSQL: a new schema, dropped after) and closes it.
-func withStore<T>(_ kind: StoreKind, _ body: (any TestStore) async throws -> T) async throws -> T {
+/// directory; PostgreSQL: a new schema, dropped after; memory: a new one)
+/// and closes it.
+func withStore<T>(_ kind: StoreKind, _ body: (any ContractStore) async throws -> T) async throws -> T {
+    switch kind {
+    case .sqlite, .postgres:
+        return try await withServableStore(kind) { try await body($0) }
+    case .memory:
+        let store = InMemoryStore()
+        let result = try await body(store)
+        await store.close()
+        return result
+    }
+}
+
+/// `withStore` for the read side: SQLite or PostgreSQL (`StoreKind.durable`).
+func withServableStore<T>(_ kind: StoreKind, _ body: (any TestStore) async throws -> T) async throws -> T {
     switch kind {
     case .sqlite:
         return try await withStore { store, _ in try await body(store) }
@@ -48,6 +101,58 @@ func withStore<T>(_ kind: StoreKind, _ body: (any TestStore) async throws -> T) 
                 throw error
             }
         }
+    case .memory:
+        preconditionFailure("the in-memory store has no read side: use StoreKind.durable")
+    }
+}
+
+/// Opens a store of `kind` and hands `body` the store and a `restart` that
+/// closes it with whatever it holds (claims open, pushes half handed over:
+/// what a kill -9 leaves in the database, the writes being durable when
+/// they returned) and opens the same database again, as a restarted
+/// process would. The in-memory store cannot survive a restart
+/// (`survivesRestart`): its `restart` returns the same instance, so its
+/// cases check the crash rule that a restart runs, not durability.
+func withRestartableStore<T>(
+    _ kind: StoreKind, _ body: (any ContractStore, _ restart: () async throws -> any ContractStore) async throws -> T
+) async throws -> T {
+    switch kind {
+    case .sqlite:
+        return try await withTemporaryDirectory { dir in
+            let path = dir + "/crash.sqlite"
+            var current = try SQLiteStore(path: path)
+            do {
+                let result = try await body(current) {
+                    await current.close()
+                    current = try SQLiteStore(path: path)
+                    return current
+                }
+                await current.close()
+                return result
+            } catch {
+                await current.close()
+                throw error
+            }
+        }
+    case .postgres:
+        return try await PostgresTestDatabase.withSchema { configuration in
+            var current = try await PostgresStore.open(configuration)
+            do {
+                let result = try await body(current) {
+                    await closeInTime(current)
+                    current = try await PostgresStore.open(configuration)
+                    return current
+                }
+                await closeInTime(current)
+                return result
+            } catch {
+                await closeInTime(current)
+                throw error
+            }
+        }
+    case .memory:
+        let store = InMemoryStore()
+        return try await body(store) { store }
     }
 }
 

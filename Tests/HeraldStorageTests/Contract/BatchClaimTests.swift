@@ -5,10 +5,10 @@ import Testing
 
 /// The dispatcher's batched writes (`claim(ids:now:)`, `transitions(_:)`,
 /// `devices(of:)`) on both stores.
-@Suite("Batched claims and push ends (both stores)", .timeLimit(.minutes(1)))
+@Suite("Store contract: batched claims and push ends", .timeLimit(.minutes(1)))
 struct BatchClaimTests {
     /// A handed-off message (claimed, its handoff ended HANDED_OFF), waiting for its fallback.
-    static func handOff(_ store: any TestStore, key: String) async throws -> StoredMessage {
+    static func handOff(_ store: any ContractStore, key: String) async throws -> StoredMessage {
         let message = makeMessage(key: key, method: .contextAware)
         _ = try await store.schedule(message)
         _ = try #require(try await store.claim(id: message.id, from: .scheduled, now: now))

@@ -4,12 +4,12 @@ import HeraldTestSupport
 import Testing
 @testable import HeraldStorage
 
-@Suite("Read side: GetMessage detail, ListMessages keyset pages, campaign counts (schema v4)", .timeLimit(.minutes(1)))
+@Suite("Store contract: read side (SQLite, PostgreSQL; the in-memory store has none): GetMessage detail, ListMessages keyset pages, campaign counts (schema v4)", .timeLimit(.minutes(1)))
 struct ReadSideTests {
     // MARK: Hostile first
 
-    @Test(arguments: StoreKind.all) func anotherBundlesMessageIsNeverFound(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func anotherBundlesMessageIsNeverFound(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             let message = makeMessage(bundleID: "com.a", key: "k")
             _ = try await store.schedule(message)
             #expect(try await store.messageDetail(bundleID: "com.b", messageID: message.id) == nil)
@@ -21,69 +21,10 @@ struct ReadSideTests {
         }
     }
 
-    @Test func theQueriesAreIndexSeeks() async throws {
-        try await withStore { store, _ in
-            let plans = try await store.write { db -> [String] in
-                func plan(_ sql: String) throws -> String {
-                    let statement = try db.prepare("EXPLAIN QUERY PLAN " + sql)
-                    var lines: [String] = []
-                    while try statement.step() { lines.append(statement.string(3)) }
-                    return lines.joined(separator: " | ")
-                }
-                return [try plan(SQLiteStore.detailByID), try plan(SQLiteStore.detailByKey), try plan(SQLiteStore.listAfter),
-                        try plan(SQLiteStore.campaign)]
-            }
-            #expect(plans[0].contains("USING INDEX sqlite_autoindex_messages_1 (id=?)"), "\(plans[0])")
-            #expect(plans[1].contains("message_keys") && plans[1].contains("PRIMARY KEY"), "\(plans[1])")
-            #expect(plans[2].contains("messages_user (bundle_id=? AND user_id=? AND (created_at,id)<(?,?))"), "\(plans[2])")
-            #expect(!plans[2].contains("TEMP B-TREE"), "\(plans[2])")
-            #expect(plans[3].contains("COVERING INDEX messages_campaign (bundle_id=? AND campaign_id=?"), "\(plans[3])")
-            #expect(!plans[3].contains("TEMP B-TREE"), "\(plans[3])")
-        }
-    }
-
-    @Test func aVersion3DatabaseGetsMilestonesFunnelsAndNoDevicesReasons() async throws {
-        try await withTemporaryDirectory { dir in
-            let path = dir + "/v3.sqlite"
-            var handed = makeMessage(id: "handed", key: "a", method: .contextAware, state: .sent)
-            handed.abTest = true
-            let nobody = makeMessage(id: "nobody", key: "b", state: .noDevices)
-            do {
-                let db = try Database(path: path, create: true, busyTimeoutMs: 1000)
-                try db.transaction {
-                    for migration in [Schema.v1, Schema.v2, Schema.v3] { try db.execute(migration) }
-                    try db.execute("PRAGMA user_version = 3")
-                }
-                try insertBeforeV6(db, handed)
-                try insertBeforeV6(db, nobody)
-                for (status, at) in [("handed_off", 10), ("sent", 20), ("displayed", 30), ("opened", 40), ("opened", 50)] {
-                    try db.run("INSERT INTO outcomes(message_id, device_token, status, at) VALUES ('handed', 't', ?1, ?2)") {
-                        try $0.bind(status, at: 1)
-                        try $0.bind(now + Int64(at), at: 2)
-                    }
-                }
-                db.close()
-            }
-            let store = try SQLiteStore(path: path)
-            let detail = try #require(try await store.messageDetail(bundleID: "com.example.app", messageID: "handed"))
-            #expect(detail.milestones == MessageMilestones(handedOffAt: now + 10, sentAt: now + 20, displayedAt: now + 30, openedAt: now + 40))
-            #expect(detail.outcomes.allSatisfy { $0.httpStatus == nil && $0.attempts == nil && $0.environment == nil })
-            let none = try #require(try await store.messageDetail(bundleID: "com.example.app", messageID: "nobody"))
-            #expect(none.message.lastError?.contains("no registered device") == true)
-            var ca = CohortCounts(deliveryMethod: .contextAware, abTest: true)
-            (ca.scheduled, ca.handedOff, ca.sent, ca.fallbackSent, ca.displayed, ca.opened, ca.delivered) = (1, 1, 1, 1, 1, 1, 1)
-            var tr = CohortCounts(deliveryMethod: .traditional, abTest: false)
-            (tr.scheduled, tr.noDevices) = (1, 1)
-            #expect(try await store.campaignCounts(bundleID: "com.example.app", campaignID: "welcome", createdFrom: nil, createdBefore: nil)
-                    == [ca, tr])
-            await store.close()
-        }
-    }
-
     // MARK: Detail
 
-    @Test(arguments: StoreKind.all) func detailHasOutcomesMilestonesAndWhoSupersededIt(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func detailHasOutcomesMilestonesAndWhoSupersededIt(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             let first = makeMessage(id: "m1", key: "k", createdAt: now)
             _ = try await store.schedule(first)
             let second = makeMessage(id: "m2", key: "k", createdAt: now + 1)
@@ -117,8 +58,8 @@ struct ReadSideTests {
 
     // MARK: Pages
 
-    @Test(arguments: StoreKind.all) func pagesWalkEveryMessageNewestFirstWithoutDuplicateOrGap(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func pagesWalkEveryMessageNewestFirstWithoutDuplicateOrGap(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             // Many share a creation time: the id breaks the tie.
             let messages = (0..<1_003).map { i in
                 makeMessage(id: String(format: "id-%05d", i), campaignID: i % 2 == 0 ? "even" : "odd", key: "k\(i)",
@@ -146,8 +87,8 @@ struct ReadSideTests {
 
     // MARK: Campaign
 
-    @Test(arguments: StoreKind.all) func campaignCountsFollowTheFunnel(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+    @Test(arguments: StoreKind.durable) func campaignCountsFollowTheFunnel(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
             func message(_ id: String, _ method: DeliveryMethod, ab: Bool, created: Int64 = now) -> StoredMessage {
                 var m = makeMessage(id: id, key: id, method: method, createdAt: created)
                 m.abTest = ab

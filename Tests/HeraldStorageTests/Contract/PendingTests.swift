@@ -3,7 +3,7 @@ import HeraldCore
 import Testing
 @testable import HeraldStorage
 
-@Suite("Pending index rebuild", .timeLimit(.minutes(1)))
+@Suite("Store contract: pending index rebuild", .timeLimit(.minutes(1)))
 struct PendingTests {
     @Test(arguments: StoreKind.all) func iterates100kPendingInDueOrder(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
@@ -46,7 +46,7 @@ struct PendingTests {
             // `exactCountRows` (10,000); these 20,000 rows get the planner's
             // estimate, which follows whenever autovacuum last ran ANALYZE
             // (mid-import it said 1,000). The active states stay exact.
-            if kind == .sqlite { #expect(counts[.sent] == total / 10) }
+            if kind != .postgres { #expect(counts[.sent] == total / 10) }
             #expect(seen > 2 * 8_192)
             #expect((counts[.scheduled] ?? 0) + (counts[.handedOff] ?? 0) == expected)
         }

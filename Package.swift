@@ -136,6 +136,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // IANA time zones: a TZif (RFC 8536) reader, POSIX TZ footer rules,
+        // wall time <-> UTC by SPEC §4b, quiet hours. Pure Swift; the one
+        // file read is ZoneInfoDirectory.
+        .target(name: "TimeZones", dependencies: ["HeraldPrimitives"]),
         // Durable storage behind a protocol: embedded SQLite (WAL) first.
         .target(name: "HeraldStorage", dependencies: [
             "CInterop", "HeraldCore", "HeraldPrimitives", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -173,7 +177,7 @@ let package = Package(
             ]
         ),
         // Micro-benchmarks of the pure core (bench/core.sh runs it in release).
-        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldPrimitives"]),
+        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldPrimitives", "TimeZones"]),
         .executableTarget(
             name: "herald",
             dependencies: [
@@ -218,6 +222,7 @@ let package = Package(
         .testTarget(
             name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPrimitives", "HeraldTestSupport"],
             exclude: ["Golden"]),  // read by path, not a resource bundle
+        .testTarget(name: "TimeZonesTests", dependencies: ["TimeZones", "HeraldPrimitives"]),
         .testTarget(name: "HeraldPrimitivesTests", dependencies: ["HeraldPrimitives", "HeraldTestSupport"]),
         .testTarget(name: "GRPCEngineTests", dependencies: [
             "GRPCEngine", "HTTP2Core", "CInterop",

@@ -68,9 +68,8 @@ import Testing
         let from: Int64 = 1_893_456_000  // 2030-01-01
         // Fat files also list a no-op transition at 2^31 − 1 (2038-01-19) for 32-bit readers: skip those.
         let listed = zone.transitions.indices.filter { i in
-            zone.transitions[i] > from && zone.types[Int(zone.transitionTypes[i])] != zone.types[Int(zone.transitionTypes[i - 1])]
+            i > 0 && zone.transitions[i] > from && zone.types[Int(zone.transitionTypes[i])] != zone.types[Int(zone.transitionTypes[i - 1])]
         }.map { zone.transitions[$0] }
-        #expect(zone.transitions.count < 2 || zone.transitions.last! <= Int64(Int32.max))
         for t in listed {
             #expect(footer.nextTransition(afterSecond: t - 1) == t, "\(zoneName) transition \(utc(t * 1000))")
         }

@@ -195,12 +195,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Fuzz targets (deframer, request decoders, JSON) as plain functions,
+        // Fuzz targets (deframer, request decoders, JSON, TZif) as plain functions,
         // shared by the libFuzzer binary and the corpus replay test.
         .target(
             name: "HeraldFuzz",
             dependencies: [
                 "CInterop", "HeraldProtos", "HeraldCore", "HeraldPrimitives", "GRPCEngine", "HeraldStorage", "HeraldService",
+                "TimeZones",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "fuzz/Sources/HeraldFuzz"

@@ -20,7 +20,7 @@ extension ZoneRules {
         // Between transitions the wall clock advances with the instant:
         // the end is `end - now` of wall time away, unless a transition
         // comes first; then go on from the transition.
-        for _ in 0..<64 {
+        for _ in 0..<(transitions.count + 16) {
             var distance = end - localTime(at: u).millisecondsIntoDay
             if distance <= 0 { distance += 86_400_000 }
             let candidate = u + distance

@@ -36,15 +36,17 @@ extension ZoneRules {
         // Local time f(u) = u + offset(u) rises with slope 1 between
         // transitions. Before lo it is below `wall`; walk the segments
         // from there to the first u with f(u) >= wall.
+        // Bounded by the transitions there can be on the way (the listed
+        // ones, and at most a few of the footer's in the ~2 days walked).
         var u = wall - maximumOffset - 1
-        for _ in 0..<64 {
+        for _ in 0..<(transitions.count + 16) {
             let offset = Int64(type(atSecond: u).utcOffsetSeconds)
             if u + offset >= wall { return u }  // a gap ends at a transition
             let candidate = wall - offset
             guard let next = nextTransition(afterSecond: u), next <= candidate else { return candidate }
             u = next
         }
-        return wall - Int64(type(atSecond: wall - maximumOffset).utcOffsetSeconds)  // not reached with ≤ 64 transitions a day
+        return u  // not reached: past the last transition the candidate is returned
     }
 
     /// The first instant at or after `milliseconds` that is the instant of

@@ -61,27 +61,42 @@ public struct POSIXTimeZone: Sendable, Hashable {
     }
 
     /// The local time type in effect at `second` (UNIX seconds).
+    ///
+    /// The rule's transitions form one sequence over the years (each year's
+    /// start, then its end; a later year's after an earlier year's at the
+    /// same instant, so `0/0,J365/25` is DST all year, as RFC 8536 §3.3.1
+    /// says); the type is the one the last transition at or before `second`
+    /// set. Years Y−2…Y+2 around `second`'s year are enough: with rule times
+    /// within ±167 h a year's transitions stay within 8 days of it.
     func type(atSecond second: Int64) -> LocalTimeType {
         guard let daylight else { return standard }
-        let year = Self.year(ofSecond: second + Int64(standard.utcOffsetSeconds))
-        let start = transition(daylight.start, year: year, offset: standard.utcOffsetSeconds)
-        let end = transition(daylight.end, year: year, offset: daylight.type.utcOffsetSeconds)
-        let inDST = start < end ? (start <= second && second < end) : !(end <= second && second < start)
-        return inDST ? daylight.type : standard
+        var last: (at: Int64, year: Int, isStart: Bool)?
+        forEachTransition(near: second, daylight) { at, year, isStart in
+            if at <= second, last.map({ (at, year, isStart ? 0 : 1) > ($0.at, $0.year, $0.isStart ? 0 : 1) }) ?? true {
+                last = (at, year, isStart)
+            }
+        }
+        return last?.isStart == true ? daylight.type : standard
     }
 
     /// The first rule transition strictly after `second`, nil without DST.
     func nextTransition(afterSecond second: Int64) -> Int64? {
         guard let daylight else { return nil }
-        let year = Self.year(ofSecond: second + Int64(standard.utcOffsetSeconds))
         var best: Int64?
-        for y in (year - 1)...(year + 1) {
-            for t in [transition(daylight.start, year: y, offset: standard.utcOffsetSeconds),
-                      transition(daylight.end, year: y, offset: daylight.type.utcOffsetSeconds)] where t > second {
-                if best == nil || t < best! { best = t }
-            }
+        forEachTransition(near: second, daylight) { at, _, _ in
+            if at > second, best.map({ at < $0 }) ?? true { best = at }
         }
         return best
+    }
+
+    /// Calls `body` with each transition of the years Y−2…Y+2 (Y: the year
+    /// of `second` in standard time): its instant, year, and whether DST starts.
+    private func forEachTransition(near second: Int64, _ daylight: Daylight, _ body: (Int64, Int, Bool) -> Void) {
+        let year = Self.year(ofSecond: second + Int64(standard.utcOffsetSeconds))
+        for y in (year - 2)...(year + 2) {
+            body(transition(daylight.start, year: y, offset: standard.utcOffsetSeconds), y, true)
+            body(transition(daylight.end, year: y, offset: daylight.type.utcOffsetSeconds), y, false)
+        }
     }
 
     private func transition(_ rule: Rule, year: Int, offset: Int32) -> Int64 {

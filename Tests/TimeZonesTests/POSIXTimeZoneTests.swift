@@ -78,4 +78,33 @@ import Testing
             #expect(footer.type(atSecond: s) == zone.type(atSecond: s), "\(zoneName) at \(utc(s * 1000))")
         }
     }
+
+    /// Rules whose times spill into the next or previous year (RFC 8536
+    /// allows ±167 h): the type is constant up to the next transition
+    /// reported, so the conversions' walks stay exact and never trap.
+    @Test(arguments: [
+        "EST5EDT,0/0,J365/25", "EST5EDT,J365/25,J1", "XXX3YYY,J1/-167,J365/167", "<-02>2<-01>,M3.5.0/-1,M10.5.0/0",
+        "EST5EDT,M3.2.0/167,M3.2.0/-167", "AAA-12BBB-14,M12.5.6/167,M1.1.0/-167", "EST5EDT,365/0,0/0",
+    ])
+    func spillingRulesStayConsistent(rule: String) throws {
+        var builder = TZifBuilder()
+        builder.transitions = []
+        builder.transitionTypes = []
+        builder.footer = Array("\n\(rule)\n".utf8)
+        let zone = try TZif.parse(builder.bytes, name: "Spill")
+        let footer = try #require(zone.footer)
+        let night = try #require(QuietPeriod(parsing: "22:00-08:00"))
+        var t = ms("2029-12-01T00:00:00Z")
+        while t < ms("2032-02-01T00:00:00Z") {
+            let second = t / 1000
+            if let next = footer.nextTransition(afterSecond: second) {
+                #expect(next > second)
+                #expect(footer.type(atSecond: next - 1) == footer.type(atSecond: second), "\(rule) between \(utc(t)) and \(utc(next * 1000))")
+            }
+            let local = zone.localTime(at: t)
+            #expect(zone.instant(on: local.date, at: TimeOfDay(hour: local.hour, minute: local.minute)!) <= t)
+            if let end = zone.endOfQuietPeriod(night, containing: t) { #expect(end > t && !zone.isInside(night, at: end)) }
+            t += 49_003_000  // 13 h 36 min 43 s
+        }
+    }
 }

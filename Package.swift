@@ -170,6 +170,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // IANA time zones: a TZif (RFC 8536) reader, POSIX TZ footer rules,
+        // wall time <-> UTC by SPEC §4b, quiet hours. Pure Swift; the one
+        // file read is ZoneInfoDirectory.
+        .target(name: "TimeZones", dependencies: ["HeraldPrimitives"]),
         // Durable storage behind a protocol: embedded SQLite (WAL) first.
         .target(name: "HeraldStorage", dependencies: [
             "CInterop", "HeraldCore", "HeraldPrimitives", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -230,7 +234,7 @@ let package = Package(
             ]
         ),
         // Micro-benchmarks of the pure core (bench/core.sh runs it in release).
-        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldPrimitives"]),
+        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldPrimitives", "TimeZones"]),
         .executableTarget(
             name: "herald",
             dependencies: [
@@ -250,12 +254,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Fuzz targets (deframer, request decoders, JSON) as plain functions,
+        // Fuzz targets (deframer, request decoders, JSON, TZif) as plain functions,
         // shared by the libFuzzer binary and the corpus replay test.
         .target(
             name: "HeraldFuzz",
             dependencies: [
                 "CInterop", "HeraldProtos", "HeraldCore", "HeraldPrimitives", "GRPCEngine", "HeraldStorage", "HeraldService",
+                "TimeZones",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "fuzz/Sources/HeraldFuzz"
@@ -278,6 +283,7 @@ let package = Package(
         .testTarget(
             name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPrimitives", "HeraldTestSupport"],
             exclude: ["Golden"]),  // read by path, not a resource bundle
+        .testTarget(name: "TimeZonesTests", dependencies: ["TimeZones", "HeraldPrimitives"]),
         .testTarget(name: "HeraldPrimitivesTests", dependencies: ["HeraldPrimitives", "HeraldTestSupport"]),
         .testTarget(name: "GRPCEngineTests", dependencies: [
             "GRPCEngine", "HTTP2Core", "CInterop",

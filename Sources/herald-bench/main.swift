@@ -1,5 +1,6 @@
 // Micro-benchmark of HeraldCore rendering: validate + render one realistic
-// message for one device, N iterations on one thread.
+// message for one device, N iterations on one thread; then the TimeZones
+// conversions (TimeZonesBench.swift; filter "TZ" runs only those).
 //
 //   herald-bench [iterations] [name filter]   (default 1,000,000, all)
 //
@@ -70,7 +71,7 @@ func threadCPUTime() -> Double {
 }
 
 @discardableResult
-func measure(_ name: String, _ body: () throws -> Int) rethrows -> Result? {
+func measure(_ name: String, unit: String = "render", _ body: () throws -> Int) rethrows -> Result? {
     if !filter.isEmpty && !name.contains(filter) { return nil }
     var checksum = 0
     for _ in 0..<(iterations / 10) { checksum &+= try body() }  // warm up
@@ -82,8 +83,8 @@ func measure(_ name: String, _ body: () throws -> Int) rethrows -> Result? {
     let elapsed = clock.now - start
     let ns = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
     let r = Result(name: name, nanoseconds: ns / Double(iterations), cpuNanoseconds: cpu / Double(iterations))
-    print("\(name): \(Int(r.rate.rounded())) renders/s, \(Int(r.nanoseconds.rounded())) ns/render wall; "
-        + "\(Int(r.cpuRate.rounded())) renders/s, \(Int(r.cpuNanoseconds.rounded())) ns/render by thread CPU time (checksum \(checksum))")
+    print("\(name): \(Int(r.rate.rounded())) \(unit)s/s, \(Int(r.nanoseconds.rounded())) ns/\(unit) wall; "
+        + "\(Int(r.cpuRate.rounded())) \(unit)s/s, \(Int(r.cpuNanoseconds.rounded())) ns/\(unit) by thread CPU time (checksum \(checksum))")
     return r
 }
 
@@ -114,3 +115,4 @@ try measure("FCM validate+render") {
 measure("Schedule-time size check (3 locales)") { [m = try Validator.validate(ios, generateIdempotencyKey: noKey)] in
     APNsRenderer.payloadSizeViolations(m, handoffWindowEnd: nil).count &+ 1
 }
+try benchTimeZones()

@@ -140,9 +140,11 @@ public enum RFC3339 {
         }
     }
 
-    static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
+    /// Whether `y` is a leap year of the proleptic Gregorian calendar.
+    public static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
 
-    static func daysInMonth(year: Int, month: Int) -> Int {
+    /// The number of days of `month` (1–12) in `year`.
+    public static func daysInMonth(year: Int, month: Int) -> Int {
         switch month {
         case 2: return isLeap(year) ? 29 : 28
         case 4, 6, 9, 11: return 30
@@ -151,7 +153,7 @@ public enum RFC3339 {
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+    public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -162,7 +164,7 @@ public enum RFC3339 {
     }
 
     /// The proleptic Gregorian date of a day count since 1970-01-01.
-    static func civilFromDays(_ z: Int64) -> (Int64, Int64, Int64) {
+    public static func civilFromDays(_ z: Int64) -> (Int64, Int64, Int64) {
         let z = z + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097

@@ -13,6 +13,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case requests
     /// The JSON parser and the parse → write → parse round trip.
     case json
+    /// The TZif (time zone file) reader and the conversions on what it reads.
+    case tzif
 
     public func run(_ input: UnsafeRawBufferPointer) {
         let bytes = Array(input)
@@ -20,6 +22,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .deframer: DeframerTarget.run(bytes)
         case .requests: RequestsTarget.run(bytes)
         case .json: JSONTarget.run(bytes)
+        case .tzif: TZifTarget.run(bytes)
         }
     }
 

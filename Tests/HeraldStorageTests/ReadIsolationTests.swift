@@ -144,14 +144,17 @@ struct ReadIsolationTests {
     }
 
     /// 300 concurrent CampaignReports and ListMessages while another caller
-    /// schedules: the 20 Schedules end while reads are still under way (a
-    /// starved one waited for all the reads). An order, not a time: a bound
-    /// in seconds failed when the whole suite shared two cores.
+    /// schedules: every Schedule ends within a generous bound. A starved one
+    /// waits for all the reads: minutes on a small machine. The bound is 30 s,
+    /// not 5: with the whole suite (three store kinds) sharing two cores a
+    /// Schedule took 9.4 s; neither the order of the last Schedule against
+    /// the last read nor skipping fsync made the check independent of that
+    /// load (the Schedules' task hops queue behind every other suite's).
     @Test(arguments: StoreKind.durable) func threeHundredConcurrentReadsLeaveSchedulesAlone(_ kind: StoreKind) async throws {
         try await withServableStore(kind) { store in
             try await seedCampaign(store, count: 20_000)
             let readsDone = SharedCount()
-            let written = try await withThrowingTaskGroup(of: Int?.self) { group in
+            let slowest = try await withThrowingTaskGroup(of: Duration?.self) { group in
                 for i in 0..<300 {
                     group.addTask {
                         if i.isMultiple(of: 3) {
@@ -166,19 +169,22 @@ struct ReadIsolationTests {
                     }
                 }
                 group.addTask {
+                    var slowest = Duration.zero
                     for i in 0..<20 {
+                        let start = ContinuousClock.now
                         let outcome = try await store.schedule(makeMessage(id: "w-\(i)", userID: "writer", campaignID: "w", key: "w-\(i)"))
                         guard case .scheduled = outcome else { throw StoreError.invalidRecord("not stored: \(outcome)") }
+                        slowest = max(slowest, ContinuousClock.now - start)
                     }
-                    return readsDone.value  // reads finished when the last Schedule did
+                    return slowest
                 }
-                var readsWhenWritten: Int?
-                for try await result in group { if let result { readsWhenWritten = result } }
-                return readsWhenWritten
+                var slowest: Duration?
+                for try await result in group { if let result { slowest = result } }
+                return slowest
             }
             #expect(readsDone.value == 300)
-            let readsWhenWritten = try #require(written)
-            #expect(readsWhenWritten < 300, "the Schedules ended only after all 300 reads: they waited behind them")
+            let schedule = try #require(slowest)
+            #expect(schedule < .seconds(30), "a Schedule waited \(schedule) behind the reads")
         }
     }
 

@@ -20,6 +20,13 @@ public protocol APNsRouting: Sendable {
     func client(bundleID: String, environment: APNsEnvironment?) -> APNsSender?
     /// Sends through `client` (the routing may time it and keep its books).
     func send(_ request: APNsRequest, with client: APNsSender) async throws -> APNsResponse
+
+    /// The device environments some route serves for `bundleID`; empty when
+    /// no route could ever deliver to it.
+    func environments(serving bundleID: String) -> Set<APNsEnvironment>
+
+    /// Shuts the routes' clients (and any bundled simulator) down.
+    func shutdown() async
 }
 
 extension APNsRouting {

@@ -20,6 +20,12 @@ public protocol FCMRouting: Sendable {
     func client(bundleID: String) -> (client: FCMSender, projectID: String)?
     /// Sends through `client` (the routing may time it and keep its books).
     func send(_ request: FCMRequest, with client: FCMSender) async throws -> FCMResponse
+
+    /// Whether a route (or the bundled simulator) serves `bundleID`.
+    func serves(bundleID: String) -> Bool
+
+    /// Shuts the routes' clients (and any bundled simulator) down.
+    func shutdown() async
 }
 
 extension FCMRouting {

@@ -386,7 +386,7 @@ public final class HeraldServer: Service, Sendable {
         let routes = DeliveryRoutes(
             policy: policy, clock: configuration.clock,
             split: ABSplit(contextAwareShare: configuration.contextAwareShare), graceSeconds: configuration.graceSeconds,
-            coverage: DeliveryCoverage(gateway: gateway))
+            coverage: DeliveryCoverage(providers: gateway.providers))
         for route in routes.handlers(store: store, scheduler: scheduler, revokes: revokes) {
             server.register(route.path, route.handler, admission: policy.admission)
         }

@@ -37,6 +37,12 @@ struct ProviderSeamTests {
             refuseRoute ? .failure(NoRoute("no scripted route for \(bundleID)")) : .success(self)
         }
 
+        func missingRoute(bundleID: String) -> String? {
+            refuseRoute ? "no scripted route for \(bundleID)" : nil
+        }
+
+        func shutdown() async {}
+
         func prepare(_ push: ProviderPush, for devices: [Device]) -> [any PreparedPush] {
             devices.map { device in Send(provider: self, kind: push.kind, token: device.deviceToken) }
         }

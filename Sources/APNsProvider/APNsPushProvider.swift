@@ -42,6 +42,10 @@ public struct APNsPushProvider<Routing: APNsRouting>: PushProvider {
     public func shutdown() async {
         await routing.shutdown()
     }
+
+    public func poolReports() async -> [ProviderPoolReport] {
+        await routing.poolReports()
+    }
 }
 
 /// One APNs client's route.

@@ -1,4 +1,5 @@
 public import APNs
+public import PushProviders
 public import HeraldCore
 
 /// One APNs client as the provider sees it: sends one request and answers
@@ -27,6 +28,9 @@ public protocol APNsRouting: Sendable {
 
     /// Shuts the routes' clients (and any bundled simulator) down.
     func shutdown() async
+
+    /// The routes' connection pools now.
+    func poolReports() async -> [ProviderPoolReport]
 }
 
 extension APNsRouting {

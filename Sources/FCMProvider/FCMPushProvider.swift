@@ -31,6 +31,10 @@ public struct FCMPushProvider<Routing: FCMRouting>: PushProvider {
     public func shutdown() async {
         await routing.shutdown()
     }
+
+    public func poolReports() async -> [ProviderPoolReport] {
+        await routing.poolReports()
+    }
 }
 
 /// One FCM client's route, sending to one Firebase project.

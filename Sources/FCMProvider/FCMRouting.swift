@@ -1,4 +1,5 @@
 public import FCM
+public import PushProviders
 
 /// One FCM client as the provider sees it: sends one request and answers
 /// (or throws ``FCMError``). A class: messages are admitted per client
@@ -26,6 +27,9 @@ public protocol FCMRouting: Sendable {
 
     /// Shuts the routes' clients (and any bundled simulator) down.
     func shutdown() async
+
+    /// The routes' connection pools now.
+    func poolReports() async -> [ProviderPoolReport]
 }
 
 extension FCMRouting {

@@ -33,6 +33,13 @@ public struct ProviderRegistry: Sendable {
         for provider in all { await provider.shutdown() }
     }
 
+    /// Every registered provider's pools, in platform order.
+    public func poolReports() async -> [ProviderPoolReport] {
+        var reports: [ProviderPoolReport] = []
+        for provider in all { reports += await provider.poolReports() }
+        return reports
+    }
+
     /// The route for `device`, or why there is none.
     public func route(bundleID: String, device: Device) -> Result<any PushRoute, NoRoute> {
         guard let provider = providers[device.platform] else {

@@ -27,6 +27,9 @@ public protocol PushProvider: Sendable {
     /// Shuts the provider's clients (and any bundled simulator) down; sends
     /// still in flight end interrupted.
     func shutdown() async
+
+    /// Its connection pools now, for Status and `/metrics`.
+    func poolReports() async -> [ProviderPoolReport]
 }
 
 extension PushProvider {

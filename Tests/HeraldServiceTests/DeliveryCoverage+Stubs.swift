@@ -25,4 +25,5 @@ private struct CoverageRouting: APNsRouting, FCMRouting {
     func environments(serving bundleID: String) -> Set<APNsEnvironment> { apnsEnvironments(bundleID) }
     func serves(bundleID: String) -> Bool { fcmRouted(bundleID) }
     func shutdown() async {}
+    func poolReports() async -> [ProviderPoolReport] { [] }
 }

@@ -43,6 +43,8 @@ struct ProviderSeamTests {
 
         func shutdown() async {}
 
+        func poolReports() async -> [ProviderPoolReport] { [] }
+
         func prepare(_ push: ProviderPush, for devices: [Device]) -> [any PreparedPush] {
             devices.map { device in Send(provider: self, kind: push.kind, token: device.deviceToken) }
         }

@@ -101,6 +101,9 @@ public final class FakeAPNsGateway: APNsRouting, FCMRouting, APNsSending {
     /// Nothing to shut down.
     public func shutdown() async {}
 
+    /// No pools.
+    public func poolReports() async -> [ProviderPoolReport] { [] }
+
     public func client(bundleID: String) -> (client: FakeFCMSender, projectID: String)? {
         guard let fcm, fcmBundleIDs.contains("*") || fcmBundleIDs.contains(bundleID) else { return nil }
         return (fcm, Self.fcmProject)

@@ -367,7 +367,7 @@ public final class HeraldServer: Service, Sendable {
         services.append(GatewayService(stopper: stopper))
         if let sources = configuration.reload {
             services.append(ReloadService(reloader: ConfigReloader(
-                sources: sources, policy: configuration.accessPolicy, gateway: gateway, logger: logger,
+                sources: sources, policy: configuration.accessPolicy, routes: gateway.routeReloads(sources, logger: logger), logger: logger,
                 tls: configuration.tls)))
         }
         services.append(StatusSnapshotService(

@@ -24,6 +24,37 @@ public struct ProviderGateways: Sendable {
             .registering(FCMPushProvider(routing: fcm))
     }
 
+    /// Starts every provider's gateway from `configuration`: on its routes,
+    /// or on its bundled simulator when it has none. When one cannot start,
+    /// the ones started before it are shut down.
+    static func start(_ configuration: HeraldConfiguration, logger: Logger) async throws -> ProviderGateways {
+        let fcm: FCMGateway
+        if let routes = configuration.fcmRoutes {
+            fcm = FCMGateway(routes: routes)
+        } else {
+            var setup = configuration.fcmSimulator
+            setup.recordTo = configuration.simulatorRecordPath
+            fcm = try await FCMGateway.embedded(setup: setup, ratePerMinute: configuration.fcmRatePerMinute, logger: logger)
+        }
+        do {
+            if let routes = configuration.apnsRoutes {
+                return ProviderGateways(apns: APNsGateway(routes: routes), fcm: fcm)
+            }
+            return ProviderGateways(apns: try await APNsGateway.embedded(
+                faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout, logger: logger), fcm: fcm)
+        } catch {
+            await fcm.shutdown()
+            throw error
+        }
+    }
+
+    /// Has every gateway record its delivery metrics in `metrics` and log
+    /// auth refusals through `logger`.
+    func observe(metrics: any DeliveryMetrics, logger: Logger) {
+        apns.observe(metrics: metrics, logger: logger)
+        fcm.observe(metrics: metrics, logger: logger)
+    }
+
     /// The dispatcher's providers, telling `lateness` how late each due
     /// message was claimed.
     public func registry(lateness: @escaping @Sendable (_ milliseconds: Int64) -> Void = { _ in }) -> ProviderRegistry {

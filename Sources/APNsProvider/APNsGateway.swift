@@ -2,7 +2,7 @@ public import APNs
 public import APNsSimulation
 public import HeraldCore
 public import Logging
-package import PushProviders
+public import PushProviders
 import Synchronization
 import TLSTransport
 
@@ -79,14 +79,18 @@ public final class APNsGateway: Sendable {
     }
 
     /// Each pool's status with its route's name and error book entry.
-    package func poolReports() async -> [APNsPoolReport] {
-        var reports: [APNsPoolReport] = []
+    public func poolReports() async -> [ProviderPoolReport] {
+        var reports: [ProviderPoolReport] = []
         let routes = routes
         for client in clients {
             let bundles = routes.filter { $0.client === client }.reduce(into: Set<String>()) { $0.formUnion($1.bundleIDs) }
-            reports.append(APNsPoolReport(
-                status: await client.status(), route: routeName(client), errors: errors.entry(ObjectIdentifier(client)),
-                bundleIDs: bundles))
+            let status = await client.status()
+            let errors = errors.entry(ObjectIdentifier(client))
+            reports.append(ProviderPoolReport(
+                platform: .ios, service: "apns", route: routeName(client), endpoint: status.endpoint.description,
+                connectionsOpen: status.connectionsOpen, streamsInFlight: status.streamsInFlight,
+                lastError: errors.lastError ?? status.lastError, lastErrorAt: errors.lastErrorAt, authFailures: errors.authFailures,
+                credentialsMinted: status.providerTokensMinted, bundleIDs: bundles))
         }
         return reports
     }

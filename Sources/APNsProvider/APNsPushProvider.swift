@@ -22,6 +22,30 @@ public struct APNsPushProvider<Routing: APNsRouting>: PushProvider {
         }
         return .success(APNsRoute(routing: routing, client: client))
     }
+
+    public func missingRoute(bundleID: String) -> String? {
+        guard routing.environments(serving: bundleID).isEmpty else { return nil }
+        return "no APNs route serves this bundle (add one with --apns-route … bundles=\(bundleID))"
+    }
+
+    /// Warns when every device is in an environment no route serves for the bundle.
+    public func routeWarnings(bundleID: String, devices: [Device]) -> [String] {
+        let routed = routing.environments(serving: bundleID)
+        let environments = Set(devices.map { $0.environment ?? .production })
+        guard routed.isDisjoint(with: environments) else { return [] }
+        let have = environments.map(\.rawValue).sorted().joined(separator: ", ")
+        let served = routed.map(\.rawValue).sorted().joined(separator: ", ")
+        return ["the user's devices in \(ErrorText.quote(bundleID)) are all \(have); APNs routes for it serve only \(served): "
+                + "the message fails unless a device registers in a routed environment before it is due"]
+    }
+
+    public func shutdown() async {
+        await routing.shutdown()
+    }
+
+    public func poolReports() async -> [ProviderPoolReport] {
+        await routing.poolReports()
+    }
 }
 
 /// One APNs client's route.

@@ -1,4 +1,5 @@
 public import APNs
+public import PushProviders
 public import HeraldCore
 
 /// One APNs client as the provider sees it: sends one request and answers
@@ -20,6 +21,16 @@ public protocol APNsRouting: Sendable {
     func client(bundleID: String, environment: APNsEnvironment?) -> APNsSender?
     /// Sends through `client` (the routing may time it and keep its books).
     func send(_ request: APNsRequest, with client: APNsSender) async throws -> APNsResponse
+
+    /// The device environments some route serves for `bundleID`; empty when
+    /// no route could ever deliver to it.
+    func environments(serving bundleID: String) -> Set<APNsEnvironment>
+
+    /// Shuts the routes' clients (and any bundled simulator) down.
+    func shutdown() async
+
+    /// The routes' connection pools now.
+    func poolReports() async -> [ProviderPoolReport]
 }
 
 extension APNsRouting {

@@ -1,7 +1,7 @@
 public import FCM
 public import FCMSimulation
 package import Logging
-package import PushProviders
+public import PushProviders
 import Synchronization
 
 /// Where Android pushes go: an FCM client per Firebase project (service
@@ -69,14 +69,18 @@ public final class FCMGateway: Sendable {
         return routes.filter { seen.insert(ObjectIdentifier($0.client)).inserted }
     }
 
-    package func poolReports() async -> [FCMPoolReport] {
-        var reports: [FCMPoolReport] = []
+    public func poolReports() async -> [ProviderPoolReport] {
+        var reports: [ProviderPoolReport] = []
         let all = routes
         for route in pools {
             let bundles = all.filter { $0.client === route.client }.reduce(into: Set<String>()) { $0.formUnion($1.bundleIDs) }
-            reports.append(FCMPoolReport(
-                status: await route.client.status(), route: route.name, project: route.projectID,
-                endpoint: route.endpoint, errors: errors.entry(ObjectIdentifier(route.client)), bundleIDs: bundles))
+            let status = await route.client.status()
+            let errors = errors.entry(ObjectIdentifier(route.client))
+            reports.append(ProviderPoolReport(
+                platform: .android, service: "fcm", route: route.name, endpoint: route.endpoint, account: route.projectID,
+                connectionsOpen: status.connectionsOpen, streamsInFlight: status.streamsInFlight,
+                lastError: errors.lastError ?? status.lastError, lastErrorAt: errors.lastErrorAt, authFailures: errors.authFailures,
+                credentialsMinted: status.accessTokensMinted, bundleIDs: bundles))
         }
         return reports
     }
@@ -149,17 +153,6 @@ public final class FCMGateway: Sendable {
         for client in retirement.takeAll() { await client.shutdown() }
         await simulator?.shutdown()
     }
-}
-
-/// One FCM pool as Status reports it.
-package struct FCMPoolReport: Sendable {
-    package var status: FCMPoolStatus
-    package var route: String
-    package var project: String
-    package var endpoint: String
-    package var errors: ProviderErrorBook.Entry
-    /// Every bundle the routes sharing this pool serve (`*`: all).
-    package var bundleIDs: Set<String> = ["*"]
 }
 
 // The gateway as the FCM adapter's routing: it hands out the client for a

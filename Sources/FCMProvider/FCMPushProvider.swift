@@ -22,6 +22,19 @@ public struct FCMPushProvider<Routing: FCMRouting>: PushProvider {
         }
         return .success(FCMRoute(routing: routing, client: route.client, projectID: route.projectID))
     }
+
+    public func missingRoute(bundleID: String) -> String? {
+        guard !routing.serves(bundleID: bundleID) else { return nil }
+        return "no FCM route serves this bundle (add one with --fcm-route … bundles=\(bundleID))"
+    }
+
+    public func shutdown() async {
+        await routing.shutdown()
+    }
+
+    public func poolReports() async -> [ProviderPoolReport] {
+        await routing.poolReports()
+    }
 }
 
 /// One FCM client's route, sending to one Firebase project.

@@ -1,4 +1,5 @@
 public import FCM
+public import PushProviders
 
 /// One FCM client as the provider sees it: sends one request and answers
 /// (or throws ``FCMError``). A class: messages are admitted per client
@@ -20,6 +21,15 @@ public protocol FCMRouting: Sendable {
     func client(bundleID: String) -> (client: FCMSender, projectID: String)?
     /// Sends through `client` (the routing may time it and keep its books).
     func send(_ request: FCMRequest, with client: FCMSender) async throws -> FCMResponse
+
+    /// Whether a route (or the bundled simulator) serves `bundleID`.
+    func serves(bundleID: String) -> Bool
+
+    /// Shuts the routes' clients (and any bundled simulator) down.
+    func shutdown() async
+
+    /// The routes' connection pools now.
+    func poolReports() async -> [ProviderPoolReport]
 }
 
 extension FCMRouting {

@@ -295,27 +295,7 @@ public final class HeraldServer: Service, Sendable {
                 logger.warning("messages caught mid-send by a crash resume; devices handed to their provider without an answer are UNCONFIRMED, never resent",
                                metadata: ["messages": "\(interrupted.resumed.count)", "unconfirmed_devices": "\(interrupted.unconfirmedDevices)"])
             }
-            let fcm: FCMGateway
-            if let routes = configuration.fcmRoutes {
-                fcm = FCMGateway(routes: routes)
-            } else {
-                var setup = configuration.fcmSimulator
-                setup.recordTo = configuration.simulatorRecordPath
-                fcm = try await FCMGateway.embedded(
-                    setup: setup, ratePerMinute: configuration.fcmRatePerMinute, logger: logger)
-            }
-            do {
-                if let routes = configuration.apnsRoutes {
-                    gateway = ProviderGateways(apns: APNsGateway(routes: routes), fcm: fcm)
-                } else {
-                    gateway = ProviderGateways(apns: try await APNsGateway.embedded(
-                        faults: configuration.simulatorFaults, responseTimeout: configuration.apnsResponseTimeout,
-                        logger: logger), fcm: fcm)
-                }
-            } catch {
-                await fcm.shutdown()
-                throw error
-            }
+            gateway = try await ProviderGateways.start(configuration, logger: logger)
             if let shared = store as? any SharedDueStore {
                 // Replicas share the due messages: polled from the database,
                 // none loaded here (a million pending must not delay serving).
@@ -345,8 +325,7 @@ public final class HeraldServer: Service, Sendable {
             throw error
         }
         gatewayCell.withLock { $0 = gateway.apns }
-        gateway.apns.observe(metrics: metrics, logger: logger)
-        gateway.fcm.observe(metrics: metrics, logger: logger)
+        gateway.observe(metrics: metrics, logger: logger)
         // One provider per platform (ProviderGateways.registry).
         let providers = gateway.registry(lateness: { [metrics] in metrics.dispatchLateness(milliseconds: $0) })
         let dispatcher = Dispatcher(
@@ -367,7 +346,7 @@ public final class HeraldServer: Service, Sendable {
         services.append(GatewayService(stopper: stopper))
         if let sources = configuration.reload {
             services.append(ReloadService(reloader: ConfigReloader(
-                sources: sources, policy: configuration.accessPolicy, gateway: gateway, logger: logger,
+                sources: sources, policy: configuration.accessPolicy, routes: gateway.routeReloads(sources, logger: logger), logger: logger,
                 tls: configuration.tls)))
         }
         services.append(StatusSnapshotService(
@@ -386,7 +365,7 @@ public final class HeraldServer: Service, Sendable {
         let routes = DeliveryRoutes(
             policy: policy, clock: configuration.clock,
             split: ABSplit(contextAwareShare: configuration.contextAwareShare), graceSeconds: configuration.graceSeconds,
-            coverage: DeliveryCoverage(gateway: gateway))
+            coverage: DeliveryCoverage(providers: gateway.providers))
         for route in routes.handlers(store: store, scheduler: scheduler, revokes: revokes) {
             server.register(route.path, route.handler, admission: policy.admission)
         }

@@ -1,8 +1,6 @@
-import APNs
-import APNsProvider
-import FCMProvider
 import HeraldCore
 import HeraldStorage
+import PushProviders
 import Synchronization
 
 /// What Status reports beyond the process itself, refreshed in the
@@ -11,8 +9,8 @@ struct OperatorSnapshot: Sendable {
     var counts: [MessageState: Int] = [:]
     var oldestDueLagMilliseconds: Int64 = 0
     var store: StoreHealth?
-    var pools: [APNsPoolReport] = []
-    var fcmPools: [FCMPoolReport] = []
+    /// Every provider's pools (``ProviderRegistry/poolReports()``).
+    var pools: [ProviderPoolReport] = []
     /// When it was taken (Status reports its age).
     var takenAt = ContinuousClock.now
 }

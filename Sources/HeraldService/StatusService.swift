@@ -2,6 +2,7 @@ import GRPCEngine
 import HeraldCore
 import HeraldPrimitives
 import HeraldProtos
+import PushProviders
 
 /// `herald.v1.PushService/Status`: the operator's view of this instance.
 ///
@@ -94,17 +95,20 @@ struct StatusService: Sendable {
                     view != .everything ? "" : store.lastError.map { "\(store.location): \($0)" } ?? store.location)
             }
         }
-        let pools = figures.pools.filter { view.shows($0.bundleIDs) }.map { pool in
+        // Each platform's pools have their own wire field (a new platform
+        // needs one): the one place neutral reports meet the wire.
+        let shown = figures.pools.filter { view.shows($0.bundleIDs) }
+        let pools = shown.filter { $0.platform == .ios }.map { pool in
             arena.message(Herald__V1__ApnsPoolStatus.self) {
-                $0.endpoint = arena.string(pool.status.endpoint.description)
-                $0.connections_open = UInt32(pool.status.connectionsOpen)
-                $0.streams_in_flight = UInt32(pool.status.streamsInFlight)
+                $0.endpoint = arena.string(pool.endpoint)
+                $0.connections_open = UInt32(pool.connectionsOpen)
+                $0.streams_in_flight = UInt32(pool.streamsInFlight)
                 // The provider's last refusal or failure, else the connection's.
-                $0.last_error = arena.string(pool.errors.lastError ?? pool.status.lastError ?? "")
+                $0.last_error = arena.string(pool.lastError ?? "")
                 $0.route = arena.string(pool.route)
-                $0.last_error_at = arena.string(pool.errors.lastErrorAt.map { LogLine.timestamp(milliseconds: $0) } ?? "")
-                $0.auth_failures = UInt64(pool.errors.authFailures.values.reduce(0, +))
-                let reasons = pool.errors.authFailures.sorted { $0.key < $1.key }.map { reason, count in
+                $0.last_error_at = arena.string(pool.lastErrorAt.map { LogLine.timestamp(milliseconds: $0) } ?? "")
+                $0.auth_failures = UInt64(pool.authFailures.values.reduce(0, +))
+                let reasons = pool.authFailures.sorted { $0.key < $1.key }.map { reason, count in
                     arena.message(Herald__V1__ProviderReasonCount.self) {
                         $0.reason = arena.string(reason)
                         $0.count = UInt64(count)
@@ -117,17 +121,17 @@ struct StatusService: Sendable {
         response.snapshot_age_ms = UInt64(max(0, (ContinuousClock.now - figures.takenAt).nanoseconds / 1_000_000))
         response.n_apns_pools = pools.count
         response.apns_pools = arena.pointerArray(pools)
-        let fcmPools = figures.fcmPools.filter { view.shows($0.bundleIDs) }.map { pool in
+        let fcmPools = shown.filter { $0.platform == .android }.map { pool in
             arena.message(Herald__V1__FcmPoolStatus.self) {
                 $0.endpoint = arena.string(pool.endpoint)
-                $0.connections_open = UInt32(pool.status.connectionsOpen)
-                $0.streams_in_flight = UInt32(pool.status.streamsInFlight)
-                $0.last_error = arena.string(pool.errors.lastError ?? pool.status.lastError ?? "")
+                $0.connections_open = UInt32(pool.connectionsOpen)
+                $0.streams_in_flight = UInt32(pool.streamsInFlight)
+                $0.last_error = arena.string(pool.lastError ?? "")
                 $0.route = arena.string(pool.route)
-                $0.project = arena.string(pool.project)
-                $0.last_error_at = arena.string(pool.errors.lastErrorAt.map { LogLine.timestamp(milliseconds: $0) } ?? "")
-                $0.auth_failures = UInt64(pool.errors.authFailures.values.reduce(0, +))
-                let reasons = pool.errors.authFailures.sorted { $0.key < $1.key }.map { reason, count in
+                $0.project = arena.string(pool.account ?? "")
+                $0.last_error_at = arena.string(pool.lastErrorAt.map { LogLine.timestamp(milliseconds: $0) } ?? "")
+                $0.auth_failures = UInt64(pool.authFailures.values.reduce(0, +))
+                let reasons = pool.authFailures.sorted { $0.key < $1.key }.map { reason, count in
                     arena.message(Herald__V1__ProviderReasonCount.self) {
                         $0.reason = arena.string(reason)
                         $0.count = UInt64(count)
@@ -135,7 +139,7 @@ struct StatusService: Sendable {
                 }
                 $0.n_auth_failure_reasons = reasons.count
                 $0.auth_failure_reasons = arena.pointerArray(reasons)
-                $0.access_tokens_minted = UInt64(pool.status.accessTokensMinted)
+                $0.access_tokens_minted = UInt64(pool.credentialsMinted)
             }
         }
         response.n_fcm_pools = fcmPools.count

@@ -23,6 +23,23 @@ public struct ProviderRegistry: Sendable {
     /// The provider for `platform`, if one is registered.
     public func provider(for platform: Platform) -> (any PushProvider)? { providers[platform] }
 
+    /// Every registered provider, in platform order.
+    public var all: [any PushProvider] {
+        providers.sorted { $0.key.rawValue < $1.key.rawValue }.map(\.value)
+    }
+
+    /// Shuts every registered provider down, one after another.
+    public func shutdown() async {
+        for provider in all { await provider.shutdown() }
+    }
+
+    /// Every registered provider's pools, in platform order.
+    public func poolReports() async -> [ProviderPoolReport] {
+        var reports: [ProviderPoolReport] = []
+        for provider in all { reports += await provider.poolReports() }
+        return reports
+    }
+
     /// The route for `device`, or why there is none.
     public func route(bundleID: String, device: Device) -> Result<any PushRoute, NoRoute> {
         guard let provider = providers[device.platform] else {

@@ -12,6 +12,29 @@ public protocol PushProvider: Sendable {
 
     /// The route `device`'s pushes for `bundleID` take now, or why there is none.
     func route(bundleID: String, device: Device) -> Result<any PushRoute, NoRoute>
+
+    /// Why no route of this provider could ever deliver a message for
+    /// `bundleID` (Schedule then refuses it, FAILED_PRECONDITION, storing
+    /// nothing), saying how to add one; nil when some route could.
+    func missingRoute(bundleID: String) -> String?
+
+    /// What may still keep a message for `bundleID` from `devices` (the
+    /// user's devices on this platform, at least one) though a route serves
+    /// the bundle, and can change before it is due: Schedule's warnings.
+    /// None by default.
+    func routeWarnings(bundleID: String, devices: [Device]) -> [String]
+
+    /// Shuts the provider's clients (and any bundled simulator) down; sends
+    /// still in flight end interrupted.
+    func shutdown() async
+
+    /// Its connection pools now, for Status and `/metrics`.
+    func poolReports() async -> [ProviderPoolReport]
+}
+
+extension PushProvider {
+    /// No warnings: every device of a routed bundle is reachable.
+    public func routeWarnings(bundleID: String, devices: [Device]) -> [String] { [] }
 }
 
 /// One route of a provider (a client and its connection pool): messages are

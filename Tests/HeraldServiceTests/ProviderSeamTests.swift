@@ -37,6 +37,20 @@ struct ProviderSeamTests {
             refuseRoute ? .failure(NoRoute("no scripted route for \(bundleID)")) : .success(self)
         }
 
+        func missingRoute(bundleID: String) -> String? {
+            refuseRoute ? "no scripted route for \(bundleID)" : nil
+        }
+
+        let shutdowns = Mutex(0)
+
+        func shutdown() async { shutdowns.withLock { $0 += 1 } }
+
+        func poolReports() async -> [ProviderPoolReport] {
+            [ProviderPoolReport(
+                platform: platform, service: "scripted-\(platform.rawValue)", route: "r", endpoint: "e", connectionsOpen: 1,
+                streamsInFlight: 0, lastError: nil, lastErrorAt: nil, authFailures: [:], credentialsMinted: 0, bundleIDs: ["*"])]
+        }
+
         func prepare(_ push: ProviderPush, for devices: [Device]) -> [any PreparedPush] {
             devices.map { device in Send(provider: self, kind: push.kind, token: device.deviceToken) }
         }
@@ -160,5 +174,38 @@ struct ProviderSeamTests {
         let asked = provider.asked.withLock { $0 }
         #expect(asked.count == 1 && asked[0].kind == .alert && asked[0].token == "t1" && asked[0].handOver)
         #expect(lateness.withLock { $0 } == [250])
+    }
+
+    // Coverage, shutdown, pools and reload reach providers only through the seam.
+
+    @Test func coverageWithNoProviderForThePlatformRefusesAndAProviderSaysWhyItHasNoRoute() {
+        let unrouted = DeliveryCoverage(providers: ProviderRegistry().registering(
+            ScriptedProvider(platform: .ios, answers: [:], refuseRoute: true)))
+        let android = unrouted.missing(bundleID: "com.x", platform: .android)
+        #expect(android?.contains("PLATFORM_ANDROID") == true && android?.contains("no provider") == true)
+        let ios = unrouted.missing(bundleID: "com.x", platform: .ios)
+        #expect(ios?.contains("PLATFORM_IOS") == true && ios?.contains("no scripted route for com.x") == true)
+        #expect(ios?.hasSuffix("nothing was stored") == true)
+        let routed = DeliveryCoverage(providers: ProviderRegistry().registering(ScriptedProvider(platform: .ios, answers: [:])))
+        #expect(routed.missing(bundleID: "com.x", platform: .ios) == nil)
+    }
+
+    @Test func theRegistryShutsEveryProviderDownOnceAndReportsTheirPoolsInPlatformOrder() async {
+        let ios = ScriptedProvider(platform: .ios, answers: [:])
+        let android = ScriptedProvider(platform: .android, answers: [:])
+        let registry = ProviderRegistry().registering(ios).registering(android)
+        #expect(await registry.poolReports().map(\.service) == ["scripted-android", "scripted-ios"])
+        await registry.shutdown()
+        #expect(ios.shutdowns.withLock { $0 } == 1 && android.shutdowns.withLock { $0 } == 1)
+    }
+
+    @Test func aRouteReloadNamesAddedRemovedAndChangedRoutes() {
+        let changes = PreparedRouteReload.changes(
+            from: [(name: "a", identity: "1"), (name: "b", identity: "2"), (name: "c", identity: "3")],
+            to: [(name: "b", identity: "2"), (name: "c", identity: "4"), (name: "e", identity: "5"), (name: "d", identity: "6")],
+            prefix: "x_")
+        #expect(changes == ["x_routes_added": "d;e", "x_routes_removed": "a", "x_routes_changed": "c"])
+        let none = PreparedRouteReload.changes(from: [(name: "a", identity: "1")], to: [(name: "a", identity: "1")], prefix: "")
+        #expect(none == ["routes_added": "none", "routes_removed": "none", "routes_changed": "none"])
     }
 }

@@ -88,6 +88,22 @@ public final class FakeAPNsGateway: APNsRouting, FCMRouting, APNsSending {
         bundleIDs.contains("*") || bundleIDs.contains(bundleID) ? self : nil
     }
 
+    /// Every environment for a bundle it serves.
+    public func environments(serving bundleID: String) -> Set<APNsEnvironment> {
+        bundleIDs.contains("*") || bundleIDs.contains(bundleID) ? Set(APNsEnvironment.allCases) : []
+    }
+
+    /// Whether its FCM sender serves `bundleID`.
+    public func serves(bundleID: String) -> Bool {
+        fcm != nil && (fcmBundleIDs.contains("*") || fcmBundleIDs.contains(bundleID))
+    }
+
+    /// Nothing to shut down.
+    public func shutdown() async {}
+
+    /// No pools.
+    public func poolReports() async -> [ProviderPoolReport] { [] }
+
     public func client(bundleID: String) -> (client: FakeFCMSender, projectID: String)? {
         guard let fcm, fcmBundleIDs.contains("*") || fcmBundleIDs.contains(bundleID) else { return nil }
         return (fcm, Self.fcmProject)

@@ -1,8 +1,7 @@
-import APNs
 public import APNsProvider
-import FCM
 public import FCMProvider
 import Logging
+import PushProviders
 import TLSTransport
 import ServiceLifecycle
 import UnixSignals
@@ -30,27 +29,19 @@ public struct ReloadSources: Sendable {
     }
 }
 
-/// Re-reads the tokens file and the routes file and applies both at once,
-/// or, when either is unreadable or invalid, neither (the error is logged
-/// and the configuration in force stays).
+/// Re-reads the tokens file and every provider's routes and applies them
+/// all at once, or, when any is unreadable or invalid, none (the error is
+/// logged and the configuration in force stays). Providers are reached only
+/// through ``RouteReloading`` (``ProviderGateways/routeReloads(_:logger:)``).
 struct ConfigReloader: Sendable {
     let sources: ReloadSources
     let policy: AccessPolicy
-    let gateway: ProviderGateways
+    /// Every provider's routes, re-read in this order.
+    let routes: [any RouteReloading]
     let logger: Logger
     /// The gRPC (and admin) listener's TLS files, re-read on their own: a
     /// bad certificate leaves the one in force and the rest still reloads.
     var tls: ServerTLS? = nil
-
-    fileprivate struct ReloadError: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    /// The clients no route uses any more (to retire once idle).
-    struct Retired {
-        var apns: [APNsClient] = []
-        var fcm: [FCMClient] = []
-    }
 
     /// Re-reads the TLS certificate, key and client CA: later connections
     /// use them, open ones keep theirs; when they are bad the ones in force stay.
@@ -66,18 +57,17 @@ struct ConfigReloader: Sendable {
         }
     }
 
-    /// Returns the clients no route uses any more (to retire once idle).
-    func reload() -> Retired {
+    /// Returns, per client no route uses any more, its retirement (waits
+    /// for its sends in flight, then shuts it down).
+    func reload() -> [@Sendable () async -> Void] {
         let grants: [AccessPolicy.Grant]?
-        let routes: [APNsGateway.Route]?
-        let fcmRoutes: [FCMGateway.Route]?
+        let prepared: [PreparedRouteReload]
         do {
             grants = try sources.tokensFile.map { try AccessPolicy.load(path: $0).grants }
-            routes = try loadRoutes()
-            fcmRoutes = try loadFCMRoutes()
+            prepared = try routes.compactMap { try $0.prepareReload() }
         } catch {
             logger.error("reload failed; the configuration in force stays", metadata: ["error": "\(error)"])
-            return Retired()
+            return []
         }
         var metadata: Logger.Metadata = [:]
         if let grants {
@@ -87,68 +77,19 @@ struct ConfigReloader: Sendable {
             metadata["tokens_removed"] = "\(Self.names(changes.removed))"
             metadata["tokens_changed"] = "\(Self.names(changes.changed))"
         }
-        var retired = Retired()
-        if let fcmRoutes {
-            let before = gateway.fcm.routes
-            let old = Dictionary(before.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
-            let new = Dictionary(fcmRoutes.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
-            retired.fcm = gateway.fcm.replaceRoutes(fcmRoutes)
-            metadata["fcm_routes_added"] = "\(Self.names(new.keys.filter { old[$0] == nil }))"
-            metadata["fcm_routes_removed"] = "\(Self.names(old.keys.filter { new[$0] == nil }))"
-            metadata["fcm_routes_changed"] = "\(Self.names(new.filter { old[$0.key] != nil && old[$0.key] != $0.value }.map(\.key)))"
-            metadata["fcm_pools_retired"] = "\(retired.fcm.count)"
-        }
-        if let routes {
-            let before = gateway.apns.routes
-            let old = Dictionary(before.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
-            let new = Dictionary(routes.map { ($0.name, $0.identity) }, uniquingKeysWith: { first, _ in first })
-            retired.apns = gateway.apns.replaceRoutes(routes)
-            metadata["routes_added"] = "\(Self.names(new.keys.filter { old[$0] == nil }))"
-            metadata["routes_removed"] = "\(Self.names(old.keys.filter { new[$0] == nil }))"
-            metadata["routes_changed"] = "\(Self.names(new.filter { old[$0.key] != nil && old[$0.key] != $0.value }.map(\.key)))"
-            metadata["pools_retired"] = "\(retired.apns.count)"
+        var retirements: [@Sendable () async -> Void] = []
+        for reload in prepared {
+            let applied = reload.apply()
+            for (key, value) in applied.metadata { metadata[key] = .string(value) }
+            retirements += applied.retirements
         }
         logger.notice("configuration reloaded", metadata: metadata)
-        return retired
+        return retirements
     }
 
-    /// Labels or route names for a log line: sorted, `;`-separated, `none`.
+    /// Labels for a log line: sorted, `;`-separated, `none`.
     private static func names(_ names: [String]) -> String {
         names.isEmpty ? "none" : names.sorted().joined(separator: ";")
-    }
-
-    /// The new routes; nil: leave them (no routes file, or still none and
-    /// the bundled simulator serving).
-    private func loadRoutes() throws -> [APNsGateway.Route]? {
-        guard let path = sources.routesFile else { return nil }
-        let specs = sources.fixedRoutes + (try APNsRouteSpec.parseFile(path: path))
-        if specs.isEmpty {
-            guard gateway.apns.routes.allSatisfy(\.identity.isEmpty) else {
-                throw ReloadError(description: "APNs routes file \(path) has no routes")
-            }
-            return nil
-        }
-        return try APNsRouteSpec.makeRoutes(specs, responseTimeout: sources.responseTimeout, reusing: gateway.apns.routes)
-    }
-}
-
-extension ConfigReloader {
-    /// The new FCM routes; nil: leave them (no FCM routes file, or still
-    /// none and the bundled FCM simulator serving).
-    fileprivate func loadFCMRoutes() throws -> [FCMGateway.Route]? {
-        guard let path = sources.fcmRoutesFile else { return nil }
-        let specs = sources.fixedFCMRoutes + (try FCMRouteSpec.parseFile(path: path))
-        if specs.isEmpty {
-            guard gateway.fcm.simulator != nil else {
-                throw ReloadError(description: "FCM routes file \(path) has no routes")
-            }
-            return nil
-        }
-        if gateway.fcm.simulator != nil {
-            throw ReloadError(description: "FCM routes file \(path) now has routes; Herald started on the bundled FCM simulator: restart to use them")
-        }
-        return try FCMRouteSpec.makeRoutes(
-            specs, ratePerMinute: sources.fcmRatePerMinute, reusing: gateway.fcm.routes, logger: logger)
     }
 }
 
@@ -163,12 +104,8 @@ struct ReloadService: Service {
             for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
                 reloader.logger.info("SIGHUP: reloading the tokens file, APNs and FCM routes")
                 reloader.reloadTLS()
-                let retired = reloader.reload()
-                for client in retired.apns {
-                    retirements.addTask { await reloader.gateway.apns.retireWhenIdle(client) }
-                }
-                for client in retired.fcm {
-                    retirements.addTask { await reloader.gateway.fcm.retireWhenIdle(client) }
+                for retire in reloader.reload() {
+                    retirements.addTask { await retire() }
                 }
             }
         }

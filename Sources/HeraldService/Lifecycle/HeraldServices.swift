@@ -103,8 +103,7 @@ struct StatusSnapshotService: Service {
                     logger.warning("status refresh failed", metadata: ["error": "\(error)"])
                 }
                 snapshot.store = await store.health()
-                snapshot.pools = await gateway.apns.poolReports()
-                snapshot.fcmPools = await gateway.fcm.poolReports()
+                snapshot.pools = await gateway.providers.poolReports()
                 snapshot.takenAt = .now
                 cell.set(snapshot)
                 metrics?.refresh(snapshot)

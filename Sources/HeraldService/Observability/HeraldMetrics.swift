@@ -92,9 +92,7 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
             gauge.record(snapshot.counts.first { $0.key.rawValue == state }?.value ?? 0)
         }
         oldestDueLag.record(Double(snapshot.oldestDueLagMilliseconds) / 1000)
-        let apns = snapshot.pools.map { (service: "apns", endpoint: $0.status.endpoint.description, count: $0.status.connectionsOpen) }
-        let fcm = snapshot.fcmPools.map { (service: "fcm", endpoint: $0.endpoint, count: $0.status.connectionsOpen) }
-        for pool in apns + fcm {
+        for pool in snapshot.pools {
             let key = pool.service + "\u{0}" + pool.endpoint
             let gauge = connections.withLock { gauges in
                 if let gauge = gauges[key] { return gauge }
@@ -104,7 +102,7 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
                 gauges[key] = gauge
                 return gauge
             }
-            gauge.record(pool.count)
+            gauge.record(pool.connectionsOpen)
         }
     }
 

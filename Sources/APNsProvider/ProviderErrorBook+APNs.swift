@@ -1,6 +1,6 @@
-package import APNs
+import APNs
 import Logging
-package import PushProviders
+import PushProviders
 
 extension ProviderErrorBook {
     /// The reasons that mean the credentials (not the device or the payload)
@@ -16,14 +16,4 @@ extension ProviderErrorBook {
     func record(pool: ObjectIdentifier, route: String, error: String?, authReason: APNsReason?, logger: Logger) {
         record(pool: pool, route: route, error: error, authReason: authReason?.rawValue, service: "APNs", logger: logger)
     }
-}
-
-/// One pool as Status reports it.
-package struct APNsPoolReport: Sendable {
-    package var status: APNsPoolStatus
-    package var route: String
-    package var errors: ProviderErrorBook.Entry
-    /// Every bundle the routes sharing this pool serve (`*`: all): Status
-    /// shows a bundle-scoped token only the pools that serve its bundles.
-    package var bundleIDs: Set<String> = ["*"]
 }

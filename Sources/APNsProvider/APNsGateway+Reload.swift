@@ -10,17 +10,12 @@ extension APNsGateway {
             defer { current = routes }
             return current
         }
-        let kept = Set(routes.map { ObjectIdentifier($0.client) })
-        var seen: Set<ObjectIdentifier> = []
-        let replaced = old.map(\.client).filter { !kept.contains(ObjectIdentifier($0)) && seen.insert(ObjectIdentifier($0)).inserted }
-        retirement.retire(replaced)
-        return replaced
+        return retirement.retire(replaced: old.map(\.client), keeping: routes.map(\.client))
     }
 
     /// Waits for `client`'s sends in flight, then shuts it down (unless the
     /// gateway's shutdown already has).
     public func retireWhenIdle(_ client: APNsClient) async {
-        await retirement.idle(client)
-        if retirement.take(client) { await client.shutdown() }
+        await retirement.retireWhenIdle(client) { await $0.shutdown() }
     }
 }

@@ -136,16 +136,11 @@ public final class FCMGateway: Sendable {
             defer { current = routes }
             return current
         }
-        let kept = Set(routes.map { ObjectIdentifier($0.client) })
-        var seen: Set<ObjectIdentifier> = []
-        let replaced = old.map(\.client).filter { !kept.contains(ObjectIdentifier($0)) && seen.insert(ObjectIdentifier($0)).inserted }
-        retirement.retire(replaced)
-        return replaced
+        return retirement.retire(replaced: old.map(\.client), keeping: routes.map(\.client))
     }
 
     public func retireWhenIdle(_ client: FCMClient) async {
-        await retirement.idle(client)
-        if retirement.take(client) { await client.shutdown() }
+        await retirement.retireWhenIdle(client) { await $0.shutdown() }
     }
 
     public func shutdown() async {

@@ -36,10 +36,23 @@ package final class ClientRetirement<Client: AnyObject & Sendable>: Sendable {
     /// Clients someone waits on to go idle (tests).
     package var waitingClients: Int { state.withLock { $0.waiters.count } }
 
-    package func retire(_ clients: [Client]) {
+    /// Holds the clients of `old` that `new` no longer uses (each once) until
+    /// their sends in flight end, and returns them: a reload's swap.
+    package func retire(replaced old: [Client], keeping new: [Client]) -> [Client] {
+        let kept = Set(new.map { ObjectIdentifier($0) })
+        var seen: Set<ObjectIdentifier> = []
+        let replaced = old.filter { !kept.contains(ObjectIdentifier($0)) && seen.insert(ObjectIdentifier($0)).inserted }
         state.withLock { state in
-            for client in clients { state.retired[ObjectIdentifier(client)] = client }
+            for client in replaced { state.retired[ObjectIdentifier(client)] = client }
         }
+        return replaced
+    }
+
+    /// Waits for `client`'s sends in flight, then runs `shutdown` on it,
+    /// unless the gateway's shutdown already took it.
+    package func retireWhenIdle(_ client: Client, shutdown: (Client) async -> Void) async {
+        await idle(client)
+        if take(client) { await shutdown(client) }
     }
 
     /// Returns once `client` has no send in flight (at once when it has

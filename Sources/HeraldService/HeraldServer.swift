@@ -307,9 +307,9 @@ public final class HeraldServer: Service, Sendable {
                 ])
             } else {
                 let rebuildStart = ContinuousClock.now
-                var entries: [(id: String, dueAt: Int64)] = []
+                var entries: [(id: String, dueAt: Int64, slot: DueSlot)] = []
                 try await store.forEachPendingBatch { page in
-                    entries.append(contentsOf: page.lazy.map { (id: $0.id, dueAt: $0.dueAt) })
+                    entries.append(contentsOf: page.lazy.map { (id: $0.id, dueAt: $0.dueAt, slot: DueSlot(lane: $0.bundleID)) })
                 }
                 pending = entries.count
                 scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)

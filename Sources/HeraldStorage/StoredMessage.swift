@@ -133,11 +133,15 @@ public struct PendingEntry: Sendable, Hashable {
     public var id: String
     public var dueAt: Int64
     public var state: MessageState
+    /// Its bundle (the scheduler's lane: one bundle's backlog never delays
+    /// another's due pushes).
+    public var bundleID: String
 
-    public init(id: String, dueAt: Int64, state: MessageState) {
+    public init(id: String, dueAt: Int64, state: MessageState, bundleID: String = "") {
         self.id = id
         self.dueAt = dueAt
         self.state = state
+        self.bundleID = bundleID
     }
 }
 

@@ -103,7 +103,7 @@ struct RouteIsolationTests {
             store: store, providers: gateway.providers, clock: clock, scheduler: scheduler, logger: logger,
             routeLimits: .init(inFlight: 4, queue: 2), decode: StoredRequest.decode)
 
-        var entries: [(id: String, dueAt: Int64)] = []
+        var entries: [(id: String, dueAt: Int64, slot: DueSlot)] = []
         for (bundle, count, dueAt) in [(Self.hung, 30, Self.due - 1_000), (Self.healthy, 20, Self.due)] {
             _ = try await store.registerDevice(Device(
                 bundleID: bundle, platform: .ios, userID: "u1", deviceToken: String(repeating: bundle == Self.hung ? "a1" : "b2", count: 32),
@@ -116,7 +116,7 @@ struct RouteIsolationTests {
                     windowEnd: dueAt + 3_600_000, dueAt: dueAt, request: DispatcherTests.requestBytes(bundle: bundle, key: key, ttl: nil),
                     createdAt: dueAt - 1000)
                 _ = try await store.schedule(message)
-                entries.append((message.id, dueAt))  // the hung route's messages come first
+                entries.append((message.id, dueAt, DueSlot(lane: bundle)))  // the hung route's messages come first
             }
         }
         let events = simulator.events()

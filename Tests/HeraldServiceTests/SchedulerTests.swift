@@ -69,6 +69,130 @@ struct DueIndexTests {
     }
 }
 
+@Suite("Due index: fair across bundles", .timeLimit(.minutes(1)))
+struct FairDueIndexTests {
+    @Test func aHugeBacklogInOneLaneDoesNotDelayAnotherLane() {
+        var index = DueIndex()
+        // A released campaign: 10,000 due at once in com.big …
+        for i in 0..<10_000 { index.insert(id: "big\(i)", dueAt: 1_000, slot: DueSlot(lane: "com.big")) }
+        // … and one push of another bundle, due a little later.
+        index.insert(id: "small", dueAt: 1_001, slot: DueSlot(lane: "com.small"))
+        let first = index.popDue(now: 1_001, limit: 2)
+        #expect(first.contains("small"))
+        #expect(index.count == 10_000 - 1)
+        #expect(index.popDue(now: 1_001, limit: .max).count == 9_999)
+        #expect(index.count == 0)
+        #expect(index.laneCount == 0)  // emptied lanes are dropped
+    }
+
+    @Test func lanesTakeTurnsAndKeepDueOrderInside() {
+        var index = DueIndex()
+        for i in 0..<3 { index.insert(id: "a\(i)", dueAt: Int64(i), slot: DueSlot(lane: "a")) }
+        for i in 0..<2 { index.insert(id: "b\(i)", dueAt: Int64(10 + i), slot: DueSlot(lane: "b")) }
+        index.insert(id: "c0", dueAt: 5, slot: DueSlot(lane: "c"))
+        let out = index.popDue(now: 100, limit: .max)
+        #expect(out.count == 6)
+        // One per lane per round.
+        #expect(Set(out.prefix(3)) == ["a0", "b0", "c0"])
+        #expect(Set(out.dropFirst(3).prefix(2)) == ["a1", "b1"])
+        #expect(out.last == "a2")
+    }
+
+    @Test func transactionalGoesFirstInItsLane() {
+        var index = DueIndex()
+        for i in 0..<5 { index.insert(id: "bulk\(i)", dueAt: Int64(i), slot: DueSlot(lane: "a")) }
+        index.insert(id: "receipt", dueAt: 50, slot: DueSlot(lane: "a", urgent: true))
+        #expect(index.popDue(now: 49, limit: 1) == ["bulk0"])  // not due yet: not first
+        #expect(index.popDue(now: 50, limit: 1) == ["receipt"])
+        #expect(index.popDue(now: 50, limit: .max) == ["bulk1", "bulk2", "bulk3", "bulk4"])
+    }
+
+    @Test func aPausedLaneWaitsAndOthersGoOn() {
+        var index = DueIndex()
+        index.insert(id: "t0", dueAt: 0, slot: DueSlot(lane: "throttled"))
+        index.insert(id: "t1", dueAt: 0, slot: DueSlot(lane: "throttled"))
+        index.insert(id: "o0", dueAt: 0, slot: DueSlot(lane: "other"))
+        index.pause(lane: "throttled", until: 500)
+        #expect(index.popDue(now: 10, limit: .max) == ["o0"])
+        #expect(index.peekDueAt() == 500)
+        #expect(index.popDue(now: 499, limit: .max) == [])
+        #expect(index.popDue(now: 500, limit: 1) == ["t0"])
+        index.pause(lane: "throttled", until: 600)  // paused while ready: leaves the ring
+        #expect(index.popDue(now: 599, limit: .max) == [])
+        #expect(index.popDue(now: 600, limit: .max) == ["t1"])
+    }
+
+    @Test func movingAnIDBetweenLanesLeavesNoGhost() {
+        var index = DueIndex()
+        index.insert(id: "m", dueAt: 5, slot: DueSlot(lane: "a"))
+        index.insert(id: "m", dueAt: 7, slot: DueSlot(lane: "b"))
+        index.insert(id: "n", dueAt: 6, slot: DueSlot(lane: "a"))
+        index.remove(id: "n")
+        #expect(index.count == 1)
+        #expect(index.peekDueAt() == 7)
+        #expect(index.popDue(now: 6, limit: .max) == [])
+        #expect(index.popDue(now: 7, limit: .max) == ["m"])
+        #expect(index.laneCount == 0)
+    }
+
+    /// Random inserts, removals, pauses and pops across lanes against a
+    /// plain model: the same due set each time, each lane's part in its own
+    /// order (urgent first, then due time, then id), and turns fair: while
+    /// two lanes both still have due ids, neither gets two ahead.
+    @Test func randomOperationsMatchAFairModel() {
+        var generator = SplitMix64(seed: 7)
+        var index = DueIndex()
+        struct Item { var due: Int64; var lane: String; var urgent: Bool }
+        var model: [String: Item] = [:]
+        var paused: [String: Int64] = [:]
+        var now: Int64 = 0
+        let lanes = ["a", "b", "c", "d"]
+        for _ in 0..<20_000 {
+            let id = "id\(generator.next() % 300)"
+            switch generator.next() % 8 {
+            case 0, 1, 2:
+                let item = Item(due: now + Int64(generator.next() % 500), lane: lanes[Int(generator.next() % 4)],
+                                urgent: generator.next() % 5 == 0)
+                index.insert(id: id, dueAt: item.due, slot: DueSlot(lane: item.lane, urgent: item.urgent))
+                model[id] = item
+            case 3:
+                index.remove(id: id)
+                model[id] = nil
+            case 4:
+                let lane = lanes[Int(generator.next() % 4)]
+                let until = now + Int64(generator.next() % 100)
+                index.pause(lane: lane, until: until)
+                if model.values.contains(where: { $0.lane == lane }) { paused[lane] = until }
+            default:
+                now += Int64(generator.next() % 40)
+                let due = model.filter { $0.value.due <= now && (paused[$0.value.lane] ?? .min) <= now }
+                let out = index.popDue(now: now, limit: .max)
+                #expect(Set(out) == Set(due.keys))
+                #expect(out.count == due.count)
+                for lane in lanes {
+                    let mine = out.filter { model[$0]?.lane == lane }
+                    let expected = due.filter { $0.value.lane == lane }.sorted {
+                        ($0.value.urgent ? 0 : 1, $0.value.due, $0.key) < ($1.value.urgent ? 0 : 1, $1.value.due, $1.key)
+                    }.map(\.key)
+                    #expect(mine == expected)
+                }
+                var taken: [String: Int] = [:]
+                let totals = Dictionary(grouping: out, by: { model[$0]!.lane }).mapValues(\.count)
+                for id in out {
+                    let lane = model[id]!.lane
+                    taken[lane, default: 0] += 1
+                    for other in lanes where other != lane && taken[other, default: 0] < totals[other, default: 0] {
+                        #expect(taken[lane]! <= taken[other, default: 0] + 1)
+                    }
+                }
+                for id in out { model[id] = nil }
+            }
+            // An emptied lane is dropped with its pause.
+            for lane in lanes where !model.values.contains(where: { $0.lane == lane }) { paused[lane] = nil }
+        }
+    }
+}
+
 /// Holds callers until opened.
 actor Gate {
     private var isOpen = false
@@ -161,7 +285,7 @@ struct SchedulerTests {
                 inFlight.withLock { $0.current -= 1 }
             }
         }
-        await scheduler.load((0..<4).map { (id: "slow\($0)", dueAt: 0) } + (0..<20).map { (id: "fast\($0)", dueAt: 1) })
+        await scheduler.load((0..<4).map { (id: "slow\($0)", dueAt: Int64(0), slot: DueSlot()) } + (0..<20).map { (id: "fast\($0)", dueAt: Int64(1), slot: DueSlot()) })
         clock.advance(to: 1)
         _ = await dispatched.next(4)
         #expect(inFlight.withLock { $0.peak } == 4)

@@ -1,98 +1,373 @@
-/// Messages waiting for their next action, ordered by due time: a binary
-/// min-heap with lazy deletion (a removed or rescheduled id leaves a stale
-/// heap entry that is skipped when it surfaces).
+/// Where a due message queues in the ``DueIndex``: its lane (the bundle, so
+/// one bundle's backlog never delays another's due pushes) and whether it
+/// goes before the lane's other due messages (a transactional push, SPEC
+/// §4b).
+public struct DueSlot: Sendable, Hashable {
+    /// The lane: the message's bundle id ("" when not known).
+    public var lane: String
+    /// Transactional: popped before the lane's other due messages.
+    public var urgent: Bool
+
+    /// A slot in `lane`, `urgent` for a transactional message.
+    public init(lane: String = "", urgent: Bool = false) {
+        self.lane = lane
+        self.urgent = urgent
+    }
+}
+
+/// Messages waiting for their next action, fair across lanes (bundles):
+/// each lane keeps its own due-time heaps (transactional first, then by due
+/// time, ties by id), and ``popDue(now:limit:)`` takes one message from each
+/// lane that has one due, round-robin, so a lane with a million due
+/// messages (a held campaign released at once) gets one turn in each round
+/// like a lane with one. A lane may be paused until an instant (its
+/// throttle): it is skipped until then.
+///
+/// Deletion is lazy: a removed or rescheduled id leaves a stale heap entry
+/// that is skipped when it surfaces; a lane's heaps are compacted when
+/// stale entries outnumber live ones, and an empty lane is dropped, so the
+/// memory is bounded by the live entries.
 struct DueIndex {
-    private struct Entry {
+    struct Entry {
         var dueAt: Int64
         var id: String
         var version: UInt32
     }
 
-    private var heap: [Entry] = []
-    /// The live version of each id; absent ids are not scheduled.
-    private var live: [String: UInt32] = [:]
+    /// A binary min-heap by (dueAt, id).
+    struct Heap {
+        var entries: [Entry] = []
+
+        var first: Entry? { entries.first }
+        var count: Int { entries.count }
+
+        private func less(_ a: Entry, _ b: Entry) -> Bool {
+            a.dueAt < b.dueAt || (a.dueAt == b.dueAt && a.id < b.id)
+        }
+
+        mutating func push(_ entry: Entry) {
+            entries.append(entry)
+            var child = entries.count - 1
+            while child > 0 {
+                let parent = (child - 1) / 2
+                guard less(entries[child], entries[parent]) else { return }
+                entries.swapAt(child, parent)
+                child = parent
+            }
+        }
+
+        mutating func popFirst() {
+            let last = entries.removeLast()
+            guard !entries.isEmpty else { return }
+            entries[0] = last
+            siftDown(0)
+        }
+
+        mutating func rebuild(keeping keep: (Entry) -> Bool) {
+            entries.removeAll { !keep($0) }
+            for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+        }
+
+        private mutating func siftDown(_ start: Int) {
+            var parent = start
+            while true {
+                let left = 2 * parent + 1
+                guard left < entries.count else { return }
+                var smallest = left
+                if left + 1 < entries.count && less(entries[left + 1], entries[left]) { smallest = left + 1 }
+                guard less(entries[smallest], entries[parent]) else { return }
+                entries.swapAt(parent, smallest)
+                parent = smallest
+            }
+        }
+    }
+
+    /// One lane's messages.
+    struct Lane {
+        var urgent = Heap()
+        var regular = Heap()
+        var live = 0
+        var pausedUntil: Int64 = .min
+        /// Bumped whenever the lane's entry in `heads` or `ready` changes;
+        /// older entries there are stale.
+        var stamp: UInt64 = 0
+        /// Whether the lane's current place is in `ready` (else in `heads`).
+        var isReady = false
+        /// The due time it is queued at in `heads` (nil: not queued there).
+        var queuedDue: Int64?
+
+        /// Its earliest due time, not before its pause ends (stale entries
+        /// dropped first).
+        var effectiveDue: Int64? {
+            let due: Int64
+            switch (urgent.first?.dueAt, regular.first?.dueAt) {
+            case (let a?, let b?): due = min(a, b)
+            case (let a?, nil): due = a
+            case (nil, let b?): due = b
+            case (nil, nil): return nil
+            }
+            return max(due, pausedUntil)
+        }
+
+        func hasDue(now: Int64) -> Bool {
+            guard pausedUntil <= now else { return false }
+            return (urgent.first?.dueAt ?? .max) <= now || (regular.first?.dueAt ?? .max) <= now
+        }
+    }
+
+    /// A lane's earliest due time (not before its pause ends), as queued
+    /// in `heads`.
+    struct Head {
+        var dueAt: Int64
+        var lane: String
+        var stamp: UInt64
+    }
+
+    private var lanes: [String: Lane] = [:]
+    /// The live version and lane of each id; absent ids are not scheduled.
+    private var live: [String: (version: UInt32, lane: String)] = [:]
     private var nextVersion: UInt32 = 0
+    /// Stamps of lane places, unique (a stale place never matches again).
+    private var nextStamp: UInt64 = 0
+    /// Lanes with nothing due yet, by their earliest due time (min-heap,
+    /// lazy: an entry whose stamp is not its lane's is stale).
+    private var heads: [Head] = []
+    /// Lanes with something due, in turn order (a ring read from
+    /// `readyStart`; stale by stamp like `heads`).
+    private var ready: [(lane: String, stamp: UInt64)] = []
+    private var readyStart = 0
 
     var count: Int { live.count }
 
+    /// Lanes holding messages (for tests and figures).
+    var laneCount: Int { lanes.count }
+
     mutating func reserve(_ capacity: Int) {
-        heap.reserveCapacity(capacity)
         live.reserveCapacity(capacity)
     }
 
-    /// Schedules `id` at `dueAt`, replacing any earlier schedule of it.
-    mutating func insert(id: String, dueAt: Int64) {
+    /// Schedules `id` at `dueAt` in `slot`'s lane, replacing any earlier
+    /// schedule of it.
+    mutating func insert(id: String, dueAt: Int64, slot: DueSlot = DueSlot()) {
         nextVersion &+= 1
-        live[id] = nextVersion
-        heap.append(Entry(dueAt: dueAt, id: id, version: nextVersion))
-        siftUp(heap.count - 1)
-        // Stale entries are bounded: compact when they outnumber live ones.
-        if heap.count > 1024 && heap.count > 2 * live.count { compact() }
+        if let old = live[id] { release(lane: old.lane) }
+        live[id] = (nextVersion, slot.lane)
+        // Taken out of the dictionary while changed, so its heaps are not copied.
+        var lane = lanes.removeValue(forKey: slot.lane) ?? Lane()
+        let entry = Entry(dueAt: dueAt, id: id, version: nextVersion)
+        if slot.urgent { lane.urgent.push(entry) } else { lane.regular.push(entry) }
+        lane.live += 1
+        let stored = lane.urgent.count + lane.regular.count
+        if stored > 1024 && stored > 2 * lane.live { compact(&lane) }
+        // A ready lane is looked at on its turn; a waiting one may now be due
+        // sooner (only an entry before its queued head changes that).
+        if !lane.isReady && (lane.queuedDue.map { entry.dueAt < $0 } ?? true) { queueHead(slot.lane, &lane) }
+        lanes[slot.lane] = lane
     }
 
     mutating func remove(id: String) {
-        live[id] = nil
+        guard let old = live.removeValue(forKey: id) else { return }
+        release(lane: old.lane)
     }
 
-    /// The earliest live due time.
+    /// Holds `lane` back until `until` (its throttle): nothing of it is
+    /// popped before then.
+    mutating func pause(lane name: String, until: Int64) {
+        guard var lane = lanes.removeValue(forKey: name) else { return }
+        lane.pausedUntil = until
+        lane.isReady = false
+        queueHead(name, &lane)
+        lanes[name] = lane
+    }
+
+    /// The earliest time anything may be popped (a lane's due time, not
+    /// before its pause ends).
     mutating func peekDueAt() -> Int64? {
-        dropStale()
-        return heap.first?.dueAt
+        var earliest: Int64?
+        // Ready lanes: look at each (there is one per bundle with due work).
+        var index = readyStart
+        while index < ready.count {
+            let (name, stamp) = ready[index]
+            index += 1
+            guard var lane = lanes.removeValue(forKey: name) else { continue }
+            if lane.isReady && lane.stamp == stamp {
+                dropStale(&lane)
+                if let due = lane.effectiveDue { earliest = min(earliest ?? due, due) }
+            }
+            lanes[name] = lane
+        }
+        dropStaleHeads()
+        if let top = heads.first { earliest = min(earliest ?? top.dueAt, top.dueAt) }
+        return earliest
     }
 
-    /// Removes and returns up to `limit` ids due at or before `now`, earliest first.
+    /// Removes and returns up to `limit` ids due at or before `now`: one
+    /// from each lane with one due in turn (its transactional ones first,
+    /// then the earliest), round after round.
     mutating func popDue(now: Int64, limit: Int) -> [String] {
+        promoteDueLanes(now: now)
         var out: [String] = []
-        while out.count < limit {
-            dropStale()
-            guard let top = heap.first, top.dueAt <= now else { break }
-            popTop()
-            live[top.id] = nil
-            out.append(top.id)
+        while out.count < limit, readyStart < ready.count {
+            let (name, stamp) = ready[readyStart]
+            readyStart += 1
+            guard var lane = lanes.removeValue(forKey: name) else { continue }
+            guard lane.isReady, lane.stamp == stamp else {
+                lanes[name] = lane
+                continue
+            }
+            if let id = popOne(&lane, now: now) {
+                out.append(id)
+                live[id] = nil
+                lane.live -= 1
+            }
+            if lane.live == 0 { continue }  // empty: dropped
+            if lane.hasDue(now: now) {
+                // Its next turn, after every other ready lane's.
+                nextStamp &+= 1
+                lane.stamp = nextStamp
+                ready.append((name, lane.stamp))
+            } else {
+                lane.isReady = false
+                queueHead(name, &lane)
+            }
+            lanes[name] = lane
         }
+        compactReady()
         return out
     }
 
-    private mutating func dropStale() {
-        while let top = heap.first, live[top.id] != top.version { popTop() }
+    // MARK: Lanes
+
+    /// Drops one live entry's count from `lane` (its heap entry goes
+    /// stale); an emptied lane is dropped with its queued place.
+    private mutating func release(lane name: String) {
+        guard var lane = lanes.removeValue(forKey: name) else { return }
+        lane.live -= 1
+        guard lane.live > 0 else { return }
+        // A waiting lane's queued head may have been the removed entry: it
+        // stays queued (too early is harmless: `promoteDueLanes` re-checks).
+        lanes[name] = lane
     }
 
-    private mutating func popTop() {
-        let last = heap.removeLast()
-        if !heap.isEmpty {
-            heap[0] = last
-            siftDown(0)
+    /// Queues a waiting lane in `heads` at its current effective due time.
+    private mutating func queueHead(_ name: String, _ lane: inout Lane) {
+        dropStale(&lane)
+        nextStamp &+= 1
+        lane.stamp = nextStamp
+        lane.queuedDue = lane.effectiveDue
+        guard let due = lane.queuedDue else { return }
+        pushHead(Head(dueAt: due, lane: name, stamp: lane.stamp))
+    }
+
+    /// Moves every waiting lane whose effective due time has come to the
+    /// back of the ready ring.
+    private mutating func promoteDueLanes(now: Int64) {
+        while let top = heads.first, top.dueAt <= now {
+            popHead()
+            guard var lane = lanes.removeValue(forKey: top.lane) else { continue }
+            if !lane.isReady && lane.stamp == top.stamp {
+                dropStale(&lane)
+                if lane.hasDue(now: now) {
+                    lane.isReady = true
+                    lane.queuedDue = nil
+                    nextStamp &+= 1
+                    lane.stamp = nextStamp
+                    ready.append((top.lane, lane.stamp))
+                } else {
+                    queueHead(top.lane, &lane)  // its head moved later (removed entries) or it is paused
+                }
+            }
+            lanes[top.lane] = lane
         }
     }
 
-    private mutating func compact() {
-        heap.removeAll { live[$0.id] != $0.version }
-        for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+    /// The lane's next due id: a due transactional one first, else the earliest due.
+    private func popOne(_ lane: inout Lane, now: Int64) -> String? {
+        dropStale(&lane)
+        guard lane.pausedUntil <= now else { return nil }
+        var popped: String?
+        if let top = lane.urgent.first, top.dueAt <= now {
+            lane.urgent.popFirst()
+            popped = top.id
+        } else if let top = lane.regular.first, top.dueAt <= now {
+            lane.regular.popFirst()
+            popped = top.id
+        }
+        return popped
     }
 
-    private func less(_ a: Int, _ b: Int) -> Bool {
-        heap[a].dueAt < heap[b].dueAt || (heap[a].dueAt == heap[b].dueAt && heap[a].id < heap[b].id)
+    private func isLive(_ entry: Entry) -> Bool { live[entry.id]?.version == entry.version }
+
+    private func dropStale(_ lane: inout Lane) {
+        while let top = lane.urgent.first, !isLive(top) { lane.urgent.popFirst() }
+        while let top = lane.regular.first, !isLive(top) { lane.regular.popFirst() }
     }
 
-    private mutating func siftUp(_ start: Int) {
-        var child = start
+    private func compact(_ lane: inout Lane) {
+        lane.urgent.rebuild(keeping: isLive)
+        lane.regular.rebuild(keeping: isLive)
+    }
+
+    private mutating func compactReady() {
+        if readyStart == ready.count {
+            ready.removeAll(keepingCapacity: true)
+            readyStart = 0
+        } else if readyStart > 1024 && readyStart > ready.count / 2 {
+            ready.removeFirst(readyStart)
+            readyStart = 0
+        }
+    }
+
+    // MARK: The heads heap
+
+    private mutating func dropStaleHeads() {
+        while let top = heads.first {
+            if let lane = lanes[top.lane], !lane.isReady, lane.stamp == top.stamp { return }
+            popHead()
+        }
+        // Stale heads are bounded by the lane changes since the last compaction.
+    }
+
+    private func headLess(_ a: Head, _ b: Head) -> Bool {
+        a.dueAt < b.dueAt || (a.dueAt == b.dueAt && a.lane < b.lane)
+    }
+
+    private mutating func pushHead(_ head: Head) {
+        heads.append(head)
+        var child = heads.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
-            guard less(child, parent) else { return }
-            heap.swapAt(child, parent)
+            guard headLess(heads[child], heads[parent]) else { break }
+            heads.swapAt(child, parent)
             child = parent
         }
+        if heads.count > 1024 && heads.count > 4 * max(lanes.count, 1) { compactHeads() }
     }
 
-    private mutating func siftDown(_ start: Int) {
+    private mutating func popHead() {
+        let last = heads.removeLast()
+        guard !heads.isEmpty else { return }
+        heads[0] = last
+        siftDownHead(0)
+    }
+
+    private mutating func compactHeads() {
+        heads.removeAll { head in
+            guard let lane = lanes[head.lane] else { return true }
+            return lane.isReady || lane.stamp != head.stamp
+        }
+        for index in stride(from: heads.count / 2 - 1, through: 0, by: -1) { siftDownHead(index) }
+    }
+
+    private mutating func siftDownHead(_ start: Int) {
         var parent = start
         while true {
             let left = 2 * parent + 1
-            guard left < heap.count else { return }
+            guard left < heads.count else { return }
             var smallest = left
-            if left + 1 < heap.count && less(left + 1, left) { smallest = left + 1 }
-            guard less(smallest, parent) else { return }
-            heap.swapAt(parent, smallest)
+            if left + 1 < heads.count && headLess(heads[left + 1], heads[left]) { smallest = left + 1 }
+            guard headLess(heads[smallest], heads[parent]) else { return }
+            heads.swapAt(parent, smallest)
             parent = smallest
         }
     }

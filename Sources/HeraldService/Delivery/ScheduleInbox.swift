@@ -7,7 +7,7 @@ import Synchronization
 /// until, so a burst of far-future Schedules costs the loop nothing.
 final class ScheduleInbox: Sendable {
     enum Change: Sendable {
-        case schedule(id: String, dueAt: Int64)
+        case schedule(id: String, dueAt: Int64, slot: DueSlot)
         case unschedule(id: String)
     }
 
@@ -19,7 +19,7 @@ final class ScheduleInbox: Sendable {
     /// Queues `change`; true when the scheduler must be woken for it.
     func append(_ change: Change) -> Bool {
         changes.withLock { $0.append(change) }
-        guard case .schedule(_, let dueAt) = change else { return false }
+        guard case .schedule(_, let dueAt, _) = change else { return false }
         return dueAt < sleepsUntil.load(ordering: .acquiring)
     }
 

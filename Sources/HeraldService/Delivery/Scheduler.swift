@@ -105,9 +105,9 @@ public actor Scheduler {
     /// `schedule(id:dueAt:)` (after `unschedule(id:)` of `supersededID`)
     /// from any thread, without an `await`: queued for the loop, which is
     /// woken only when the due time is sooner than it planned to wake.
-    public nonisolated func enqueue(id: String, dueAt: Int64, superseding supersededID: String? = nil) {
+    public nonisolated func enqueue(id: String, dueAt: Int64, slot: DueSlot = DueSlot(), superseding supersededID: String? = nil) {
         if let supersededID { _ = inbox.append(.unschedule(id: supersededID)) }
-        if inbox.append(.schedule(id: id, dueAt: dueAt)) { wakeups.signal() }
+        if inbox.append(.schedule(id: id, dueAt: dueAt, slot: slot)) { wakeups.signal() }
     }
 
     /// Applies what `enqueue` queued, in order.
@@ -116,26 +116,26 @@ public actor Scheduler {
             switch change {
             // No wake-up: the loop drains only where it is about to look
             // at the index.
-            case .schedule(let id, let dueAt): place(id: id, dueAt: dueAt)
+            case .schedule(let id, let dueAt, let slot): place(id: id, dueAt: dueAt, slot: slot)
             case .unschedule(let id): index.remove(id: id)
             }
         }
     }
 
-    /// Schedules (or reschedules) `id` at `dueAt`.
-    public func schedule(id: String, dueAt: Int64) {
+    /// Schedules (or reschedules) `id` at `dueAt`, in `slot`'s lane.
+    public func schedule(id: String, dueAt: Int64, slot: DueSlot = DueSlot()) {
         drainInbox()  // what was enqueued before comes first
-        place(id: id, dueAt: dueAt)
+        place(id: id, dueAt: dueAt, slot: slot)
         if dueAt < waitingUntil { wakeups.signal() }
     }
 
     /// Puts `id` in the index, or (polling) only notes how soon to poll: it
     /// is stored already and the poll finds it.
-    private func place(id: String, dueAt: Int64) {
+    private func place(id: String, dueAt: Int64, slot: DueSlot) {
         if shared != nil {
             hints.note(dueAt)
         } else {
-            index.insert(id: id, dueAt: dueAt)
+            index.insert(id: id, dueAt: dueAt, slot: slot)
         }
     }
 
@@ -152,9 +152,9 @@ public actor Scheduler {
     }
 
     /// Loads many entries at once (the rebuild at start).
-    public func load(_ entries: [(id: String, dueAt: Int64)]) {
+    public func load(_ entries: [(id: String, dueAt: Int64, slot: DueSlot)]) {
         index.reserve(index.count + entries.count)
-        for entry in entries { index.insert(id: entry.id, dueAt: entry.dueAt) }
+        for entry in entries { index.insert(id: entry.id, dueAt: entry.dueAt, slot: entry.slot) }
         wakeups.signal()
     }
 

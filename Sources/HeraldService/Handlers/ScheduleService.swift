@@ -120,7 +120,7 @@ struct ScheduleService: Sendable {
                 "idempotency_key \(ErrorText.quote(key)) of \(existing.bundleID) belongs to message \(existing.id), "
                 + "already \(existing.isSending ? "being sent" : existing.state.rawValue): a key never causes a second delivery")
         case .scheduled(let message, let supersededID):
-            scheduler.enqueue(id: message.id, dueAt: message.dueAt, superseding: supersededID)
+            scheduler.enqueue(id: message.id, dueAt: message.dueAt, slot: DueSlot(lane: message.bundleID), superseding: supersededID)
             let devices = devices()
             let warnings = coverage.warnings(bundleID: message.bundleID, platform: message.platform, userID: message.userID,
                                              devices: devices)

@@ -168,7 +168,7 @@ struct MessageTests {
             _ = try await store.schedule(message)
             _ = try await store.claim(id: message.id, from: .scheduled, now: now)
             #expect(try await store.transition(id: message.id, from: .scheduled, to: .handedOff, dueAt: message.windowEnd, providerMessageID: nil, lastError: nil, now: now))
-            #expect(try await store.pending(after: nil, limit: 10) == [PendingEntry(id: message.id, dueAt: message.windowEnd, state: .handedOff)])
+            #expect(try await store.pending(after: nil, limit: 10) == [PendingEntry(id: message.id, dueAt: message.windowEnd, state: .handedOff, bundleID: message.bundleID)])
 
             let outcome = try await store.cancel(bundleID: message.bundleID, platform: .ios, userID: "user-1", campaignID: "welcome", idempotencyKey: "key-1", now: now + 100)
             guard case .cancelled(_, let revokeDue) = outcome else {

@@ -330,7 +330,7 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "HeraldServiceTests", dependencies: [
-            "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport",
+            "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport", "HeraldCore",
             "PushProviders", "APNsProvider", "FCMProvider",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

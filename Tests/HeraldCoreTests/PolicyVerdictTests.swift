@@ -210,6 +210,32 @@ struct PolicyVerdictTests {
         #expect(Self.policy.verdict(rules: nil, zone: la, push: released, caps: .none, now: at("2026-06-01T16:00:00.200Z")) == .send)
     }
 
+    /// A policy reloaded while a push is held: the hold ends at the time
+    /// planned under the old rules, and the push is decided again under
+    /// the new ones (sent, held further, or suppressed).
+    @Test func aPolicyReloadedWhileHeldDecidesAgainWhenTheHoldEnds() throws {
+        let berlin = Zones.load("Europe/Berlin")
+        let parse = { (spec: String) in try PolicyRules.parse(spec) { _ in nil } }
+        let old = try parse("bundles=com.a quiet-hours=22:00-08:00")
+        let now = at("2026-06-01T21:00:00Z"), end = at("2026-06-02T12:00:00Z")
+        let push = PolicyPush(dueAt: now, windowStart: now, windowEnd: end)
+        #expect(Self.policy.verdict(rules: old, zone: berlin, push: push, caps: .none, now: now)
+            == .hold(until: at("2026-06-02T06:00:00Z"), reason: .quietHours))
+        var released = push
+        released.dueAt = at("2026-06-02T06:00:00Z")
+        let sends = CapHistory(user: [at("2026-06-02T05:30:00Z")], campaign: [])
+        // Reloaded: quiet hours gone → sent at once.
+        #expect(Self.policy.verdict(rules: try parse("bundles=com.a"), zone: berlin, push: released, caps: sends, now: released.dueAt) == .send)
+        // Reloaded: longer quiet hours → held to their new end.
+        #expect(Self.policy.verdict(rules: try parse("bundles=com.a quiet-hours=22:00-09:00"), zone: berlin, push: released, caps: sends, now: released.dueAt)
+            == .hold(until: at("2026-06-02T07:00:00Z"), reason: .quietHours))
+        // Reloaded: a cap the user is at, and the window too short for it → suppressed.
+        #expect(Self.policy.verdict(rules: try parse("bundles=com.a cap=1/12h"), zone: berlin, push: released, caps: sends, now: released.dueAt)
+            == .suppress(.frequencyCap))
+        // Reloaded: the bundle's policy removed → sent.
+        #expect(Self.policy.verdict(rules: nil, zone: berlin, push: released, caps: sends, now: released.dueAt) == .send)
+    }
+
     // MARK: Quiet periods for a hand-off
 
     @Test func quietPeriodsInsideAWindowAreClippedAndBounded() throws {

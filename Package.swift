@@ -47,7 +47,7 @@ let package = Package(
         // The push domain: pure Swift, no C, no I/O, time passed in.
         .target(
             name: "HeraldCore",
-            dependencies: ["HeraldPrimitives"],
+            dependencies: ["HeraldPrimitives", "TimeZones"],
             // Double.rounded() and friends lower to libm calls; nothing else
             // links libm into a binary that uses only the core.
             linkerSettings: [.linkedLibrary("m")]
@@ -212,6 +212,7 @@ let package = Package(
                 "HeraldProtos",
                 "HeraldCore",
                 "HeraldPrimitives",
+                "TimeZones",
                 "GRPCEngine",
                 "APNs",
                 "APNsSimulation",
@@ -246,6 +247,7 @@ let package = Package(
                 "APNsSimulation",
                 "FCMSimulation",
                 "HeraldCore",
+                "TimeZones",
                 "TLSTransport",
                 "APNsProvider",
                 "FCMProvider",
@@ -281,7 +283,7 @@ let package = Package(
             ],
             path: "Tests/HeraldTestSupport"),
         .testTarget(
-            name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPrimitives", "HeraldTestSupport"],
+            name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldPrimitives", "HeraldTestSupport", "TimeZones"],
             exclude: ["Golden"]),  // read by path, not a resource bundle
         .testTarget(name: "TimeZonesTests", dependencies: ["TimeZones", "HeraldPrimitives"]),
         .testTarget(name: "HeraldPrimitivesTests", dependencies: ["HeraldPrimitives", "HeraldTestSupport"]),
@@ -328,7 +330,7 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "HeraldServiceTests", dependencies: [
-            "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport",
+            "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport", "HeraldCore",
             "PushProviders", "APNsProvider", "FCMProvider",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

@@ -80,6 +80,8 @@ public struct HeraldConfiguration: Sendable {
     public var reload: ReloadSources?
     /// How long finished messages (and so their idempotency keys) are kept.
     public var retention = RetentionPolicy()
+    /// The bundles' delivery policies (SPEC §4b), swapped by SIGHUP.
+    public var deliveryPolicies = DeliveryPolicyHolder()
 
     public init() {}
 
@@ -347,7 +349,7 @@ public final class HeraldServer: Service, Sendable {
         if let sources = configuration.reload {
             services.append(ReloadService(reloader: ConfigReloader(
                 sources: sources, policy: configuration.accessPolicy, routes: gateway.routeReloads(sources, logger: logger), logger: logger,
-                tls: configuration.tls)))
+                tls: configuration.tls, deliveryPolicies: configuration.deliveryPolicies)))
         }
         services.append(StatusSnapshotService(
             cell: snapshot, store: store, gateway: gateway, clock: clock, logger: logger, metrics: metrics))

@@ -1,6 +1,7 @@
 // Micro-benchmark of HeraldCore rendering: validate + render one realistic
 // message for one device, N iterations on one thread; then the TimeZones
-// conversions (TimeZonesBench.swift; filter "TZ" runs only those).
+// conversions (TimeZonesBench.swift; filter "TZ" runs only those) and the
+// delivery-policy verdict (PolicyBench.swift; filter "policy").
 //
 //   herald-bench [iterations] [name filter]   (default 1,000,000, all)
 //
@@ -116,3 +117,4 @@ measure("Schedule-time size check (3 locales)") { [m = try Validator.validate(io
     APNsRenderer.payloadSizeViolations(m, handoffWindowEnd: nil).count &+ 1
 }
 try benchTimeZones()
+try benchPolicy()

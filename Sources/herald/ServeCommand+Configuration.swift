@@ -1,6 +1,7 @@
 import APNsProvider
 import ArgumentParser
 import FCMProvider
+import HeraldCore
 import HeraldPrimitives
 import HeraldService
 import Logging
@@ -103,6 +104,14 @@ extension ServeCommand {
         configuration.fcmSimulator.unregistered = settings[S.fcmSimulatorUnregistered]
         configuration.fcmSimulator.otherSender = settings[S.fcmSimulatorOtherSender]
         configuration.fcmSimulator.faults = try settings[S.fcmSimulatorFaults].map { try FCMSimCommand.parseFault($0) }.map { ($0.0, $0.1) }
+        // Every spec and the file parsed, each zone checked: a bad one stops
+        // start-up naming its source, line and key.
+        let policySources = DeliveryPolicySources(specs: settings[S.deliveryPolicies], file: settings.given(S.deliveryPoliciesFile))
+        if !policySources.isEmpty {
+            let policies = try policySources.load()
+            configuration.deliveryPolicies = DeliveryPolicyHolder(policies)
+            logger.info("delivery policies configured", metadata: ["bundles": "\(policies.canonicalByBundle.count)"])
+        }
         if !settings[S.tokensFile].isEmpty {
             configuration.accessPolicy = try AccessPolicy.load(path: settings[S.tokensFile])
             logger.info("access tokens loaded", metadata: ["labels": "\(configuration.accessPolicy.grants.map(\.label))"])
@@ -120,6 +129,7 @@ extension ServeCommand {
         configuration.reload?.fixedFCMRoutes = fixedFCMRoutes
         configuration.reload?.fcmRoutesFile = settings.given(S.fcmRoutesFile)
         configuration.reload?.fcmRatePerMinute = settings[S.fcmRatePerMinute]
+        configuration.reload?.deliveryPolicies = policySources.isEmpty ? nil : policySources
         return configuration
     }
 

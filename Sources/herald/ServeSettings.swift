@@ -17,7 +17,7 @@ enum ServeSettings {
     static let table = SettingsTable(command: "serve", layered: true, settings: [
         host, port, dataDirectory, store, replicaID, leaseSeconds, maxConcurrentReads, maxQueuedReads, readTimeout,
         durability, tokensFile, graceSeconds, contextAwareShare, simulatorRecord,
-        apnsRoutes, apnsRoutesFile, fcmRoutes, fcmRoutesFile, fcmRatePerMinute,
+        apnsRoutes, apnsRoutesFile, fcmRoutes, fcmRoutesFile, fcmRatePerMinute, deliveryPolicies, deliveryPoliciesFile,
         simulatorUnregistered, simulatorBadTokens, fcmSimulatorUnregistered, fcmSimulatorOtherSender, fcmSimulatorFaults,
         logLevel, logFormat, accessLog, adminPort, adminHost, adminTimeout, adminMaxConnectionsPerPeer,
         maxConcurrentStreams, drainSeconds, maxConnections, maxConnectionsPerPeer,
@@ -105,6 +105,20 @@ enum ServeSettings {
         "fcm-rate-per-minute", default: base.fcmRatePerMinute,
         "Most FCM messages sent per minute per Firebase project (a token bucket; FCM's default quota).",
         check: SettingRules.range(1...100_000_000, " messages per minute"))
+
+    // MARK: Delivery policies (SPEC §4b, docs/DELIVERY-POLICY.md)
+
+    static let deliveryPolicies = Setting.list(
+        "delivery-policy", placeholder: "SPEC",
+        "A delivery policy: \"bundles=com.a,com.b [timezone=ZONE] [quiet-hours=HH:MM-HH:MM] [cap=N/PERIOD]… [campaign-cap=N/PERIOD]… [max-per-second=R]\" (PERIOD: <int>s|m|h|d); a bundle has at most one."
+    ) { raw, origin in
+        do { _ = try PolicyRules.parse(raw, zoneProblem: DeliveryPolicySources.zoneProblem()) } catch {
+            throw ValidationError("\(origin): \(error)")
+        }
+    }
+    static let deliveryPoliciesFile = Setting.text(
+        "delivery-policies-file", placeholder: "FILE", "A file of delivery policies, one spec per line (# comments).",
+        reloadable: true)
 
     // MARK: The bundled simulators
 

@@ -81,10 +81,12 @@ def test_every_row_is_a_flag_an_environment_variable_and_a_help_line():
 
 def test_the_reloadable_rows_are_the_files_sighup_re_reads():
     # ConfigReload.swift re-reads the tokens file, the APNs and FCM routes
-    # files, and the TLS files; test_reload.py and test_tls.py test that.
+    # files, the delivery policies file and the TLS files; test_reload.py,
+    # test_delivery_policy_config.py and test_tls.py test that.
     out = herald(["settings", "--markdown"]).stdout.split("\n\n")[0]
     reloadable = {m.group(1) for m in re.finditer(r"^\| `--([a-z0-9-]+)` \|[^|]*\|[^|]*\|[^|]*\| re-read \|", out, re.M)}
-    assert reloadable == {"tokens-file", "apns-routes-file", "fcm-routes-file", "tls-cert", "tls-key", "tls-client-ca"}
+    assert reloadable == {"tokens-file", "apns-routes-file", "fcm-routes-file", "delivery-policies-file", "tls-cert", "tls-key",
+                          "tls-client-ca"}
 
 
 def numeric_defaults():

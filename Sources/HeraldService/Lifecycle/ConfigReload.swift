@@ -1,14 +1,15 @@
 public import APNsProvider
 public import FCMProvider
+import HeraldCore
 import Logging
 import PushProviders
 import TLSTransport
 import ServiceLifecycle
 import UnixSignals
 
-/// What SIGHUP re-reads: the tokens file, the APNs routes file and the FCM
-/// routes file. Routes given as flags or config-file lines stay as they
-/// were at start.
+/// What SIGHUP re-reads: the tokens file, the APNs routes file, the FCM
+/// routes file and the delivery policies file. Routes and policies given
+/// as flags or config-file lines stay as they were at start.
 public struct ReloadSources: Sendable {
     public var tokensFile: String?
     /// Routes given as `--apns-route` or config-file lines (fixed).
@@ -20,6 +21,9 @@ public struct ReloadSources: Sendable {
     /// The FCM routes file SIGHUP re-reads.
     public var fcmRoutesFile: String?
     public var fcmRatePerMinute = HeraldConfiguration.defaultFCMRatePerMinute
+    /// The delivery policies (fixed specs and the file SIGHUP re-reads);
+    /// nil: none configured, nothing to re-read.
+    public var deliveryPolicies: DeliveryPolicySources?
 
     public init(tokensFile: String?, fixedRoutes: [APNsRouteSpec], routesFile: String?, responseTimeout: Duration) {
         self.tokensFile = tokensFile
@@ -42,6 +46,9 @@ struct ConfigReloader: Sendable {
     /// The gRPC (and admin) listener's TLS files, re-read on their own: a
     /// bad certificate leaves the one in force and the rest still reloads.
     var tls: ServerTLS? = nil
+    /// The delivery policies in force, swapped whole when
+    /// `sources.deliveryPolicies` re-reads cleanly.
+    var deliveryPolicies: DeliveryPolicyHolder? = nil
 
     /// Re-reads the TLS certificate, key and client CA: later connections
     /// use them, open ones keep theirs; when they are bad the ones in force stay.
@@ -62,8 +69,10 @@ struct ConfigReloader: Sendable {
     func reload() -> [@Sendable () async -> Void] {
         let grants: [AccessPolicy.Grant]?
         let prepared: [PreparedRouteReload]
+        let policies: PolicySet?
         do {
             grants = try sources.tokensFile.map { try AccessPolicy.load(path: $0).grants }
+            policies = deliveryPolicies == nil ? nil : try sources.deliveryPolicies?.load()
             prepared = try routes.compactMap { try $0.prepareReload() }
         } catch {
             logger.error("reload failed; the configuration in force stays", metadata: ["error": "\(error)"])
@@ -76,6 +85,12 @@ struct ConfigReloader: Sendable {
             metadata["tokens_added"] = "\(Self.names(changes.added))"
             metadata["tokens_removed"] = "\(Self.names(changes.removed))"
             metadata["tokens_changed"] = "\(Self.names(changes.changed))"
+        }
+        if let policies, let deliveryPolicies {
+            let changes = deliveryPolicies.replace(with: policies)
+            metadata["policies_added"] = "\(Self.names(changes.added))"
+            metadata["policies_removed"] = "\(Self.names(changes.removed))"
+            metadata["policies_changed"] = "\(Self.names(changes.changed))"
         }
         var retirements: [@Sendable () async -> Void] = []
         for reload in prepared {
@@ -102,7 +117,7 @@ struct ReloadService: Service {
         let reloader = reloader
         await withDiscardingTaskGroup { retirements in
             for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
-                reloader.logger.info("SIGHUP: reloading the tokens file, APNs and FCM routes")
+                reloader.logger.info("SIGHUP: reloading the tokens file, APNs and FCM routes, delivery policies")
                 reloader.reloadTLS()
                 for retire in reloader.reload() {
                     retirements.addTask { await retire() }

@@ -3,7 +3,7 @@
 /// retention, and the store's life cycle. The embedded `SQLiteStore` and the
 /// PostgreSQL store (`HeraldPostgres`) conform; the service layer holds
 /// `any ServableStore` and nothing engine-specific.
-public protocol ServableStore: CallbackScheduling, MessageReadSide, FinishedMessagePruning {
+public protocol ServableStore: CallbackScheduling, MessageReadSide, FinishedMessagePruning, PolicyLedger {
     /// A write (or the cheapest check that one would succeed) that changes
     /// nothing: throws when the store cannot be written now (Health, `/readyz`).
     func probeWrite() async throws

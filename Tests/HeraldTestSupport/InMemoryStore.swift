@@ -37,6 +37,10 @@ public actor InMemoryStore: HeraldStore {
     private var waiters: [Waiter] = []
     /// Until when each claim is leased (InMemoryStore+Shared.swift).
     var leases: [String: Int64] = [:]
+    /// Counted sends by (bundle, message) (InMemoryStore+Ledger.swift).
+    var countedSendTable: [Key: CountedSend] = [:]
+    /// Each bundle's next free throttle slot, µs (InMemoryStore+Ledger.swift).
+    var throttleNextFree: [String: Int64] = [:]
     /// Set by `close()`: later calls throw `StoreError.closed`.
     var closed = false
     /// The ids of each `renewLeases` call (InMemoryStore+Shared.swift).

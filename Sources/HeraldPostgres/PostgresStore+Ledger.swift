@@ -3,13 +3,14 @@ public import HeraldStorage
 import Logging
 import PostgresNIO
 
-// The policy ledger across replicas. A reservation is one transaction that
-// first takes `pg_advisory_xact_lock` on the (bundle, user)'s stable hash,
-// then reads the user's counted sends and inserts its own: every replica's
-// reservations for that user queue on the lock, and each reads after the
-// previous one committed (READ COMMITTED takes a snapshot per statement,
-// after the lock). A lock, not a row: nothing to create per user, and two
-// users whose hashes collide only wait for each other. The throttle is one
+// The policy ledger across replicas. A batch of reservations is one
+// transaction that first takes `pg_advisory_xact_lock` on each (bundle,
+// user)'s stable hash, then reads the users' counted sends and inserts its
+// own: every replica's reservations for a user queue on its lock, and each
+// reads after the previous holder committed (READ COMMITTED takes a
+// snapshot per statement, after the lock). A lock, not a row: nothing to
+// create per user, and two users whose hashes collide only wait for each
+// other. The throttle is one
 // upsert per grant, serialized by the bundle's row lock.
 
 extension PostgresStore {
@@ -21,30 +22,44 @@ extension PostgresStore {
         Int64(bitPattern: ABSplit.hash(bundleID: bundleID, userID: userID))
     }
 
-    public func reserveCountedSend(_ reservation: CapReservation) async throws -> CapAnswer {
-        let r = reservation
-        let since = CapArithmetic.saturatingAdd(r.now, -r.lookBack)
+    /// One transaction for the whole batch: the batch users' advisory locks
+    /// (in key order, as every batch takes them: two batches never wait for
+    /// each other in a cycle; a deadlock would be retried), one read of the
+    /// batch messages' own rows and the users' counted sends, the answers
+    /// (`CapArithmetic`, in batch order), one insert of the reservations.
+    public func reserveCountedSends(_ reservations: [CapReservation]) async throws -> [CapAnswer] {
+        guard !reservations.isEmpty else { return [] }
+        let users = CapArithmetic.lookBacks(of: reservations)
+        let keys = Set(users.map { Self.ledgerLockKey(bundleID: $0.bundleID, userID: $0.userID) }).sorted()
         return try await transaction { connection in
             _ = try await Self.run(connection, """
-                SELECT pg_advisory_xact_lock(\(Self.ledgerLockKey(bundleID: r.bundleID, userID: r.userID)))
+                SELECT pg_advisory_xact_lock(k) FROM unnest(\(keys)::bigint[]) AS k
                 """, logger: self.logger)
-            // The message's own row first (counted already: that instant),
-            // then the user's counted sends in the look-back.
-            let rows = try await Self.rows(connection, """
-                SELECT at, campaign_id, true FROM counted_sends WHERE bundle_id = \(r.bundleID) AND message_id = \(r.messageID)
+            // After the locks: READ COMMITTED reads what the previous holders committed.
+            let counted = try await Self.rows(connection, """
+                SELECT c.bundle_id, c.user_id, c.campaign_id, c.message_id, c.at FROM counted_sends c
+                JOIN unnest(\(reservations.map(\.bundleID))::text[], \(reservations.map(\.messageID))::text[]) AS q(b, m)
+                  ON c.bundle_id = q.b AND c.message_id = q.m
                 UNION ALL
-                SELECT at, campaign_id, false FROM counted_sends
-                WHERE bundle_id = \(r.bundleID) AND user_id = \(r.userID) AND at > \(since)
-                """, logger: self.logger) { try $0.decode((Int64, String, Bool).self) }
-            if let mine = rows.first(where: \.2) { return .reserved(at: mine.0) }
-            let answer = CapArithmetic.answer(
-                for: r, userInstants: rows.map(\.0), campaignInstants: rows.filter { $0.1 == r.campaignID }.map(\.0))
-            if case .reserved(let at) = answer {
-                _ = try await Self.insertCounted(connection, CountedSend(
-                    bundleID: r.bundleID, userID: r.userID, campaignID: r.campaignID, messageID: r.messageID, at: at),
-                    logger: self.logger)
+                SELECT c.bundle_id, c.user_id, c.campaign_id, c.message_id, c.at FROM counted_sends c
+                JOIN unnest(\(users.map(\.bundleID))::text[], \(users.map(\.userID))::text[], \(users.map(\.since))::bigint[])
+                     AS q(b, u, s)
+                  ON c.bundle_id = q.b AND c.user_id = q.u AND c.at > q.s
+                """, logger: self.logger) { row in
+                let (bundleID, userID, campaignID, messageID, at) = try row.decode((String, String, String, String, Int64).self)
+                return CountedSend(bundleID: bundleID, userID: userID, campaignID: campaignID, messageID: messageID, at: at)
             }
-            return answer
+            let (answers, inserts) = CapArithmetic.answer(batch: reservations, counted: counted)
+            if !inserts.isEmpty {
+                _ = try await Self.run(connection, """
+                    INSERT INTO counted_sends(bundle_id, message_id, user_id, campaign_id, at)
+                    SELECT * FROM unnest(\(inserts.map(\.bundleID))::text[], \(inserts.map(\.messageID))::text[],
+                                         \(inserts.map(\.userID))::text[], \(inserts.map(\.campaignID))::text[],
+                                         \(inserts.map(\.at))::bigint[])
+                    ON CONFLICT (bundle_id, message_id) DO NOTHING RETURNING 1
+                    """, logger: self.logger)
+            }
+            return answers
         }
     }
 

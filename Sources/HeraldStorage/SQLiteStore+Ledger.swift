@@ -6,22 +6,19 @@
 // the process's own (`ThrottleBook`).
 
 extension SQLiteStore: PolicyLedger {
-    public func reserveCountedSend(_ reservation: CapReservation) async throws -> CapAnswer {
-        try await write { db in
-            if let at = try Self.countedInstant(bundleID: reservation.bundleID, messageID: reservation.messageID, db) {
-                return .reserved(at: at)
+    public func reserveCountedSends(_ reservations: [CapReservation]) async throws -> [CapAnswer] {
+        guard !reservations.isEmpty else { return [] }
+        return try await write { db in
+            var counted: [CountedSend] = []
+            for r in reservations {
+                if let send = try Self.countedRow(bundleID: r.bundleID, messageID: r.messageID, db) { counted.append(send) }
             }
-            let since = CapArithmetic.saturatingAdd(reservation.now, -reservation.lookBack)
-            let rows = try Self.countedRows(bundleID: reservation.bundleID, userID: reservation.userID, since: since, db)
-            let answer = CapArithmetic.answer(
-                for: reservation, userInstants: rows.map(\.at),
-                campaignInstants: rows.filter { $0.campaignID == reservation.campaignID }.map(\.at))
-            if case .reserved(let at) = answer {
-                try Self.insertCounted(CountedSend(
-                    bundleID: reservation.bundleID, userID: reservation.userID, campaignID: reservation.campaignID,
-                    messageID: reservation.messageID, at: at), db)
+            for user in CapArithmetic.lookBacks(of: reservations) {
+                counted += try Self.countedRows(bundleID: user.bundleID, userID: user.userID, since: user.since, db)
             }
-            return answer
+            let (answers, inserts) = CapArithmetic.answer(batch: reservations, counted: counted)
+            for send in inserts { try Self.insertCounted(send, db) }
+            return answers
         }
     }
 
@@ -80,29 +77,34 @@ extension SQLiteStore: PolicyLedger {
 
     // MARK: Statements
 
-    static func countedInstant(bundleID: String, messageID: String, _ db: Database) throws -> Int64? {
-        let select = try db.cached("SELECT at FROM counted_sends WHERE bundle_id = ?1 AND message_id = ?2")
+    /// The message's counted send, if it was counted.
+    static func countedRow(bundleID: String, messageID: String, _ db: Database) throws -> CountedSend? {
+        let select = try db.cached("SELECT at, user_id, campaign_id FROM counted_sends WHERE bundle_id = ?1 AND message_id = ?2")
         defer { select.reset() }
         try select.bind(bundleID, at: 1)
         try select.bind(messageID, at: 2)
-        return try select.step() ? select.int64(0) : nil
+        guard try select.step() else { return nil }
+        return CountedSend(bundleID: bundleID, userID: select.string(1), campaignID: select.string(2), messageID: messageID,
+                           at: select.int64(0))
     }
 
     /// The user's counted sends after `since`, oldest first (the covering
-    /// index `counted_sends_user`).
-    static func countedRows(
-        bundleID: String, userID: String, since: Int64, _ db: Database
-    ) throws -> [(at: Int64, campaignID: String)] {
+    /// index `counted_sends_user`). A message counted twice cannot be: its
+    /// own instant, for a message of this user, is one of these rows.
+    static func countedRows(bundleID: String, userID: String, since: Int64, _ db: Database) throws -> [CountedSend] {
         let select = try db.cached("""
-            SELECT at, campaign_id FROM counted_sends
+            SELECT at, campaign_id, message_id FROM counted_sends
             WHERE bundle_id = ?1 AND user_id = ?2 AND at > ?3 ORDER BY at
             """)
         defer { select.reset() }
         try select.bind(bundleID, at: 1)
         try select.bind(userID, at: 2)
         try select.bind(since, at: 3)
-        var rows: [(at: Int64, campaignID: String)] = []
-        while try select.step() { rows.append((select.int64(0), select.string(1))) }
+        var rows: [CountedSend] = []
+        while try select.step() {
+            rows.append(CountedSend(bundleID: bundleID, userID: userID, campaignID: select.string(1), messageID: select.string(2),
+                                    at: select.int64(0)))
+        }
         return rows
     }
 

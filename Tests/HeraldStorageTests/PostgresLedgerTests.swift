@@ -61,6 +61,34 @@ struct PostgresLedgerTests {
         }
     }
 
+    /// Twenty batches at once, ten per replica, each reserving for the same
+    /// ten users in a different order: no deadlock (the locks are taken in
+    /// key order), and each user gets exactly its cap.
+    @Test func overlappingBatchesOnTwoReplicasReserveExactlyTheCapPerUser() async throws {
+        try await withTwoReplicas { a, b in
+            let answers = try await withThrowingTaskGroup(of: [CapReservation: CapAnswer].self) { group in
+                for batch in 0..<20 {
+                    let replica = batch % 2 == 0 ? a : b
+                    group.addTask {
+                        let users = (0..<10).map { (($0 * 7 + batch * 3) % 10) }
+                        let reservations = users.map {
+                            LedgerContractTests.reservation("b\(batch)-u\($0)", at: now + Int64(batch), user: "user-\($0)")
+                        }
+                        let answers = try await replica.reserveCountedSends(reservations)
+                        return Dictionary(uniqueKeysWithValues: zip(reservations, answers))
+                    }
+                }
+                return try await group.reduce(into: [CapReservation: CapAnswer]()) { $0.merge($1) { first, _ in first } }
+            }
+            #expect(answers.count == 200)
+            for user in 0..<10 {
+                let mine = answers.filter { $0.key.userID == "user-\(user)" }.values
+                #expect(mine.filter { if case .reserved = $0 { true } else { false } }.count == 3, "user-\(user)")
+                #expect(try await b.countedSends(bundleID: "com.example.app", userID: "user-\(user)", campaignID: nil, since: 0).count == 3)
+            }
+        }
+    }
+
     /// Two replicas, four callers each, on one virtual clock advancing 5 ms
     /// a call over 12 s, at R = 200: the slots of both are never closer than
     /// 1/R and any 10 s holds R × 10 within 10 %.

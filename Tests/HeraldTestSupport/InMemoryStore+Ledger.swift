@@ -4,19 +4,11 @@ public import HeraldStorage
 /// one call at a time, so a reservation's read and insert are one step. The
 /// arithmetic is the stores' own (`CapArithmetic`, `ThrottleSchedule`).
 extension InMemoryStore: PolicyLedger {
-    public func reserveCountedSend(_ reservation: CapReservation) async throws -> CapAnswer {
+    public func reserveCountedSends(_ reservations: [CapReservation]) async throws -> [CapAnswer] {
         try checkOpen()
-        let r = reservation
-        if let counted = countedSendTable[Key(bundleID: r.bundleID, key: r.messageID)] { return .reserved(at: counted.at) }
-        let since = CapArithmetic.saturatingAdd(r.now, -r.lookBack)
-        let rows = countedSendTable.values.filter { $0.bundleID == r.bundleID && $0.userID == r.userID && $0.at > since }
-        let answer = CapArithmetic.answer(
-            for: r, userInstants: rows.map(\.at), campaignInstants: rows.filter { $0.campaignID == r.campaignID }.map(\.at))
-        if case .reserved(let at) = answer {
-            countedSendTable[Key(bundleID: r.bundleID, key: r.messageID)] = CountedSend(
-                bundleID: r.bundleID, userID: r.userID, campaignID: r.campaignID, messageID: r.messageID, at: at)
-        }
-        return answer
+        let (answers, inserts) = CapArithmetic.answer(batch: reservations, counted: Array(countedSendTable.values))
+        for send in inserts { countedSendTable[Key(bundleID: send.bundleID, key: send.messageID)] = send }
+        return answers
     }
 
     @discardableResult

@@ -44,3 +44,59 @@ public enum CapArithmetic {
         return overflow ? (b > 0 ? .max : .min) : sum
     }
 }
+
+extension CapArithmetic {
+    /// Answers `batch` in order, as `reserveCountedSend` would one by one:
+    /// `counted` is what the store read under its lock — each batch
+    /// message's own row, if counted, and each batch user's counted sends
+    /// after its earliest look-back (duplicates allowed). A reservation
+    /// made earlier in the batch counts for the later ones (and a message
+    /// named twice is counted once). Returns the answers in `batch`'s order
+    /// and the sends to insert.
+    public static func answer(batch: [CapReservation], counted: [CountedSend]) -> (answers: [CapAnswer], inserts: [CountedSend]) {
+        struct MessageKey: Hashable { var bundleID, messageID: String }
+        struct UserKey: Hashable { var bundleID, userID: String }
+        var byMessage: [MessageKey: CountedSend] = [:]
+        for send in counted { byMessage[MessageKey(bundleID: send.bundleID, messageID: send.messageID)] = send }
+        var byUser: [UserKey: [CountedSend]] = [:]
+        for send in byMessage.values { byUser[UserKey(bundleID: send.bundleID, userID: send.userID), default: []].append(send) }
+        var answers: [CapAnswer] = [], inserts: [CountedSend] = []
+        answers.reserveCapacity(batch.count)
+        for r in batch {
+            let message = MessageKey(bundleID: r.bundleID, messageID: r.messageID)
+            if let send = byMessage[message] {
+                answers.append(.reserved(at: send.at))
+                continue
+            }
+            let user = UserKey(bundleID: r.bundleID, userID: r.userID)
+            let since = saturatingAdd(r.now, -r.lookBack)
+            let rows = (byUser[user] ?? []).filter { $0.at > since }
+            let answer = answer(for: r, userInstants: rows.map(\.at), campaignInstants: rows.filter { $0.campaignID == r.campaignID }.map(\.at))
+            if case .reserved(let at) = answer {
+                let send = CountedSend(bundleID: r.bundleID, userID: r.userID, campaignID: r.campaignID, messageID: r.messageID, at: at)
+                byMessage[message] = send
+                byUser[user, default: []].append(send)
+                inserts.append(send)
+            }
+            answers.append(answer)
+        }
+        return (answers, inserts)
+    }
+
+    /// Each (bundle, user) of `batch` with its earliest look-back instant
+    /// (the reads a batch needs), in a stable order.
+    public static func lookBacks(of batch: [CapReservation]) -> [(bundleID: String, userID: String, since: Int64)] {
+        var order: [String] = [], since: [String: (String, String, Int64)] = [:]
+        for r in batch {
+            let key = r.bundleID + "\n" + r.userID
+            let value = saturatingAdd(r.now, -r.lookBack)
+            if let known = since[key] {
+                since[key] = (r.bundleID, r.userID, min(known.2, value))
+            } else {
+                order.append(key)
+                since[key] = (r.bundleID, r.userID, value)
+            }
+        }
+        return order.map { since[$0]! }.map { (bundleID: $0.0, userID: $0.1, since: $0.2) }
+    }
+}

@@ -7,15 +7,12 @@
 /// All instants are milliseconds since the UNIX epoch, passed in by the
 /// caller (the throttle's slots are kept in microseconds).
 public protocol PolicyLedger: Sendable {
-    /// In one atomic step: if `reservation.messageID` is already counted,
-    /// `.reserved(at:)` its recorded instant (a resumed or retried push never
-    /// counts twice); else, if every cap allows one more counted send at
-    /// `now`, records it at `now` and answers `.reserved(at: now)`; else
-    /// `.heldUntil(t)`, `t` the earliest instant every cap allows (from the
-    /// stored instants), or `.exhausted` when `t >= notAfter`. Exact under
-    /// concurrency: reservations for one (bundle, user) are serialized, in
-    /// this process and across replicas.
-    func reserveCountedSend(_ reservation: CapReservation) async throws -> CapAnswer
+    /// Many `reserveCountedSend`s in one atomic step (one write, one
+    /// transaction: the dispatcher reserves a claimed batch at once), in
+    /// order: a reservation earlier in the batch counts for the later ones.
+    /// The answers are in `reservations`' order. When it throws, nothing
+    /// was reserved.
+    func reserveCountedSends(_ reservations: [CapReservation]) async throws -> [CapAnswer]
 
     /// Counts `send` whatever the caps say (an SDK-reported DISPLAYED counts
     /// even over the cap, SPEC "What counts"). Idempotent by message: a
@@ -54,6 +51,20 @@ public protocol PolicyLedger: Sendable {
     /// most one horizon of slots). Returns whether they were given back.
     @discardableResult
     func returnThrottleSlots(bundleID: String, grant: ThrottleGrant, unused: Int) async throws -> Bool
+}
+
+extension PolicyLedger {
+    /// In one atomic step: if `reservation.messageID` is already counted,
+    /// `.reserved(at:)` its recorded instant (a resumed or retried push never
+    /// counts twice); else, if every cap allows one more counted send at
+    /// `now`, records it at `now` and answers `.reserved(at: now)`; else
+    /// `.heldUntil(t)`, `t` the earliest instant every cap allows (from the
+    /// stored instants), or `.exhausted` when `t >= notAfter`. Exact under
+    /// concurrency: reservations for one (bundle, user) are serialized, in
+    /// this process and across replicas.
+    public func reserveCountedSend(_ reservation: CapReservation) async throws -> CapAnswer {
+        try await reserveCountedSends([reservation])[0]
+    }
 }
 
 /// One `cap=N/PERIOD` (or `campaign-cap=`): at most `count` counted sends in

@@ -188,3 +188,31 @@ struct LedgerContractTests {
         }
     }
 }
+
+/// `reserveCountedSends`: a batch answers as the same reservations one by
+/// one would, in order, in one step.
+@Suite("Store contract: the policy ledger's batches", .timeLimit(.minutes(1)))
+struct LedgerBatchContractTests {
+    @Test(arguments: StoreKind.all) func aBatchAnswersInOrderAsOneByOneWould(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store async throws in
+            let hour = LedgerContractTests.hour
+            let one = [CapLimit(count: 1, periodMilliseconds: hour)]
+            #expect(try await store.reserveCountedSends([]).isEmpty)
+            try await store.recordCountedSend(LedgerContractTests.counted("before", at: now - 10, user: "user-3"))
+            let answers = try await store.reserveCountedSends([
+                LedgerContractTests.reservation("b1", at: now, caps: one),
+                LedgerContractTests.reservation("b2", at: now + 1, caps: one),  // held by b1, earlier in the batch
+                LedgerContractTests.reservation("b1", at: now + 2, caps: one),  // named twice: counted once
+                LedgerContractTests.reservation("b3", at: now + 3, user: "user-2", caps: one),
+                LedgerContractTests.reservation("b4", at: now + 4, user: "user-3", caps: one),  // held by a send before the batch
+                LedgerContractTests.reservation("b5", at: now + 5, caps: [CapLimit(count: 0, periodMilliseconds: hour)]),
+            ])
+            #expect(answers == [.reserved(at: now), .heldUntil(now + hour), .reserved(at: now), .reserved(at: now + 3),
+                                .heldUntil(now - 10 + hour), .exhausted])
+            #expect(try await store.countedSends(bundleID: "com.example.app", userID: "user-1", campaignID: nil, since: 0) == [now])
+            // The next batch sees this one's.
+            #expect(try await store.reserveCountedSends([LedgerContractTests.reservation("b6", at: now + 6, user: "user-2", caps: one)])
+                    == [.heldUntil(now + 3 + hour)])
+        }
+    }
+}

@@ -18,9 +18,11 @@ struct LedgerBenchmarks {
     static let caps = [CapLimit(count: 3, periodMilliseconds: 86_400_000), CapLimit(count: 10, periodMilliseconds: 7 * 86_400_000)]
 
     /// `callers` tasks reserve back to back for `StoreBenchmarks.seconds`,
-    /// spread over the given stores; message ids are unique, users
-    /// `users` apart (1: one hot user).
-    static func reservations(_ label: String, stores: [any PolicyLedger], callers: Int, users: Int) async throws {
+    /// `batch` reservations a call (`reserveCountedSends`, as the
+    /// dispatcher would for a claimed batch), spread over the given stores;
+    /// message ids are unique, users `users` apart (1: one hot user); a
+    /// bundle of its own per run.
+    static func reservations(_ label: String, stores: [any PolicyLedger], callers: Int, users: Int, batch: Int = 1) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(Int(StoreBenchmarks.seconds * 1_000))
         let start = clock.now
@@ -30,12 +32,17 @@ struct LedgerBenchmarks {
                 group.addTask {
                     var latencies: [Double] = [], reserved = 0, i = caller
                     while clock.now < deadline {
-                        let request = CapReservation(
-                            bundleID: "com.example.bench", userID: "user-\(i % users)", campaignID: "c-\(i % 5)",
-                            messageID: "\(label)-\(i)", now: 1_800_000_000_000 + Int64(i), caps: caps,
-                            campaignCaps: [CapLimit(count: 1, periodMilliseconds: 86_400_000)], notAfter: 1_900_000_000_000)
+                        let requests = (0..<batch).map { k in
+                            let n = i * batch + k
+                            return CapReservation(
+                                bundleID: "com.example.\(label)", userID: "user-\(n % users)", campaignID: "c-\(n % 5)",
+                                messageID: "m-\(n)", now: 1_800_000_000_000 + Int64(n), caps: caps,
+                                campaignCaps: [CapLimit(count: 1, periodMilliseconds: 86_400_000)], notAfter: 1_900_000_000_000)
+                        }
                         let began = clock.now
-                        if case .reserved = try await store.reserveCountedSend(request) { reserved += 1 }
+                        for answer in try await store.reserveCountedSends(requests) {
+                            if case .reserved = answer { reserved += 1 }
+                        }
                         let elapsed = began.duration(to: clock.now)
                         latencies.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1e3)
                         i += callers
@@ -52,14 +59,15 @@ struct LedgerBenchmarks {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let sorted = results.latencies.sorted()
         StoreBenchmarks.report(String(
-            format: "reservations %@ callers=%d users=%d ops=%d reserved=%d seconds=%.2f ops_per_s=%.0f p50_ms=%.2f p99_ms=%.2f",
-            label, callers, users, sorted.count, results.reserved, seconds, Double(sorted.count) / seconds,
+            format: "reservations %@ callers=%d batch=%d users=%d reservations=%d reserved=%d seconds=%.2f reservations_per_s=%.0f call_p50_ms=%.2f call_p99_ms=%.2f",
+            label, callers, batch, users, sorted.count * batch, results.reserved, seconds, Double(sorted.count * batch) / seconds,
             StoreBenchmarks.percentile(sorted, 0.5), StoreBenchmarks.percentile(sorted, 0.99)))
     }
 
     @Test func sqlite() async throws {
         let store = try SQLiteStore(path: try StoreBenchmarks.freshPath("ledger.sqlite"))
         try await Self.reservations("sqlite", stores: [store], callers: 64, users: 100_000)
+        try await Self.reservations("sqlite-batches", stores: [store], callers: 8, users: 100_000, batch: 100)
         try await Self.reservations("sqlite-hot-user", stores: [store], callers: 64, users: 1)
         await store.close()
     }
@@ -75,6 +83,8 @@ struct LedgerBenchmarks {
             }
             try await Self.reservations("postgres-1-replica", stores: [stores[0]], callers: 64, users: 100_000)
             try await Self.reservations("postgres-2-replicas", stores: stores, callers: 64, users: 100_000)
+            try await Self.reservations("postgres-1-replica-batches", stores: [stores[0]], callers: 8, users: 100_000, batch: 100)
+            try await Self.reservations("postgres-2-replicas-batches", stores: stores, callers: 8, users: 100_000, batch: 100)
             try await Self.reservations("postgres-2-replicas-hot-user", stores: stores, callers: 64, users: 1)
             for store in stores { await store.close() }
         }

@@ -1,4 +1,6 @@
 import HeraldCore
+@testable import HeraldPostgres
+import HeraldTestSupport
 import Testing
 @testable import HeraldStorage
 
@@ -213,6 +215,36 @@ struct LedgerBatchContractTests {
             // The next batch sees this one's.
             #expect(try await store.reserveCountedSends([LedgerContractTests.reservation("b6", at: now + 6, user: "user-2", caps: one)])
                     == [.heldUntil(now + 3 + hour)])
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aClosedStoreRefusesTheLedger(_ kind: StoreKind) async throws {
+        switch kind {
+        case .sqlite:
+            try await withTemporaryDirectory { dir in try await Self.refusesOnceClosed(try SQLiteStore(path: dir + "/closed.sqlite")) }
+        case .postgres:
+            try await PostgresTestDatabase.withSchema { configuration in
+                try await Self.refusesOnceClosed(try await PostgresStore.open(configuration))
+            }
+        case .memory:
+            try await Self.refusesOnceClosed(InMemoryStore())
+        }
+    }
+
+    static func refusesOnceClosed(_ store: any ContractStore) async throws {
+        await store.close()
+        await #expect(throws: StoreError.closed) { try await store.reserveCountedSend(LedgerContractTests.reservation("x", at: now)) }
+        await #expect(throws: StoreError.closed) { try await store.recordCountedSend(LedgerContractTests.counted("x", at: now)) }
+        await #expect(throws: StoreError.closed) { try await store.releaseCountedSend(bundleID: "b", messageID: "x") }
+        await #expect(throws: StoreError.closed) {
+            try await store.countedSends(bundleID: "b", userID: "u", campaignID: nil, since: 0)
+        }
+        await #expect(throws: StoreError.closed) { try await store.pruneCountedSends(before: now, limit: 1) }
+        await #expect(throws: StoreError.closed) {
+            try await store.takeThrottleSlots(bundleID: "b", ratePerSecond: 1, count: 1, now: now)
+        }
+        await #expect(throws: StoreError.closed) {
+            try await store.returnThrottleSlots(bundleID: "b", grant: ThrottleGrant(startMicros: 0, spacingMicros: 1, count: 1), unused: 1)
         }
     }
 }

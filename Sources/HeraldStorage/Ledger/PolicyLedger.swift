@@ -41,7 +41,7 @@ public protocol PolicyLedger: Sendable {
     /// `ratePerSecond`, shared by every replica: the slots start at
     /// max(the bundle's next free slot, `now`), one every
     /// `ThrottleSchedule.spacing(ratePerSecond:)`, and only slots within
-    /// `ThrottleSchedule.horizon` of `now` are booked (the grant may hold
+    /// `ThrottleSchedule.horizonMicros` of `now` are booked (the grant may hold
     /// fewer than `count`, or none: retry at `grant.retryAt`). The caller
     /// waits for each slot in memory, never in the store.
     func takeThrottleSlots(bundleID: String, ratePerSecond: Int, count: Int, now: Int64) async throws -> ThrottleGrant

@@ -96,7 +96,8 @@ public struct CapReservation: Sendable, Hashable {
     /// The bundle's `campaign-cap=` rules, over the user's counted sends of `campaignID`.
     public var campaignCaps: [CapLimit]
     /// A hold ending at or after this instant (the window's end, the TTL)
-    /// is `.exhausted` instead.
+    /// is `.exhausted` instead; so is a send at `now >= notAfter`, even
+    /// within the caps (nothing is recorded).
     public var notAfter: Int64
 
     public init(

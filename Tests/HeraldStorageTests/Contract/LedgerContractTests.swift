@@ -163,6 +163,9 @@ struct LedgerContractTests {
             // A period as long as time itself: held past every window, never an overflow.
             let forever = [CapLimit(count: 1, periodMilliseconds: .max)]
             #expect(try await store.reserveCountedSend(Self.reservation("f", at: now + 1, caps: forever, notAfter: .max)) == .exhausted)
+            // Past its window, a send is never reserved, caps or not.
+            #expect(try await store.reserveCountedSend(Self.reservation("late", at: now + 3, caps: [], notAfter: now + 3)) == .exhausted)
+            #expect(try await store.countedSends(bundleID: "com.example.app", userID: "user-1", campaignID: nil, since: now + 2).isEmpty)
             // A zero period limits nothing.
             #expect(try await store.reserveCountedSend(Self.reservation("p", at: now + 2, caps: [CapLimit(count: 1, periodMilliseconds: 0)]))
                     == .reserved(at: now + 2))

@@ -111,6 +111,26 @@ struct LedgerContractTests {
         }
     }
 
+    /// The crash rule end to end: a message claimed and reserved, the store
+    /// stopped mid-push (what a kill -9 leaves) and re-opened, recovered and
+    /// claimed again: its resumed push finds its reservation, counted once,
+    /// while another message of the user stays held.
+    @Test(arguments: StoreKind.all) func aResumedPushAfterACrashFindsItsReservation(_ kind: StoreKind) async throws {
+        try await withRestartableStore(kind) { store, restart in
+            let one = [CapLimit(count: 1, periodMilliseconds: Self.hour)]
+            _ = try await store.schedule(makeMessage(id: "m-crash", key: "k-crash", dueAt: now))
+            #expect(try await store.claim(ids: ["m-crash"], now: now).map(\.id) == ["m-crash"])
+            #expect(try await store.reserveCountedSend(Self.reservation("m-crash", at: now, caps: one)) == .reserved(at: now))
+            let restarted = try await restart()
+            #expect(try await restarted.recoverInterrupted(now: now + 1_000).resumed == ["m-crash"])
+            #expect(try await restarted.claim(ids: ["m-crash"], now: now + 1_001).map(\.id) == ["m-crash"])
+            #expect(try await restarted.reserveCountedSend(Self.reservation("m-crash", at: now + 1_001, caps: one)) == .reserved(at: now))
+            #expect(try await restarted.reserveCountedSend(Self.reservation("m-other", at: now + 1_002, caps: one))
+                    == .heldUntil(now + Self.hour))
+            #expect(try await restarted.countedSends(bundleID: "com.example.app", userID: "user-1", campaignID: nil, since: 0) == [now])
+        }
+    }
+
     @Test(arguments: StoreKind.all) func aReleasedReservationGivesItsPlaceBack(_ kind: StoreKind) async throws {
         try await withStore(kind) { store async throws in
             let one = [CapLimit(count: 1, periodMilliseconds: Self.hour)]

@@ -1,8 +1,8 @@
-// The policy ledger on SQLite: every reservation is one job of the
-// group-commit writer, whose one thread runs the jobs one after another on
-// the one write connection, so the read of a user's counted sends and the
-// insert that follows it cannot interleave with another reservation's
-// (nor can another process's: the data directory lock). The throttle is
+// The policy ledger on SQLite: every batch of reservations is one job of
+// the group-commit writer, whose one thread runs the jobs one after another
+// on the one write connection, so the read of a user's counted sends and
+// the insert that follows it cannot interleave with another batch's (nor
+// with another process's: the data directory lock). The throttle is
 // the process's own (`ThrottleBook`).
 
 extension SQLiteStore: PolicyLedger {

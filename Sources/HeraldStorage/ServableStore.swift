@@ -1,6 +1,7 @@
 /// Everything Herald serves from: the write side (`HeraldStore`, with
 /// Schedule through a callback: `CallbackScheduling`), the read side,
-/// retention, and the store's life cycle. The embedded `SQLiteStore` and the
+/// retention, the caps' and throttle's ledger (`PolicyLedger`), and the
+/// store's life cycle. The embedded `SQLiteStore` and the
 /// PostgreSQL store (`HeraldPostgres`) conform; the service layer holds
 /// `any ServableStore` and nothing engine-specific.
 public protocol ServableStore: CallbackScheduling, MessageReadSide, FinishedMessagePruning, PolicyLedger {

@@ -4,7 +4,7 @@ public import HeraldStorage
 /// `HeraldStore` in memory, for handler and wiring tests: the contract of
 /// the protocol (last request wins, spent keys, checked transitions, claims
 /// and their release, the crash rule, revokes, device upserts, retention,
-/// Schedule through a callback, leases) without a file. Not durable, by
+/// Schedule through a callback, leases, the policy ledger) without a file. Not durable, by
 /// design: it cannot survive a restart. The store contract suite
 /// (Tests/HeraldStorageTests/Contract) runs against it beside SQLite and
 /// PostgreSQL, so a service test cannot pass against a store that behaves

@@ -50,8 +50,8 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
 }
 
 /// What the contract needs of a store beyond `HeraldStore`: the one Schedule
-/// path (`CallbackScheduling`), retention, the policy ledger, seeding and closing. All three
-/// kinds conform.
+/// path (`CallbackScheduling`), retention, the policy ledger
+/// (`PolicyLedger`), seeding and closing. All three kinds conform.
 protocol ContractStore: CallbackScheduling, FinishedMessagePruning, PolicyLedger {
     /// Seeds messages (and their keys) without last-request-wins checks.
     func importMessages(_ messages: [StoredMessage]) async throws

@@ -187,6 +187,13 @@ final class GroupCommitWriter: @unchecked Sendable {
         condition.unlock(withValue: true)
     }
 
+    /// Whether `close()` was asked for: later writes throw `StoreError.closed`.
+    var isClosing: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return stopping.isRequested
+    }
+
     var currentStats: WriteStats {
         condition.lock()
         var current = stats

@@ -72,6 +72,8 @@ public final class SQLiteStore: CallbackScheduling {
     /// (the dispatcher's and Schedule's reads).
     let readSide: ReadSideThreads
     private let checkpointer: Checkpointer
+    /// The throttle's slots (`PolicyLedger`): this process's own.
+    let throttle = ThrottleBook()
 
     /// Opens (creating or migrating) the database at `path`.
     ///

@@ -1,9 +1,10 @@
 /// Everything Herald serves from: the write side (`HeraldStore`, with
 /// Schedule through a callback: `CallbackScheduling`), the read side,
-/// retention, and the store's life cycle. The embedded `SQLiteStore` and the
+/// retention, the caps' and throttle's ledger (`PolicyLedger`), and the
+/// store's life cycle. The embedded `SQLiteStore` and the
 /// PostgreSQL store (`HeraldPostgres`) conform; the service layer holds
 /// `any ServableStore` and nothing engine-specific.
-public protocol ServableStore: CallbackScheduling, MessageReadSide, FinishedMessagePruning {
+public protocol ServableStore: CallbackScheduling, MessageReadSide, FinishedMessagePruning, PolicyLedger {
     /// A write (or the cheapest check that one would succeed) that changes
     /// nothing: throws when the store cannot be written now (Health, `/readyz`).
     func probeWrite() async throws

@@ -4,7 +4,7 @@ public import HeraldStorage
 /// `HeraldStore` in memory, for handler and wiring tests: the contract of
 /// the protocol (last request wins, spent keys, checked transitions, claims
 /// and their release, the crash rule, revokes, device upserts, retention,
-/// Schedule through a callback, leases) without a file. Not durable, by
+/// Schedule through a callback, leases, the policy ledger) without a file. Not durable, by
 /// design: it cannot survive a restart. The store contract suite
 /// (Tests/HeraldStorageTests/Contract) runs against it beside SQLite and
 /// PostgreSQL, so a service test cannot pass against a store that behaves
@@ -37,6 +37,10 @@ public actor InMemoryStore: HeraldStore {
     private var waiters: [Waiter] = []
     /// Until when each claim is leased (InMemoryStore+Shared.swift).
     var leases: [String: Int64] = [:]
+    /// Counted sends by (bundle, message) (InMemoryStore+Ledger.swift).
+    var countedSendTable: [Key: CountedSend] = [:]
+    /// Each bundle's next free throttle slot, µs (InMemoryStore+Ledger.swift).
+    var throttleNextFree: [String: Int64] = [:]
     /// Set by `close()`: later calls throw `StoreError.closed`.
     var closed = false
     /// The ids of each `renewLeases` call (InMemoryStore+Shared.swift).

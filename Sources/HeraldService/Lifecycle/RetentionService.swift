@@ -16,6 +16,11 @@ public struct RetentionPolicy: Sendable {
     /// the writer first, so a backlog of old rows never delays a Schedule by
     /// more than one small batch.
     public var pauseBetweenBatches: Duration = .milliseconds(20)
+    /// How long counted sends (the caps' ledger, `PolicyLedger`) are kept:
+    /// the longest cap period configured, in milliseconds, read at each pass
+    /// (a reload applies at the next one). Older ones are pruned after the
+    /// messages, in batches of `batchSize`; nil (no caps) prunes none.
+    public var countedSendsHorizon: @Sendable () -> Int64? = { nil }
 
     public init() {}
 
@@ -32,6 +37,8 @@ public struct RetentionPass: Sendable, Hashable {
     public var outcomes = 0
     /// Writes used (the last one found fewer than a batch).
     public var batches = 0
+    /// Counted sends deleted (`RetentionPolicy.countedSendsHorizon`).
+    public var countedSends = 0
     /// The error that ended the pass early, if any (retried next pass).
     public var error: String?
 }
@@ -57,9 +64,10 @@ struct RetentionService: Service {
                 observer?(result)
                 if let error = result.error {
                     logger.warning("retention pass failed; retried at the next pass", metadata: ["error": "\(error)"])
-                } else if result.messages > 0 {
+                } else if result.messages > 0 || result.countedSends > 0 {
                     logger.info("retention: deleted finished messages", metadata: [
                         "messages": "\(result.messages)", "outcomes": "\(result.outcomes)", "batches": "\(result.batches)",
+                        "counted_sends": "\(result.countedSends)",
                     ])
                 }
                 do {
@@ -72,7 +80,7 @@ struct RetentionService: Service {
     }
 
     /// One pass at `now`: batches until one is short, the task is cancelled
-    /// or a write fails.
+    /// or a write fails; then the same for counted sends.
     func pass(now: Int64) async -> RetentionPass {
         var result = RetentionPass(cutoff: now - policy.periodMilliseconds)
         while !Task.isCancelled {
@@ -87,12 +95,32 @@ struct RetentionService: Service {
             result.messages += batch.messages
             result.outcomes += batch.outcomes
             if batch.messages < policy.batchSize { break }
-            if policy.pauseBetweenBatches > .zero {
-                do { try await Task.sleep(for: policy.pauseBetweenBatches) } catch { break }
-            } else {
-                await Task.yield()
+            guard await pause() else { break }
+        }
+        if let horizon = policy.countedSendsHorizon(), let ledger = store as? any PolicyLedger {
+            while !Task.isCancelled {
+                let deleted: Int
+                do {
+                    deleted = try await ledger.pruneCountedSends(before: now - max(0, horizon), limit: policy.batchSize)
+                } catch {
+                    result.error = String(describing: error)
+                    return result
+                }
+                result.countedSends += deleted
+                if deleted < policy.batchSize { break }
+                guard await pause() else { break }
             }
         }
         return result
+    }
+
+    /// Between two batches: false when the task was cancelled meanwhile.
+    private func pause() async -> Bool {
+        if policy.pauseBetweenBatches > .zero {
+            do { try await Task.sleep(for: policy.pauseBetweenBatches) } catch { return false }
+        } else {
+            await Task.yield()
+        }
+        return true
     }
 }

@@ -50,9 +50,9 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
 }
 
 /// What the contract needs of a store beyond `HeraldStore`: the one Schedule
-/// path (`CallbackScheduling`), retention, seeding and closing. All three
-/// kinds conform.
-protocol ContractStore: CallbackScheduling, FinishedMessagePruning {
+/// path (`CallbackScheduling`), retention, the policy ledger
+/// (`PolicyLedger`), seeding and closing. All three kinds conform.
+protocol ContractStore: CallbackScheduling, FinishedMessagePruning, PolicyLedger {
     /// Seeds messages (and their keys) without last-request-wins checks.
     func importMessages(_ messages: [StoredMessage]) async throws
 

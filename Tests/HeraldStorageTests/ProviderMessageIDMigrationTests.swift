@@ -50,6 +50,8 @@ struct ProviderMessageIDMigrationTests {
                 await store.close()
                 // Back to what a v7 build wrote: the columns under their old name.
                 let db = try Database(path: path, create: false, busyTimeoutMs: 1000)
+                // v9 added the delivery policy's columns; a v7 database has none.
+                try undoSchemaV9(db)
                 try db.execute("ALTER TABLE messages RENAME COLUMN provider_message_id TO apns_id")
                 try db.execute("ALTER TABLE outcomes RENAME COLUMN provider_message_id TO apns_id")
                 try db.execute("PRAGMA user_version = 7")
@@ -57,7 +59,8 @@ struct ProviderMessageIDMigrationTests {
             }
             let store = try SQLiteStore(path: path)
             #expect(try userVersion(path) == SQLiteStore.schemaVersion)
-            #expect(SQLiteStore.schemaVersion == 8)
+            // v8 is this migration; later ones (v9: the delivery policy) follow it.
+            #expect(SQLiteStore.schemaVersion >= 8)
             try await Self.expectKept(store)
             // New writes land in the renamed column.
             try await store.recordOutcome(DeviceOutcome(
@@ -81,9 +84,11 @@ struct ProviderMessageIDMigrationTests {
             try await PostgresTestDatabase.run([
                 "ALTER TABLE messages RENAME COLUMN provider_message_id TO apns_id",
                 "ALTER TABLE outcomes RENAME COLUMN provider_message_id TO apns_id",
-                "DELETE FROM herald_schema WHERE version = 5",
+                // v6 (the delivery policy) re-applies: its steps are IF NOT EXISTS.
+                "DELETE FROM herald_schema WHERE version >= 5",
             ], on: configuration)
-            #expect(PostgresSchema.version == 5)
+            // v5 is this migration; later ones (v6: the delivery policy) follow it.
+            #expect(PostgresSchema.version >= 5)
             let reopened = try await PostgresStore.open(configuration)
             try await Self.expectKept(reopened)
             await closeInTime(reopened)

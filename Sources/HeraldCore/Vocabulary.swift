@@ -25,6 +25,9 @@ public enum MessageState: String, Sendable, Hashable, CaseIterable, Codable {
     case failed
     case expired
     case noDevices = "no_devices"
+    /// Every device's push was withheld by the bundle's delivery policy
+    /// (SPEC §4b): terminal, like ``expired``.
+    case suppressed
 }
 
 /// Which APNs environment a device token belongs to.

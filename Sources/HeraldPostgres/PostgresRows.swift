@@ -78,13 +78,14 @@ enum PostgresRows {
             let chunk = outcomes[start..<min(start + 1_000, outcomes.count)]
             start += chunk.count
             let query = BoundRows.query("""
-                INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment) VALUES
-                """, chunk, perRow: 9) { outcome, row in
+                INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment,
+                                     not_before) VALUES
+                """, chunk, perRow: 10) { outcome, row in
                 precondition(outcome.kind != .displayed && outcome.kind != .opened, "a milestone to stamp: insert one by one")
                 row.bind(outcome.messageID); row.bind(outcome.deviceToken); row.bind(outcome.kind.rawValue)
                 row.bind(outcome.providerMessageID); row.bind(outcome.reason); row.bind(outcome.at)
                 row.bind(outcome.httpStatus.map { Int32(clamping: $0) }); row.bind(outcome.attempts.map { Int32(clamping: $0) })
-                row.bind(outcome.environment?.rawValue)
+                row.bind(outcome.environment?.rawValue); row.bind(outcome.notBefore)
             }
             try await connection.query(query, logger: logger)
         }
@@ -95,10 +96,11 @@ enum PostgresRows {
     /// already recorded for (message, device) adds no row (schema v4).
     static func insert(_ connection: PostgresConnection, _ outcome: DeviceOutcome, logger: Logger) async throws {
         try await connection.query("""
-            INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment)
+            INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment,
+                                 not_before)
             VALUES (\(outcome.messageID), \(outcome.deviceToken), \(outcome.kind.rawValue), \(outcome.providerMessageID),
                     \(outcome.reason), \(outcome.at), \(outcome.httpStatus.map { Int32(clamping: $0) }),
-                    \(outcome.attempts.map { Int32(clamping: $0) }), \(outcome.environment?.rawValue))
+                    \(outcome.attempts.map { Int32(clamping: $0) }), \(outcome.environment?.rawValue), \(outcome.notBefore))
             ON CONFLICT DO NOTHING
             """, logger: logger)
         switch outcome.kind {
@@ -122,7 +124,8 @@ enum PostgresRows {
             kind: DeviceOutcomeKind(rawValue: try r[2].decode(String.self)), providerMessageID: try r[3].decode(String?.self),
             reason: try r[4].decode(String?.self), at: try r[5].decode(Int64.self),
             httpStatus: try r[6].decode(Int?.self), attempts: try r[7].decode(Int?.self),
-            environment: try r[8].decode(String?.self).flatMap(APNsEnvironment.init(rawValue:)))
+            environment: try r[8].decode(String?.self).flatMap(APNsEnvironment.init(rawValue:)),
+            notBefore: try r[9].decode(Int64?.self))
     }
 }
 

@@ -4,10 +4,12 @@ import PostgresNIO
 
 extension PostgresStore {
     /// Whether the message's open push handed anything over or got any
-    /// answer (SQLite's `MessageRows.release` rule, same text).
+    /// final answer, WAITING not being one (SQLite's `MessageRows.release`
+    /// rule, same text).
     static let pushTouched = """
         (EXISTS (SELECT 1 FROM handovers h WHERE h.message_id = messages.id AND h.push = messages.push_started_at) \
-        OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at))
+        OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at \
+        AND o.status <> 'waiting'))
         """
 
     /// SQLite's transition, fenced across replicas: a message claimed by
@@ -138,7 +140,8 @@ extension PostgresStore {
     public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
         try await connection { connection in
             try await Self.rows(connection, """
-                SELECT message_id, device_token, status, provider_message_id, reason, at, NULL::integer, NULL::integer, NULL::text
+                SELECT message_id, device_token, status, provider_message_id, reason, at, NULL::integer, NULL::integer, NULL::text,
+                       not_before
                 FROM outcomes WHERE message_id = \(messageID) ORDER BY seq
                 """, logger: self.logger, PostgresRows.outcome)
         }

@@ -11,13 +11,14 @@ import PostgresNIO
 extension PostgresStore {
     /// Whether `items` can end in one statement: each message named once (an
     /// UPDATE changes a row once), and no DISPLAYED / OPENED outcome (their
-    /// milestones are stamped one by one).
+    /// milestones are stamped one by one), and no `notBefore` (a WAITING
+    /// device's: the one statement does not write that column).
     static func endsInOneStatement(_ items: [Transition]) -> Bool {
         var named = Set<String>()
         named.reserveCapacity(items.count)
         for item in items {
             guard named.insert(item.id).inserted else { return false }
-            if item.outcomes.contains(where: { $0.kind == .displayed || $0.kind == .opened }) { return false }
+            if item.outcomes.contains(where: { $0.kind == .displayed || $0.kind == .opened || $0.notBefore != nil }) { return false }
         }
         return true
     }

@@ -89,7 +89,8 @@ extension PostgresStore: SharedDueStore {
                 FROM messages m JOIN handovers h ON h.message_id = m.id AND h.push = m.push_started_at
                 WHERE m.id = ANY(\(ids)::text[]) AND NOT EXISTS (
                     SELECT 1 FROM outcomes o
-                    WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= m.push_started_at)
+                    WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= m.push_started_at
+                      AND o.status <> 'waiting')
                 ORDER BY h.message_id, h.at, h.device_token
                 RETURNING 1
                 """, logger: self.logger)

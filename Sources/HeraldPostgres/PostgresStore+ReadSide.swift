@@ -96,6 +96,24 @@ extension PostgresStore {
             }
             MessageFunnel(rawValue: Int(funnel)).add(Int(count), to: &cohorts[cohorts.count - 1])
         }
+        // The delivery policy's counts (schema v6): only the messages the
+        // partial index `messages_policy` holds.
+        let policy = try await connection(on: .reads) { connection in
+            try await Self.rows(connection, """
+                SELECT delivery_method, ab_test, count(*) FILTER (WHERE deferred_at IS NOT NULL)::bigint,
+                       count(*) FILTER (WHERE state = 'suppressed')::bigint
+                FROM messages
+                WHERE bundle_id = \(bundleID) AND campaign_id = \(campaignID)
+                  AND created_at >= \(createdFrom ?? .min) AND created_at < \(createdBefore ?? .max)
+                  AND (deferred_at IS NOT NULL OR state = 'suppressed') AND state <> 'superseded'
+                GROUP BY delivery_method, ab_test
+                """, logger: self.logger) { try $0.decode((String, Bool, Int64, Int64).self) }
+        }
+        for (method, abTest, deferred, suppressed) in policy {
+            guard let index = cohorts.firstIndex(where: { $0.deliveryMethod.rawValue == method && $0.abTest == abTest }) else { continue }
+            cohorts[index].deferred += Int(deferred)
+            cohorts[index].suppressed += Int(suppressed)
+        }
         // A cohort of superseded messages only counts nothing.
         cohorts.removeAll { $0.scheduled == 0 }
         return cohorts
@@ -124,7 +142,7 @@ extension PostgresStore {
                 """, logger: logger) { try $0.decode(String.self) }
         }
         let outcomes = try await rows(connection, """
-            SELECT message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment
+            SELECT message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment, not_before
             FROM outcomes WHERE message_id = \(message.id) AND status NOT IN ('displayed', 'opened')
             ORDER BY seq LIMIT \(MessageDetail.maxDeviceEntries)
             """, logger: logger, PostgresRows.outcome)
@@ -134,7 +152,8 @@ extension PostgresStore {
                 SELECT h.device_token, h.at FROM handovers h
                 WHERE h.message_id = \(message.id) AND h.push = \(push) AND NOT EXISTS (
                     SELECT 1 FROM outcomes o
-                    WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= \(push))
+                    WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= \(push)
+                      AND o.status <> 'waiting')
                 ORDER BY h.at, h.device_token LIMIT \(MessageDetail.maxDeviceEntries)
                 """, logger: logger) { row in
                 let (token, at) = try row.decode((String, Int64).self)

@@ -6,6 +6,9 @@ import HeraldProtos
 
 /// `herald.v1.PushService/Render`: exactly what would be sent to APNs or FCM.
 /// Stores and sends nothing; CPU only, so it runs on the event loop.
+/// The delivery policy (SPEC §4b) does not change what a push looks like:
+/// Schedule's `local_send_time` and `transactional` only decide when (and
+/// whether) it goes, so Render has neither and shows the same push.
 struct RenderService: Sendable {
     static let path = "/herald.v1.PushService/Render"
 

@@ -108,6 +108,23 @@ public protocol HeraldStore: Sendable {
     /// Records one device's result for a message.
     func recordOutcome(_ outcome: DeviceOutcome) async throws
 
+    /// Holds devices of a claimed message's push (SPEC §4b), in one write:
+    /// records `outcomes` — the WAITING ones (``DeviceOutcomeKind/waiting``,
+    /// each with its `reason` and `notBefore`) and any final ones of the
+    /// same push (SENT, SUPPRESSED, …) — gives the claim back (the message
+    /// stays `from`, SCHEDULED or HANDED_OFF, while any device waits) and
+    /// moves its due time to the earliest WAITING `notBefore`. The push
+    /// stays open when a device has a final outcome or was handed over, so
+    /// those devices are never sent it again; a first claim with none
+    /// unspends the key (as `releaseClaim`). The message is marked deferred
+    /// (CampaignReport's `deferred`); the WAITING outcomes of one call are
+    /// one DEFERRED timeline entry. Returns false when the message is not
+    /// claimed in state `from` (the final outcomes are recorded all the
+    /// same, as `transition` does; the WAITING ones are not). Throws
+    /// `StoreError.invalidRecord`, writing nothing, when `outcomes` has no
+    /// WAITING outcome with a `notBefore`, or one for another message.
+    func hold(id: String, from: MessageState, now: Int64, recording outcomes: [DeviceOutcome]) async throws -> Bool
+
     /// Claims a due batch in one write: each of `ids` still waiting
     /// (SCHEDULED, or HANDED_OFF for the fallback) and not in flight is
     /// claimed as by `claim(id:from:now:)`; the others (cancelled,

@@ -33,7 +33,9 @@ public struct MessageFunnel: Hashable, Sendable {
         case .expired: expired << 4
         case .noDevices: noDevices << 4
         case .superseded: superseded << 4
-        case .scheduled, .handedOff, .sent, .displayed: 0
+        // SUPPRESSED is counted apart (schema v9's `messages_policy`), as
+        // the v4 expression has no end for it.
+        case .scheduled, .handedOff, .sent, .displayed, .suppressed: 0
         }
     }
 

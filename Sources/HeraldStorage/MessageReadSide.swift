@@ -123,6 +123,10 @@ public struct CohortCounts: Sendable, Hashable {
     public var noDevices = 0
     /// Messages that reached a device (handed off or sent).
     public var delivered = 0
+    /// Messages the delivery policy held at least once (SPEC §4b).
+    public var deferred = 0
+    /// Messages that ended SUPPRESSED (every device withheld by the policy).
+    public var suppressed = 0
 
     public init(deliveryMethod: DeliveryMethod, abTest: Bool) {
         self.deliveryMethod = deliveryMethod

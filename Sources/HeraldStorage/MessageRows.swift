@@ -78,10 +78,12 @@ enum MessageRows {
         WHERE sending_since IS NOT NULL
         """
 
-    /// Whether the message's open push handed anything over or got any answer.
-    private static let pushTouched = """
+    /// Whether the message's open push handed anything over or got any
+    /// final answer (a WAITING device, held by the delivery policy, is not one).
+    static let pushTouched = """
         (EXISTS (SELECT 1 FROM handovers h WHERE h.message_id = messages.id AND h.push = messages.push_started_at) \
-        OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at))
+        OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at \
+        AND o.status <> 'waiting'))
         """
 
     /// Refuses a change the life cycle does not allow. Every state write of

@@ -182,8 +182,9 @@ extension SQLiteStore {
     /// (message, device) changes nothing (schema v7's `outcomes_reports`).
     static func insert(_ outcome: DeviceOutcome, into db: Database) throws {
         try db.run("""
-            INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment,
+                                 not_before)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
             ON CONFLICT DO NOTHING
             """) {
             try $0.bind(outcome.messageID, at: 1)
@@ -195,6 +196,7 @@ extension SQLiteStore {
             try $0.bind(outcome.httpStatus.map(Int64.init), at: 7)
             try $0.bind(outcome.attempts.map(Int64.init), at: 8)
             try $0.bind(outcome.environment?.rawValue, at: 9)
+            try $0.bind(outcome.notBefore, at: 10)
         }
         try MessageMilestones.recordReport(outcome, into: db)
     }
@@ -202,7 +204,7 @@ extension SQLiteStore {
     public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
         try read { db in
             let statement = try db.cached("""
-                SELECT message_id, device_token, status, provider_message_id, reason, at
+                SELECT message_id, device_token, status, provider_message_id, reason, at, not_before
                 FROM outcomes WHERE message_id = ?1 ORDER BY rowid
                 """)
             try statement.bind(messageID, at: 1)
@@ -211,7 +213,7 @@ extension SQLiteStore {
                 outcomes.append(DeviceOutcome(
                     messageID: statement.string(0), deviceToken: statement.string(1),
                     kind: DeviceOutcomeKind(rawValue: statement.string(2)), providerMessageID: statement.optionalString(3),
-                    reason: statement.optionalString(4), at: statement.int64(5)))
+                    reason: statement.optionalString(4), at: statement.int64(5), notBefore: statement.optionalInt64(6)))
             }
             return outcomes
         }
@@ -266,7 +268,8 @@ extension SQLiteStore {
                 FROM messages m JOIN handovers h ON h.message_id = m.id AND h.push = m.push_started_at
                 WHERE m.sending_since IS NOT NULL AND NOT EXISTS (
                     SELECT 1 FROM outcomes o
-                    WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= m.push_started_at)
+                    WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= m.push_started_at
+                      AND o.status <> 'waiting')
                 """)
             try unconfirm.bind(now, at: 1)
             try unconfirm.bind(DeviceOutcomeKind.unconfirmed.rawValue, at: 2)

@@ -42,6 +42,16 @@ extension SQLiteStore: MessageReadSide {
         GROUP BY delivery_method, ab_test, funnel
         """
 
+    // The delivery policy's counts (schema v9): the partial index
+    // messages_policy holds only the messages it held or suppressed.
+    static let campaignPolicy = """
+        SELECT delivery_method, ab_test, sum(deferred_at IS NOT NULL), sum(state = 'suppressed')
+        FROM messages INDEXED BY messages_policy
+        WHERE bundle_id = ?1 AND campaign_id = ?2 AND created_at >= ?3 AND created_at < ?4
+          AND (deferred_at IS NOT NULL OR state = 'suppressed') AND state <> 'superseded'
+        GROUP BY delivery_method, ab_test
+        """
+
     public func messageDetail(bundleID: String, messageID: String) async throws -> MessageDetail? {
         try await readSide.read { db in
             let statement = try db.cached(Self.detailByID)
@@ -106,6 +116,19 @@ extension SQLiteStore: MessageReadSide {
                 }
                 MessageFunnel(rawValue: statement.int(2)).add(statement.int(3), to: &cohorts[cohorts.count - 1])
             }
+            statement.reset()
+            let policy = try db.cached(Self.campaignPolicy)
+            try policy.bind(bundleID, at: 1)
+            try policy.bind(campaignID, at: 2)
+            try policy.bind(createdFrom ?? .min, at: 3)
+            try policy.bind(createdBefore ?? .max, at: 4)
+            while try policy.step() {
+                let method = policy.string(0), abTest = policy.int64(1) != 0
+                guard let index = cohorts.firstIndex(where: { $0.deliveryMethod.rawValue == method && $0.abTest == abTest }) else { continue }
+                cohorts[index].deferred += policy.int(2)
+                cohorts[index].suppressed += policy.int(3)
+            }
+            policy.reset()
             // A cohort of superseded messages only counts nothing.
             cohorts.removeAll { $0.scheduled == 0 }
             return cohorts
@@ -141,7 +164,7 @@ extension SQLiteStore: MessageReadSide {
 
     private static func outcomes(of id: String, _ db: Database) throws -> [DeviceOutcome] {
         let statement = try db.cached("""
-            SELECT message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment
+            SELECT message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment, not_before
             FROM outcomes WHERE message_id = ?1 AND status NOT IN ('displayed', 'opened') ORDER BY rowid LIMIT ?2
             """)
         try statement.bind(id, at: 1)
@@ -153,7 +176,8 @@ extension SQLiteStore: MessageReadSide {
                 kind: DeviceOutcomeKind(rawValue: statement.string(2)), providerMessageID: statement.optionalString(3),
                 reason: statement.optionalString(4), at: statement.int64(5),
                 httpStatus: statement.optionalInt64(6).map(Int.init), attempts: statement.optionalInt64(7).map(Int.init),
-                environment: statement.optionalString(8).flatMap(APNsEnvironment.init(rawValue:))))
+                environment: statement.optionalString(8).flatMap(APNsEnvironment.init(rawValue:)),
+                notBefore: statement.optionalInt64(9)))
         }
         return outcomes
     }
@@ -164,7 +188,8 @@ extension SQLiteStore: MessageReadSide {
         let statement = try db.cached("""
             SELECT h.device_token, h.at FROM handovers h
             WHERE h.message_id = ?1 AND h.push = ?2 AND NOT EXISTS (
-                SELECT 1 FROM outcomes o WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= ?2)
+                SELECT 1 FROM outcomes o WHERE o.message_id = h.message_id AND o.device_token = h.device_token AND o.at >= ?2
+                  AND o.status <> 'waiting')
             ORDER BY h.at, h.device_token LIMIT ?3
             """)
         try statement.bind(message.id, at: 1)

@@ -185,11 +185,15 @@ public struct DeviceOutcome: Sendable, Hashable {
     public var attempts: Int?
     /// The device's APNs environment when the push went out.
     public var environment: APNsEnvironment?
+    /// ``DeviceOutcomeKind/waiting`` only: when the held push is planned for
+    /// (milliseconds since the epoch; SPEC §4b `not_before`); nil otherwise.
+    public var notBefore: Int64?
 
     public init(
         messageID: String, deviceToken: String, kind: DeviceOutcomeKind, providerMessageID: String? = nil, reason: String? = nil,
-        at: Int64, httpStatus: Int? = nil, attempts: Int? = nil, environment: APNsEnvironment? = nil
+        at: Int64, httpStatus: Int? = nil, attempts: Int? = nil, environment: APNsEnvironment? = nil, notBefore: Int64? = nil
     ) {
+        self.notBefore = notBefore
         self.messageID = messageID
         self.deviceToken = deviceToken
         self.kind = kind

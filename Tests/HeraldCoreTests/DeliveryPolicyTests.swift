@@ -134,6 +134,37 @@ struct DeliveryPolicyTests {
         }
     }
 
+    @Test func aWaitingDeviceIsNotFinishedSoItIsSentWhenDueAgain() {
+        // Held (WAITING) at `now`, then due again: the history of the push
+        // that began at `now` keeps the SENT device and drops the WAITING one.
+        let outcomes = [
+            Record(deviceToken: "old", kind: .sent, at: Self.now - 1),
+            Record(deviceToken: "a", kind: .sent), Record(deviceToken: "b", kind: .waiting, reason: "quiet_hours"),
+        ]
+        let history = Self.policy.history(outcomes, pushStart: Self.now)
+        #expect(history.map(\.deviceToken) == ["a"])
+        // Even when handed a WAITING record, decide does not count it finished.
+        guard case .send(let plan)? = Self.policy.decide(Self.facts(), request: Self.request(), history: outcomes.dropFirst(),
+                                                         now: Self.now) else {
+            Issue.record("not a send")
+            return
+        }
+        #expect(plan.finished == ["a"])
+        #expect(Self.policy.action(for: Phone(deviceToken: "b"), in: plan) == .send)
+        #expect(Self.policy.action(for: Phone(deviceToken: "a"), in: plan) == .skip)
+    }
+
+    @Test func theOutcomeKindsOfThePolicy() {
+        #expect(!DeviceOutcomeKind.waiting.isFinal && !DeviceOutcomeKind.waiting.reachedDevice)
+        #expect(DeviceOutcomeKind.suppressed.isFinal && !DeviceOutcomeKind.suppressed.reachedDevice)
+        #expect(!DeviceOutcomeKind.suppressed.dropsDevice && !DeviceOutcomeKind.waiting.dropsDevice)
+        #expect(DeviceOutcomeKind.allKnown.contains(.waiting) && DeviceOutcomeKind.allKnown.contains(.suppressed))
+        #expect(MessageState.suppressed.isTerminal && !MessageState.suppressed.isDelivered)
+        #expect(MessageState.scheduled.canTransition(to: .suppressed) && MessageState.handedOff.canTransition(to: .suppressed))
+        #expect(!MessageState.sent.canTransition(to: .suppressed) && !MessageState.suppressed.isCancellable)
+        #expect(!MessageState.suppressed.isReplaceable)
+    }
+
     @Test func theHistoryNamesTheDevicesFinishedForThisPush() {
         let history = [Record(deviceToken: "a", kind: .sent), Record(deviceToken: "b", kind: .failed, reason: "x")]
         guard case .send(let plan)? = Self.policy.decide(Self.facts(), request: Self.request(), history: history, now: Self.now) else {
@@ -190,6 +221,23 @@ struct DeliveryPolicyTests {
         ("failed hand-off → FAILED", .handoff, [Record(deviceToken: "a", kind: .rejected, reason: "BadTopic")],
          MessageEnd(.failed, error: "a…: BadTopic")),
         ("no outcome at all → otherwise", .alert, [], noDevices),
+        // SPEC §4b (issue 26): the delivery policy's outcomes.
+        ("every device SUPPRESSED → SUPPRESSED with each reason", .alert, [
+            Record(deviceToken: "aaaaaaaaaaaa", kind: .suppressed, reason: "quiet_hours"),
+            Record(deviceToken: "bbbbbbbbbbbb", kind: .suppressed, reason: "frequency_cap"),
+        ], MessageEnd(.suppressed, error: "withheld by the delivery policy: aaaaaaaa…: quiet_hours; bbbbbbbb…: frequency_cap")),
+        ("SUPPRESSED beside SENT → SENT", .alert, [
+            Record(deviceToken: "a", kind: .suppressed, reason: "local_time"), Record(deviceToken: "b", kind: .sent),
+        ], MessageEnd(.sent)),
+        ("SUPPRESSED fallback of a hand-off → SUPPRESSED", .handoff, [Record(deviceToken: "a", kind: .suppressed, reason: "quiet_hours")],
+         MessageEnd(.suppressed, error: "withheld by the delivery policy: a…: quiet_hours")),
+        ("SUPPRESSED beside FAILED → FAILED with each reason", .alert, [
+            Record(deviceToken: "a", kind: .suppressed, reason: "quiet_hours"), Record(deviceToken: "b", kind: .rejected, reason: "BadTopic"),
+        ], MessageEnd(.failed, error: "a…: quiet_hours; b…: BadTopic")),
+        ("WAITING is not final: left out (SUPPRESSED beside it → SUPPRESSED)", .alert, [
+            Record(deviceToken: "a", kind: .waiting, reason: "quiet_hours"), Record(deviceToken: "b", kind: .suppressed, reason: "local_time"),
+        ], MessageEnd(.suppressed, error: "withheld by the delivery policy: b…: local_time")),
+        ("only WAITING records → otherwise", .alert, [Record(deviceToken: "a", kind: .waiting, reason: "throttle")], noDevices),
     ]
 
     @Test("how a push ends", arguments: ends)

@@ -150,6 +150,8 @@ struct StateMachineTests {
         "handed_off>displayed", "handed_off>sent", "handed_off>cancelled", "handed_off>superseded",
         "handed_off>failed", "handed_off>expired", "handed_off>no_devices",
         "sent>displayed",
+        // SPEC §4b (issue 26): every device's push withheld by the delivery policy.
+        "scheduled>suppressed", "handed_off>suppressed",
     ]
 
     static let pairs: [(MessageState, MessageState)] = MessageState.allCases.flatMap { a in MessageState.allCases.map { (a, $0) } }
@@ -171,7 +173,7 @@ struct StateMachineTests {
 
     @Test("terminal states", arguments: MessageState.allCases)
     func terminal(state: MessageState) {
-        let terminal: Set<MessageState> = [.displayed, .cancelled, .superseded, .failed, .expired, .noDevices]
+        let terminal: Set<MessageState> = [.displayed, .cancelled, .superseded, .failed, .expired, .noDevices, .suppressed]
         #expect(state.isTerminal == terminal.contains(state))
         #expect(state.isCancellable == (state == .scheduled || state == .handedOff))
         #expect(state.isReplaceable == state.isCancellable)

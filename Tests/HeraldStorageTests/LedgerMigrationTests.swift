@@ -19,8 +19,9 @@ struct LedgerMigrationTests {
                 let store = try SQLiteStore(path: path)
                 try await store.importMessages([makeMessage(id: "m-kept", key: "k-kept")])
                 await store.close()
-                // Back to what a v8 build wrote: no ledger.
+                // Back to what a v8 build wrote: no ledger (v9), no policy outcomes (v10).
                 let db = try Database(path: path, create: false, busyTimeoutMs: 1000)
+                try undoSchemaV10(db)
                 try db.execute("DROP TABLE counted_sends")
                 try db.execute("PRAGMA user_version = 8")
                 db.close()

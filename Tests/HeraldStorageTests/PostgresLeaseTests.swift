@@ -264,4 +264,26 @@ struct PostgresLeaseTests {
             #expect(try await b.renewLeases(ids: ["m-b"], now: now + 6) == ["m-b"])
         }
     }
+
+    /// Issue 26: a hold is fenced like a push's end: a replica that does
+    /// not hold the claim cannot hold (or record for) another's message.
+    @Test func anotherReplicasClaimCannotBeHeld() async throws {
+        try await withReplicas(["a", "b"]) { replicas, configuration in
+            let (a, b) = (replicas[0], replicas[1])
+            _ = try await a.schedule(makeMessage(id: "m-held", dueAt: now))
+            #expect(try await a.claimDue(before: now, limit: 10, now: now).map(\.id) == ["m-held"])
+            let outcomes = [
+                DeviceOutcome(messageID: "m-held", deviceToken: "aa", kind: .sent, at: now + 1),
+                DeviceOutcome(messageID: "m-held", deviceToken: "bb", kind: .waiting, reason: "throttle", at: now + 1, notBefore: now + 5_000),
+            ]
+            #expect(try await b.hold(id: "m-held", from: .scheduled, now: now + 1, recording: outcomes) == false)
+            #expect(try await a.outcomes(messageID: "m-held").isEmpty)
+            #expect(try await Self.owner(configuration, "m-held") == "a")
+            // The claim holder's hold applies: claim and lease given back, due at not_before.
+            #expect(try await a.hold(id: "m-held", from: .scheduled, now: now + 2, recording: outcomes))
+            #expect(try await Self.owner(configuration, "m-held") == "none")
+            #expect(try await a.message(id: "m-held")?.dueAt == now + 5_000)
+            #expect(try await b.claimDue(before: now + 5_000, limit: 10, now: now + 5_000).map(\.id) == ["m-held"])
+        }
+    }
 }

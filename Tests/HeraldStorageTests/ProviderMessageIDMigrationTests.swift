@@ -50,6 +50,8 @@ struct ProviderMessageIDMigrationTests {
                 await store.close()
                 // Back to what a v7 build wrote: the columns under their old name.
                 let db = try Database(path: path, create: false, busyTimeoutMs: 1000)
+                // v9 added the delivery policy's columns; a v7 database has none.
+                try undoSchemaV10(db)
                 try db.execute("ALTER TABLE messages RENAME COLUMN provider_message_id TO apns_id")
                 try db.execute("ALTER TABLE outcomes RENAME COLUMN provider_message_id TO apns_id")
                 try db.execute("PRAGMA user_version = 7")

@@ -68,6 +68,8 @@ struct ReadIsolationTests {
                 await store.close()
                 let db = try Database(path: path, create: false, busyTimeoutMs: 1000)
                 try db.execute("DROP INDEX outcomes_reports")
+                // v9 added the delivery policy's columns; a v6 database has none.
+                try undoSchemaV10(db)
                 // v8 renamed apns_id; a v6 database has the old name.
                 try db.execute("ALTER TABLE messages RENAME COLUMN provider_message_id TO apns_id")
                 try db.execute("ALTER TABLE outcomes RENAME COLUMN provider_message_id TO apns_id")

@@ -66,7 +66,7 @@ struct RetentionTests {
         try await withStore { store, _ in
             let old = Self.cutoff - 1
             let finishedStates = MessageState.allCases.filter { $0 != .scheduled && $0 != .handedOff }
-            #expect(finishedStates.count == 7)
+            #expect(finishedStates.count == 8)  // SUPPRESSED (issue 26) is finished too
             try await store.importMessages(finishedStates.map { finished("old-\($0.rawValue)", $0, at: old) }
                 + [finished("kept", .sent, at: now)])
             for id in ["old-sent", "kept"] {
@@ -76,7 +76,7 @@ struct RetentionTests {
             }
             try await store.recordHandOver(messageID: "old-failed", deviceToken: "aa", push: old, at: old)
             let batch = try await store.pruneFinished(before: Self.cutoff, limit: 500)
-            #expect(batch == PruneBatch(messages: 7, outcomes: 2))
+            #expect(batch == PruneBatch(messages: 8, outcomes: 2))
             #expect(try ids(store) == ["kept"])
             #expect(try await store.outcomes(messageID: "old-sent").isEmpty)
             #expect(try await store.outcomes(messageID: "kept").count == 2)

@@ -33,6 +33,8 @@ public actor InMemoryStore: HeraldStore {
     var outcomeLog: [String: [DeviceOutcome]] = [:]
     var handOverMarks: [HandOver: Int64] = [:]
     var revokes: [String: Int64] = [:]
+    /// When the delivery policy first held each message (`hold`).
+    public internal(set) var deferredAt: [String: Int64] = [:]
     var deviceTable: [Key: Device] = [:]
     private var waiters: [Waiter] = []
     /// Until when each claim is leased (InMemoryStore+Shared.swift).
@@ -209,6 +211,24 @@ public actor InMemoryStore: HeraldStore {
         return true
     }
 
+    public func hold(id: String, from: MessageState, now: Int64, recording outcomes: [DeviceOutcome]) async throws -> Bool {
+        try checkOpen()
+        let hold = try DeviceHold(id: id, outcomes: outcomes)
+        for outcome in hold.final { outcomeLog[outcome.messageID, default: []].append(outcome) }
+        guard var message = messages[id], message.state == from, message.sendingSince != nil else { return false }
+        let touched = pushTouched(message)
+        if message.sendStartedAt == message.sendingSince && !touched { message.sendStartedAt = nil }
+        if !touched { message.pushStartedAt = nil }
+        message.sendingSince = nil
+        message.dueAt = hold.dueAt
+        message.updatedAt = now
+        leases[id] = nil
+        deferredAt[id] = deferredAt[id] ?? now
+        outcomeLog[id, default: []].append(contentsOf: hold.waiting)
+        put(message)
+        return true
+    }
+
     public func recordOutcome(_ outcome: DeviceOutcome) async throws {
         try checkOpen()
         try requireMessages([outcome.messageID])
@@ -237,7 +257,7 @@ public actor InMemoryStore: HeraldStore {
     func pushTouched(_ message: StoredMessage) -> Bool {
         guard let push = message.pushStartedAt else { return false }
         return handOverMarks.keys.contains { $0.messageID == message.id && $0.push == push }
-            || (outcomeLog[message.id] ?? []).contains { $0.at >= push }
+            || (outcomeLog[message.id] ?? []).contains { $0.at >= push && $0.kind.isFinal }
     }
 
     func release(_ message: StoredMessage, now: Int64) {
@@ -269,7 +289,7 @@ public actor InMemoryStore: HeraldStore {
         var unconfirmed = 0
         for message in interrupted {
             guard let push = message.pushStartedAt else { continue }
-            let answered = Set((outcomeLog[message.id] ?? []).filter { $0.at >= push }.map(\.deviceToken))
+            let answered = Set((outcomeLog[message.id] ?? []).filter { $0.at >= push && $0.kind.isFinal }.map(\.deviceToken))
             for token in try await handOvers(messageID: message.id, push: push) where !answered.contains(token) {
                 outcomeLog[message.id, default: []].append(DeviceOutcome(
                     messageID: message.id, deviceToken: token, kind: .unconfirmed,

@@ -79,9 +79,11 @@ public struct DeliveryPolicy: Sendable {
     }
 
     /// The outcomes recorded for the push that began at `pushStart`: its
-    /// history (earlier pushes' outcomes do not count).
+    /// history (earlier pushes' outcomes do not count). A WAITING record
+    /// (a device held by the delivery policy) is not final and is left
+    /// out, so the held device is sent when the message is due again.
     public func history<R: DeliveryRecord>(_ outcomes: [R], pushStart: Int64) -> [R] {
-        outcomes.filter { $0.at >= pushStart }
+        outcomes.filter { $0.at >= pushStart && $0.kind.isFinal }
     }
 
     /// The message-level decision for a claimed message: nil when its state
@@ -114,7 +116,7 @@ public struct DeliveryPolicy: Sendable {
         var deadline = now + max(ttl, Self.minimumRetryMilliseconds)
         if push == .handoff { deadline = min(deadline, max(message.windowEnd, now + Self.minimumRetryMilliseconds)) }
         var finished = Set<String>()
-        for record in history { finished.insert(record.deviceToken) }
+        for record in history where record.kind.isFinal { finished.insert(record.deviceToken) }
         return .send(PushPlan(
             push: push, deadline: deadline, singleAttempt: ttl == 0, platformEnabled: pushMessage.isEnabled(on: message.platform),
             finished: finished))
@@ -140,15 +142,23 @@ public struct DeliveryPolicy: Sendable {
     /// How a push ends from every device's outcome for it (`records`):
     /// any device reached (sent, handed off, UNCONFIRMED) makes it a
     /// success — SENT, or HANDED_OFF with the fallback due at window end —
-    /// never FAILED; with no outcome at all, `otherwise`; every device
-    /// expired: EXPIRED; else FAILED with each device's reason.
+    /// never FAILED (SUPPRESSED devices beside a SENT one: SENT); with no
+    /// outcome at all, `otherwise`; every device SUPPRESSED by the delivery
+    /// policy: SUPPRESSED with each device's reason; every device expired:
+    /// EXPIRED; else FAILED with each device's reason. WAITING records
+    /// (not final) are left out.
     public func end<R: DeliveryRecord>(
-        of push: DeliveryPush, for message: DeliveryFacts, records: [R], otherwise: MessageEnd
+        of push: DeliveryPush, for message: DeliveryFacts, records all: [R], otherwise: MessageEnd
     ) -> MessageEnd {
+        let records = all.contains(where: { !$0.kind.isFinal }) ? all.filter(\.kind.isFinal) : all
         if records.contains(where: \.kind.reachedDevice) {
             return push == .alert ? MessageEnd(.sent) : MessageEnd(.handedOff, dueAt: message.windowEnd)
         }
         if records.isEmpty { return otherwise }
+        if records.allSatisfy({ $0.kind == .suppressed }) {
+            let reasons = records.map { "\($0.deviceToken.prefix(8))…: \($0.reason ?? $0.kind.rawValue)" }.joined(separator: "; ")
+            return MessageEnd(.suppressed, error: "withheld by the delivery policy: " + reasons)
+        }
         if records.allSatisfy({ $0.kind == .expired }) {
             return MessageEnd(.expired, error: "TTL ran out before the provider accepted the push")
         }

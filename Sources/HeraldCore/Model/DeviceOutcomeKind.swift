@@ -50,6 +50,19 @@ public struct DeviceOutcomeKind: RawRepresentable, Hashable, Sendable, CustomStr
     /// `reason` says which.
     public static let failed = DeviceOutcomeKind(rawValue: "failed")
 
+    // The bundle's delivery policy (SPEC §4b).
+
+    /// Not attempted yet: held by the delivery policy until the outcome's
+    /// `notBefore`; `reason` names the rule (``HoldReason``: local_time,
+    /// quiet_hours, frequency_cap, throttle). Not final: the device is sent
+    /// the push later (``isFinal`` is false, and a later record for the
+    /// device replaces it on the read side).
+    public static let waiting = DeviceOutcomeKind(rawValue: "waiting")
+    /// Withheld for good by the delivery policy; `reason` names the rule.
+    /// Final, never reached: a push whose every device is suppressed ends
+    /// the message SUPPRESSED.
+    public static let suppressed = DeviceOutcomeKind(rawValue: "suppressed")
+
     // Revoke pushes (a cancelled handed-off message).
 
     /// The provider accepted the background revoke push.
@@ -63,7 +76,7 @@ public struct DeviceOutcomeKind: RawRepresentable, Hashable, Sendable, CustomStr
     /// onto these).
     public static let allKnown: [DeviceOutcomeKind] = [
         .sent, .handedOff, .unconfirmed, .displayed, .opened, .unregistered, .badDeviceToken, .rejected,
-        .expired, .failed, .revoked, .revokeFailed,
+        .expired, .failed, .revoked, .revokeFailed, .waiting, .suppressed,
     ]
 
     /// The `reason` recorded with ``unconfirmed``.
@@ -73,6 +86,10 @@ public struct DeviceOutcomeKind: RawRepresentable, Hashable, Sendable, CustomStr
     /// (SENT, or HANDED_OFF for a handoff, never FAILED) and the device is
     /// never sent that push again.
     public var reachedDevice: Bool { self == .sent || self == .handedOff || self == .unconfirmed }
+
+    /// Whether the record finishes the device's push: every kind but
+    /// ``waiting`` (a held device is sent later).
+    public var isFinal: Bool { self != .waiting }
 
     /// Whether the provider refused the token itself, so the registration
     /// is dropped (when and how: see ``unregistered`` and ``badDeviceToken``).

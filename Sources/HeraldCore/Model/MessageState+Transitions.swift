@@ -35,17 +35,20 @@ extension MessageState {
     ///   never takes it: a handed-off message's key is spent, so a new
     ///   Schedule with it is ALREADY_EXISTS), `failed` (the fallback was
     ///   rejected), `expired`, `no_devices` (every device went away before
-    ///   the fallback).
+    ///   the fallback), `suppressed` (the delivery policy withheld the
+    ///   fallback from every device).
+    /// - `scheduled` → `suppressed` too: the delivery policy (SPEC §4b)
+    ///   withheld every device's push.
     /// - `sent` → `displayed` (the app reported the alert opened/shown).
-    /// - `displayed`, `cancelled`, `superseded`, `failed`, `expired` and
-    ///   `no_devices` are terminal.
+    /// - `displayed`, `cancelled`, `superseded`, `failed`, `expired`,
+    ///   `no_devices` and `suppressed` are terminal.
     ///
     /// A sent message can no longer be cancelled or superseded: a key never
     /// causes a second delivery (Cancel answers `cancelled=false,
     /// state=SENT`; Schedule answers ALREADY_EXISTS).
     public static let allowedTransitions: [MessageState: Set<MessageState>] = [
-        .scheduled: [.handedOff, .sent, .cancelled, .superseded, .failed, .expired, .noDevices],
-        .handedOff: [.displayed, .sent, .cancelled, .superseded, .failed, .expired, .noDevices],
+        .scheduled: [.handedOff, .sent, .cancelled, .superseded, .failed, .expired, .noDevices, .suppressed],
+        .handedOff: [.displayed, .sent, .cancelled, .superseded, .failed, .expired, .noDevices, .suppressed],
         .sent: [.displayed],
         .displayed: [],
         .cancelled: [],
@@ -53,6 +56,7 @@ extension MessageState {
         .failed: [],
         .expired: [],
         .noDevices: [],
+        .suppressed: [],
     ]
 
     /// Whether `self` → `next` is allowed.

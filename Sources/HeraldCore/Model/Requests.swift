@@ -64,6 +64,10 @@ public struct ScheduleInput: Sendable, Hashable {
     public var targetDeliveryTime: String?
     /// RFC 3339 start of the window; default now.
     public var deliverAfter: String?
+    /// `HH:MM` in each device's time zone (SPEC §4b); nil = unset.
+    public var localSendTime: String?
+    /// Exempt from quiet hours and frequency caps (SPEC §4b).
+    public var transactional: Bool
 
     /// Creates a Schedule request as received.
     public init(
@@ -73,8 +77,12 @@ public struct ScheduleInput: Sendable, Hashable {
         deliveryMethod: DeliveryMethod? = nil,
         deliverWithinHours: UInt32? = nil,
         targetDeliveryTime: String? = nil,
-        deliverAfter: String? = nil
+        deliverAfter: String? = nil,
+        localSendTime: String? = nil,
+        transactional: Bool = false
     ) {
+        self.localSendTime = localSendTime
+        self.transactional = transactional
         self.message = message
         self.userID = userID
         self.campaignID = campaignID
@@ -124,6 +132,12 @@ public struct PushMessage: Sendable, Hashable {
     public var android: JSONObject?
     /// Always set: the request's key or the caller-generated one.
     public var idempotencyKey: String
+    /// Schedule's `local_send_time` (SPEC §4b), read by the dispatcher at
+    /// claim time; nil when unset. Rendering ignores it (and Render has none).
+    public var localSendTime: LocalSendTime?
+    /// Schedule's `transactional` (SPEC §4b: skips quiet hours and caps),
+    /// read by the dispatcher at claim time. Rendering ignores it.
+    public var transactional: Bool
 
     /// Creates a message without validating it (for stored messages).
     public init(
@@ -135,8 +149,12 @@ public struct PushMessage: Sendable, Hashable {
         collapseID: String? = nil,
         ios: JSONObject? = nil,
         android: JSONObject? = nil,
-        idempotencyKey: String
+        idempotencyKey: String,
+        localSendTime: LocalSendTime? = nil,
+        transactional: Bool = false
     ) {
+        self.localSendTime = localSendTime
+        self.transactional = transactional
         self.bundleID = bundleID
         self.platform = platform
         self.content = content

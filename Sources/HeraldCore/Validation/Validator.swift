@@ -78,8 +78,15 @@ public enum Validator {
         checkRequired(input.userID, "user_id", max: Limits.userID, into: &v)
         checkRequired(input.campaignID, "campaign_id", max: Limits.campaignID, into: &v)
         let window = resolveWindow(input, now: now, into: &v)
+        var localSendTime: LocalSendTime?
+        if let text = input.localSendTime {
+            localSendTime = LocalSendTime(parsing: text)
+            if localSendTime == nil, let why = LocalSendTime.problem(text) { v.append(.init(field: "local_send_time", reason: why)) }
+        }
 
-        guard v.isEmpty, let msg, let window else { throw ValidationError(v) }
+        guard v.isEmpty, var msg, let window else { throw ValidationError(v) }
+        msg.localSendTime = localSendTime
+        msg.transactional = input.transactional
         let (method, abTest) = split.resolve(requested: input.deliveryMethod, bundleID: msg.bundleID, userID: input.userID)
         // The plan is the delivery policy's (DeliveryPolicy.plan); the
         // validator checks the pushes it implies (the hand-off's size).

@@ -68,6 +68,8 @@ struct CampaignReportService: Sendable {
                 $0.expired = UInt64(c.expired)
                 $0.no_devices = UInt64(c.noDevices)
                 $0.delivered = UInt64(c.delivered)
+                $0.deferred = UInt64(c.deferred)
+                $0.suppressed = UInt64(c.suppressed)
                 $0.display_rate = rate(c.displayed, of: c.delivered)
                 $0.open_rate = rate(c.opened, of: c.delivered)
             }

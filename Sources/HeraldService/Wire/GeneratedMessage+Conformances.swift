@@ -149,6 +149,9 @@ extension Herald__V1__ServerStatus: GeneratedMessage {
 extension Herald__V1__StatusResponse: GeneratedMessage {
     static func initialized() -> Self { var m = Self(); herald__v1__status_response__init(&m); return m }
 }
+extension Herald__V1__DeliveryPolicyStatus: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__delivery_policy_status__init(&m); return m }
+}
 
 // herald/v1/read_side.pb-c.h
 extension Herald__V1__DeviceDelivery: GeneratedMessage {

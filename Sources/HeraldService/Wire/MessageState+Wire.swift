@@ -14,6 +14,7 @@ extension MessageState {
         case .failed: HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_FAILED
         case .expired: HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_EXPIRED
         case .noDevices: HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_NO_DEVICES
+        case .suppressed: HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_SUPPRESSED
         }
     }
 }

@@ -38,6 +38,8 @@ extension DeviceOutcomeKind {
         case .rejected: HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_REJECTED
         case .expired: HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_EXPIRED
         case .failed: HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_FAILED
+        case .waiting: HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_WAITING
+        case .suppressed: HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_SUPPRESSED
         case .displayed, .opened: nil
         default: HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_UNSPECIFIED
         }
@@ -73,9 +75,20 @@ enum ReadSideWire {
         }
     }
 
+    /// The outcomes GetMessage lists, in the order recorded: a WAITING
+    /// record is shown only while it is its device's latest (a device held,
+    /// then held again or sent, shows only how it stands now); every other
+    /// record is shown (a hand-off and its fallback alert are two pushes).
+    static func shownOutcomes(_ outcomes: [DeviceOutcome]) -> [DeviceOutcome] {
+        guard outcomes.contains(where: { $0.kind == .waiting }) else { return outcomes }
+        var latest: [String: Int] = [:]
+        for (index, outcome) in outcomes.enumerated() { latest[outcome.deviceToken] = index }
+        return outcomes.enumerated().filter { $0.element.kind != .waiting || latest[$0.element.deviceToken] == $0.offset }.map(\.element)
+    }
+
     static func deliveries(_ detail: MessageDetail, _ arena: CArena) -> [UnsafeMutablePointer<Herald__V1__DeviceDelivery>] {
         let platform = detail.message.platform.wire
-        var entries = detail.outcomes.compactMap { outcome -> UnsafeMutablePointer<Herald__V1__DeviceDelivery>? in
+        var entries = shownOutcomes(detail.outcomes).compactMap { outcome -> UnsafeMutablePointer<Herald__V1__DeviceDelivery>? in
             guard let kind = outcome.kind.deliveryWire else { return nil }
             return arena.message(Herald__V1__DeviceDelivery.self) {
                 $0.platform = platform
@@ -89,6 +102,8 @@ enum ReadSideWire {
                 $0.provider_message_id = arena.string(outcome.providerMessageID ?? "")
                 $0.attempts = UInt32(clamping: outcome.attempts ?? 0)
                 $0.at = time(outcome.at, arena)
+                // WAITING only: when the held push is planned for (SPEC §4b).
+                if outcome.kind == .waiting, let notBefore = outcome.notBefore { $0.not_before = time(notBefore, arena) }
             }
         }
         for mark in detail.inFlight {

@@ -251,7 +251,9 @@ extension RequestDecoder {
                 ? wire.deliver_within_hours : nil,
             targetDeliveryTime: wire.window_case == HERALD__V1__SCHEDULE_REQUEST__WINDOW_TARGET_DELIVERY_TIME
                 ? string(wire.target_delivery_time, "target_delivery_time") : nil,
-            deliverAfter: optionalString(wire.deliver_after, "deliver_after"))
+            deliverAfter: optionalString(wire.deliver_after, "deliver_after"),
+            localSendTime: optionalString(wire.local_send_time, "local_send_time"),
+            transactional: wire.transactional != 0)
     }
 
     /// A required string: a violation names the field when it is empty.

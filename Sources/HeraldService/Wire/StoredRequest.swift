@@ -22,11 +22,21 @@ public enum StoredRequest {
         let input = try ProtobufC.withArena { arena in
             try ProtobufC.withUnpacked(Herald__V1__ScheduleRequest.self, from: request, arena: arena) { wire in
                 var decoder = RequestDecoder()
-                let input = decoder.scheduleInput(wire).message
+                let input = decoder.scheduleInput(wire)
                 try decoder.finish()
                 return input
             }
         }
-        return try Validator.validate(RenderInput(message: input), generateIdempotencyKey: { idempotencyKey ?? "" })
+        var message = try Validator.validate(RenderInput(message: input.message), generateIdempotencyKey: { idempotencyKey ?? "" })
+        // The §4b fields the dispatcher reads at claim time; re-checked like
+        // the rest (a stored `local_send_time` that no longer parses fails).
+        if let text = input.localSendTime {
+            guard let time = LocalSendTime(parsing: text) else {
+                throw ValidationError([FieldViolation(field: "local_send_time", reason: LocalSendTime.problem(text) ?? "invalid")])
+            }
+            message.localSendTime = time
+        }
+        message.transactional = input.transactional
+        return message
     }
 }

@@ -37,6 +37,7 @@ typedef struct Herald__V1__FcmPoolStatus Herald__V1__FcmPoolStatus;
 typedef struct Herald__V1__ProviderReasonCount Herald__V1__ProviderReasonCount;
 typedef struct Herald__V1__ServerStatus Herald__V1__ServerStatus;
 typedef struct Herald__V1__StatusResponse Herald__V1__StatusResponse;
+typedef struct Herald__V1__DeliveryPolicyStatus Herald__V1__DeliveryPolicyStatus;
 
 
 /* --- enums --- */
@@ -136,6 +137,19 @@ struct  Herald__V1__ScheduleRequest
    * ios except the ctx_ one.
    */
   Google__Protobuf__Struct *android;
+  /*
+   * Optional (added 2026-11-27), exactly "HH:MM" (00:00 to 23:59): each
+   * device's push is due at the first instant inside the window whose local
+   * time (the device's time zone, else the bundle policy's, else UTC) is
+   * this; a device whose window holds no such instant is SUPPRESSED
+   * (local_time). See SPEC §4b.
+   */
+  char *local_send_time;
+  /*
+   * Receipts, security codes, replies to the user's own action: exempt from
+   * the bundle policy's quiet hours and frequency caps (SPEC §4b).
+   */
+  protobuf_c_boolean transactional;
   Herald__V1__ScheduleRequest__WindowCase window_case;
   union {
     /*
@@ -158,7 +172,7 @@ struct  Herald__V1__ScheduleRequest
 };
 #define HERALD__V1__SCHEDULE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&herald__v1__schedule_request__descriptor) \
-    , (char *)protobuf_c_empty_string, HERALD__V1__PLATFORM__PLATFORM_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, HERALD__V1__PRIORITY__PRIORITY_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, NULL, HERALD__V1__SCHEDULE_REQUEST__WINDOW__NOT_SET, {0}, HERALD__V1__SCHEDULE_REQUEST__TTL__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, HERALD__V1__PLATFORM__PLATFORM_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, HERALD__V1__PRIORITY__PRIORITY_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string, 0, HERALD__V1__SCHEDULE_REQUEST__WINDOW__NOT_SET, {0}, HERALD__V1__SCHEDULE_REQUEST__TTL__NOT_SET, {0} }
 
 
 struct  Herald__V1__ScheduleResponse
@@ -724,10 +738,37 @@ struct  Herald__V1__StatusResponse
    */
   size_t n_fcm_pools;
   Herald__V1__FcmPoolStatus **fcm_pools;
+  /*
+   * One entry per bundle delivery policy in force (SPEC §4b), as reloaded.
+   */
+  size_t n_delivery_policies;
+  Herald__V1__DeliveryPolicyStatus **delivery_policies;
 };
 #define HERALD__V1__STATUS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&herald__v1__status_response__descriptor) \
-    , HERALD__V1__SERVING_STATE__SERVING_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0,NULL, 0, NULL, 0,NULL, NULL, 0, 0,NULL }
+    , HERALD__V1__SERVING_STATE__SERVING_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0,NULL, 0, NULL, 0,NULL, NULL, 0, 0,NULL, 0,NULL }
+
+
+/*
+ * A delivery policy (SPEC §4b) and the bundles it applies to.
+ */
+struct  Herald__V1__DeliveryPolicyStatus
+{
+  ProtobufCMessage base;
+  /*
+   * The bundles the policy applies to.
+   */
+  size_t n_bundle_ids;
+  char **bundle_ids;
+  /*
+   * The policy in its configuration form (e.g. "timezone=Europe/Berlin
+   * quiet-hours=22:00-08:00 cap=3/24h").
+   */
+  char *spec;
+};
+#define HERALD__V1__DELIVERY_POLICY_STATUS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&herald__v1__delivery_policy_status__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 /* Herald__V1__ScheduleRequest methods */
@@ -1075,6 +1116,25 @@ Herald__V1__StatusResponse *
 void   herald__v1__status_response__free_unpacked
                      (Herald__V1__StatusResponse *message,
                       ProtobufCAllocator *allocator);
+/* Herald__V1__DeliveryPolicyStatus methods */
+void   herald__v1__delivery_policy_status__init
+                     (Herald__V1__DeliveryPolicyStatus         *message);
+size_t herald__v1__delivery_policy_status__get_packed_size
+                     (const Herald__V1__DeliveryPolicyStatus   *message);
+size_t herald__v1__delivery_policy_status__pack
+                     (const Herald__V1__DeliveryPolicyStatus   *message,
+                      uint8_t             *out);
+size_t herald__v1__delivery_policy_status__pack_to_buffer
+                     (const Herald__V1__DeliveryPolicyStatus   *message,
+                      ProtobufCBuffer     *buffer);
+Herald__V1__DeliveryPolicyStatus *
+       herald__v1__delivery_policy_status__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   herald__v1__delivery_policy_status__free_unpacked
+                     (Herald__V1__DeliveryPolicyStatus *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Herald__V1__ScheduleRequest_Closure)
@@ -1133,6 +1193,9 @@ typedef void (*Herald__V1__ServerStatus_Closure)
                   void *closure_data);
 typedef void (*Herald__V1__StatusResponse_Closure)
                  (const Herald__V1__StatusResponse *message,
+                  void *closure_data);
+typedef void (*Herald__V1__DeliveryPolicyStatus_Closure)
+                 (const Herald__V1__DeliveryPolicyStatus *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -1245,6 +1308,7 @@ extern const ProtobufCMessageDescriptor herald__v1__fcm_pool_status__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__provider_reason_count__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__server_status__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__status_response__descriptor;
+extern const ProtobufCMessageDescriptor herald__v1__delivery_policy_status__descriptor;
 extern const ProtobufCServiceDescriptor herald__v1__push_service__descriptor;
 
 PROTOBUF_C__END_DECLS

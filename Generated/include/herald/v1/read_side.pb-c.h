@@ -81,7 +81,18 @@ typedef enum _Herald__V1__DeviceOutcome {
    * Handed to the provider in the push under way, no final answer yet
    * (in flight or being retried).
    */
-  HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_RETRYING = 11
+  HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_RETRYING = 11,
+  /*
+   * Not attempted yet: held by the bundle's delivery policy (SPEC §4b).
+   * `reason` names what holds it (local_time, quiet_hours, frequency_cap,
+   * throttle) and `not_before` when it is planned for (added 2026-11-27).
+   */
+  HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_WAITING = 12,
+  /*
+   * Withheld for good by the bundle's delivery policy; `reason` says which
+   * rule (local_time, quiet_hours, frequency_cap) (added 2026-11-27).
+   */
+  HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_SUPPRESSED = 13
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HERALD__V1__DEVICE_OUTCOME)
 } Herald__V1__DeviceOutcome;
 /*
@@ -98,7 +109,17 @@ typedef enum _Herald__V1__TimelineEvent {
   HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_SUPERSEDED = 7,
   HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_FAILED = 8,
   HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_EXPIRED = 9,
-  HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_NO_DEVICES = 10
+  HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_NO_DEVICES = 10,
+  /*
+   * The delivery policy held devices' pushes (one entry per hold; `reason`
+   * names the rules and the planned time) (added 2026-11-27).
+   */
+  HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_DEFERRED = 11,
+  /*
+   * The delivery policy withheld devices' pushes for good (`reason` names
+   * the rules); the message ends SUPPRESSED when every device was.
+   */
+  HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_SUPPRESSED = 12
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HERALD__V1__TIMELINE_EVENT)
 } Herald__V1__TimelineEvent;
 /*
@@ -168,10 +189,15 @@ struct  Herald__V1__DeviceDelivery
    * or the FCM message name ("projects/…/messages/…"); empty otherwise.
    */
   char *provider_message_id;
+  /*
+   * DEVICE_OUTCOME_WAITING only: when the held push is planned for (RFC
+   * 3339 UTC); empty otherwise.
+   */
+  char *not_before;
 };
 #define HERALD__V1__DEVICE_DELIVERY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&herald__v1__device_delivery__descriptor) \
-    , HERALD__V1__PLATFORM__PLATFORM_UNSPECIFIED, HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , HERALD__V1__PLATFORM__PLATFORM_UNSPECIFIED, HERALD__V1__APNS_ENVIRONMENT__APNS_ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Herald__V1__TimelineEntry
@@ -467,10 +493,19 @@ struct  Herald__V1__CampaignCohortReport
    * opened / delivered
    */
   double open_rate;
+  /*
+   * Messages the delivery policy held at least once (a DEFERRED timeline
+   * entry) (added 2026-11-27).
+   */
+  uint64_t deferred;
+  /*
+   * Messages that ended SUPPRESSED (every device withheld by the policy).
+   */
+  uint64_t suppressed;
 };
 #define HERALD__V1__CAMPAIGN_COHORT_REPORT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&herald__v1__campaign_cohort_report__descriptor) \
-    , HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_UNSPECIFIED, HERALD__V1__ASSIGNMENT__ASSIGNMENT_UNSPECIFIED, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+    , HERALD__V1__DELIVERY_METHOD__DELIVERY_METHOD_UNSPECIFIED, HERALD__V1__ASSIGNMENT__ASSIGNMENT_UNSPECIFIED, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 
 /*

@@ -72,7 +72,12 @@ typedef enum _Herald__V1__MessageState {
   HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_SUPERSEDED = 6,
   HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_FAILED = 7,
   HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_EXPIRED = 8,
-  HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_NO_DEVICES = 9
+  HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_NO_DEVICES = 9,
+  /*
+   * Every device's push was withheld by the bundle's delivery policy
+   * (SPEC §4b); the device entries say which rule (added 2026-11-27).
+   */
+  HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_SUPPRESSED = 10
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HERALD__V1__MESSAGE_STATE)
 } Herald__V1__MessageState;
 /*

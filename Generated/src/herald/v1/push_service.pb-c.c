@@ -823,7 +823,52 @@ void   herald__v1__status_response__free_unpacked
   assert(message->base.descriptor == &herald__v1__status_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor herald__v1__schedule_request__field_descriptors[15] =
+void   herald__v1__delivery_policy_status__init
+                     (Herald__V1__DeliveryPolicyStatus         *message)
+{
+  static const Herald__V1__DeliveryPolicyStatus init_value = HERALD__V1__DELIVERY_POLICY_STATUS__INIT;
+  *message = init_value;
+}
+size_t herald__v1__delivery_policy_status__get_packed_size
+                     (const Herald__V1__DeliveryPolicyStatus *message)
+{
+  assert(message->base.descriptor == &herald__v1__delivery_policy_status__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t herald__v1__delivery_policy_status__pack
+                     (const Herald__V1__DeliveryPolicyStatus *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &herald__v1__delivery_policy_status__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t herald__v1__delivery_policy_status__pack_to_buffer
+                     (const Herald__V1__DeliveryPolicyStatus *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &herald__v1__delivery_policy_status__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Herald__V1__DeliveryPolicyStatus *
+       herald__v1__delivery_policy_status__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Herald__V1__DeliveryPolicyStatus *)
+     protobuf_c_message_unpack (&herald__v1__delivery_policy_status__descriptor,
+                                allocator, len, data);
+}
+void   herald__v1__delivery_policy_status__free_unpacked
+                     (Herald__V1__DeliveryPolicyStatus *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &herald__v1__delivery_policy_status__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor herald__v1__schedule_request__field_descriptors[17] =
 {
   {
     "bundle_id",
@@ -1005,6 +1050,30 @@ static const ProtobufCFieldDescriptor herald__v1__schedule_request__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "local_send_time",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__ScheduleRequest, local_send_time),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "transactional",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__ScheduleRequest, transactional),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned herald__v1__schedule_request__field_indices_by_name[] = {
   14,   /* field[14] = android */
@@ -1017,16 +1086,18 @@ static const unsigned herald__v1__schedule_request__field_indices_by_name[] = {
   5,   /* field[5] = delivery_method */
   4,   /* field[4] = idempotency_key */
   13,   /* field[13] = ios */
+  15,   /* field[15] = local_send_time */
   1,   /* field[1] = platform */
   10,   /* field[10] = priority */
   7,   /* field[7] = target_delivery_time */
+  16,   /* field[16] = transactional */
   11,   /* field[11] = ttl_seconds */
   2,   /* field[2] = user_id */
 };
 static const ProtobufCIntRange herald__v1__schedule_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 15 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor herald__v1__schedule_request__descriptor =
 {
@@ -1036,7 +1107,7 @@ const ProtobufCMessageDescriptor herald__v1__schedule_request__descriptor =
   "Herald__V1__ScheduleRequest",
   "herald.v1",
   sizeof(Herald__V1__ScheduleRequest),
-  15,
+  17,
   herald__v1__schedule_request__field_descriptors,
   herald__v1__schedule_request__field_indices_by_name,
   1,  herald__v1__schedule_request__number_ranges,
@@ -2436,7 +2507,7 @@ const ProtobufCMessageDescriptor herald__v1__server_status__descriptor =
   (ProtobufCMessageInit) herald__v1__server_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor herald__v1__status_response__field_descriptors[11] =
+static const ProtobufCFieldDescriptor herald__v1__status_response__field_descriptors[12] =
 {
   {
     "serving",
@@ -2570,9 +2641,22 @@ static const ProtobufCFieldDescriptor herald__v1__status_response__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "delivery_policies",
+    12,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Herald__V1__StatusResponse, n_delivery_policies),
+    offsetof(Herald__V1__StatusResponse, delivery_policies),
+    &herald__v1__delivery_policy_status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned herald__v1__status_response__field_indices_by_name[] = {
   7,   /* field[7] = apns_pools */
+  11,   /* field[11] = delivery_policies */
   10,   /* field[10] = fcm_pools */
   4,   /* field[4] = messages */
   5,   /* field[5] = oldest_due_lag_ms */
@@ -2587,7 +2671,7 @@ static const unsigned herald__v1__status_response__field_indices_by_name[] = {
 static const ProtobufCIntRange herald__v1__status_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 11 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor herald__v1__status_response__descriptor =
 {
@@ -2597,11 +2681,62 @@ const ProtobufCMessageDescriptor herald__v1__status_response__descriptor =
   "Herald__V1__StatusResponse",
   "herald.v1",
   sizeof(Herald__V1__StatusResponse),
-  11,
+  12,
   herald__v1__status_response__field_descriptors,
   herald__v1__status_response__field_indices_by_name,
   1,  herald__v1__status_response__number_ranges,
   (ProtobufCMessageInit) herald__v1__status_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor herald__v1__delivery_policy_status__field_descriptors[2] =
+{
+  {
+    "bundle_ids",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Herald__V1__DeliveryPolicyStatus, n_bundle_ids),
+    offsetof(Herald__V1__DeliveryPolicyStatus, bundle_ids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "spec",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryPolicyStatus, spec),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned herald__v1__delivery_policy_status__field_indices_by_name[] = {
+  0,   /* field[0] = bundle_ids */
+  1,   /* field[1] = spec */
+};
+static const ProtobufCIntRange herald__v1__delivery_policy_status__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor herald__v1__delivery_policy_status__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "herald.v1.DeliveryPolicyStatus",
+  "DeliveryPolicyStatus",
+  "Herald__V1__DeliveryPolicyStatus",
+  "herald.v1",
+  sizeof(Herald__V1__DeliveryPolicyStatus),
+  2,
+  herald__v1__delivery_policy_status__field_descriptors,
+  herald__v1__delivery_policy_status__field_indices_by_name,
+  1,  herald__v1__delivery_policy_status__number_ranges,
+  (ProtobufCMessageInit) herald__v1__delivery_policy_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue herald__v1__message_event__enum_values_by_number[3] =

@@ -502,7 +502,7 @@ void   herald__v1__campaign_report_response__free_unpacked
   assert(message->base.descriptor == &herald__v1__campaign_report_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor herald__v1__device_delivery__field_descriptors[10] =
+static const ProtobufCFieldDescriptor herald__v1__device_delivery__field_descriptors[11] =
 {
   {
     "platform",
@@ -624,6 +624,18 @@ static const ProtobufCFieldDescriptor herald__v1__device_delivery__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "not_before",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeviceDelivery, not_before),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned herald__v1__device_delivery__field_indices_by_name[] = {
   6,   /* field[6] = apns_id */
@@ -632,6 +644,7 @@ static const unsigned herald__v1__device_delivery__field_indices_by_name[] = {
   2,   /* field[2] = device_token */
   1,   /* field[1] = environment */
   5,   /* field[5] = http_status */
+  10,   /* field[10] = not_before */
   3,   /* field[3] = outcome */
   0,   /* field[0] = platform */
   9,   /* field[9] = provider_message_id */
@@ -640,7 +653,7 @@ static const unsigned herald__v1__device_delivery__field_indices_by_name[] = {
 static const ProtobufCIntRange herald__v1__device_delivery__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor herald__v1__device_delivery__descriptor =
 {
@@ -650,7 +663,7 @@ const ProtobufCMessageDescriptor herald__v1__device_delivery__descriptor =
   "Herald__V1__DeviceDelivery",
   "herald.v1",
   sizeof(Herald__V1__DeviceDelivery),
-  10,
+  11,
   herald__v1__device_delivery__field_descriptors,
   herald__v1__device_delivery__field_indices_by_name,
   1,  herald__v1__device_delivery__number_ranges,
@@ -1313,7 +1326,7 @@ const ProtobufCMessageDescriptor herald__v1__campaign_report_request__descriptor
   (ProtobufCMessageInit) herald__v1__campaign_report_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor herald__v1__campaign_cohort_report__field_descriptors[15] =
+static const ProtobufCFieldDescriptor herald__v1__campaign_cohort_report__field_descriptors[17] =
 {
   {
     "cohort",
@@ -1495,11 +1508,36 @@ static const ProtobufCFieldDescriptor herald__v1__campaign_cohort_report__field_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "deferred",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__CampaignCohortReport, deferred),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "suppressed",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__CampaignCohortReport, suppressed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned herald__v1__campaign_cohort_report__field_indices_by_name[] = {
   1,   /* field[1] = assignment */
   8,   /* field[8] = cancelled */
   0,   /* field[0] = cohort */
+  15,   /* field[15] = deferred */
   12,   /* field[12] = delivered */
   13,   /* field[13] = display_rate */
   6,   /* field[6] = displayed */
@@ -1512,11 +1550,12 @@ static const unsigned herald__v1__campaign_cohort_report__field_indices_by_name[
   7,   /* field[7] = opened */
   2,   /* field[2] = scheduled */
   4,   /* field[4] = sent */
+  16,   /* field[16] = suppressed */
 };
 static const ProtobufCIntRange herald__v1__campaign_cohort_report__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 15 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor herald__v1__campaign_cohort_report__descriptor =
 {
@@ -1526,7 +1565,7 @@ const ProtobufCMessageDescriptor herald__v1__campaign_cohort_report__descriptor 
   "Herald__V1__CampaignCohortReport",
   "herald.v1",
   sizeof(Herald__V1__CampaignCohortReport),
-  15,
+  17,
   herald__v1__campaign_cohort_report__field_descriptors,
   herald__v1__campaign_cohort_report__field_indices_by_name,
   1,  herald__v1__campaign_cohort_report__number_ranges,
@@ -1713,7 +1752,7 @@ const ProtobufCMessageDescriptor herald__v1__campaign_report_response__descripto
   (ProtobufCMessageInit) herald__v1__campaign_report_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue herald__v1__device_outcome__enum_values_by_number[12] =
+static const ProtobufCEnumValue herald__v1__device_outcome__enum_values_by_number[14] =
 {
   { "DEVICE_OUTCOME_UNSPECIFIED", "HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_UNSPECIFIED", 0 },
   { "DEVICE_OUTCOME_SENT", "HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_SENT", 1 },
@@ -1727,11 +1766,13 @@ static const ProtobufCEnumValue herald__v1__device_outcome__enum_values_by_numbe
   { "DEVICE_OUTCOME_EXPIRED", "HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_EXPIRED", 9 },
   { "DEVICE_OUTCOME_FAILED", "HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_FAILED", 10 },
   { "DEVICE_OUTCOME_RETRYING", "HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_RETRYING", 11 },
+  { "DEVICE_OUTCOME_WAITING", "HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_WAITING", 12 },
+  { "DEVICE_OUTCOME_SUPPRESSED", "HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_SUPPRESSED", 13 },
 };
 static const ProtobufCIntRange herald__v1__device_outcome__value_ranges[] = {
-{0, 0},{0, 12}
+{0, 0},{0, 14}
 };
-static const ProtobufCEnumValueIndex herald__v1__device_outcome__enum_values_by_name[12] =
+static const ProtobufCEnumValueIndex herald__v1__device_outcome__enum_values_by_name[14] =
 {
   { "DEVICE_OUTCOME_BAD_DEVICE_TOKEN", 7 },
   { "DEVICE_OUTCOME_EXPIRED", 9 },
@@ -1742,9 +1783,11 @@ static const ProtobufCEnumValueIndex herald__v1__device_outcome__enum_values_by_
   { "DEVICE_OUTCOME_REVOKED", 4 },
   { "DEVICE_OUTCOME_REVOKE_FAILED", 5 },
   { "DEVICE_OUTCOME_SENT", 1 },
+  { "DEVICE_OUTCOME_SUPPRESSED", 13 },
   { "DEVICE_OUTCOME_UNCONFIRMED", 3 },
   { "DEVICE_OUTCOME_UNREGISTERED", 6 },
   { "DEVICE_OUTCOME_UNSPECIFIED", 0 },
+  { "DEVICE_OUTCOME_WAITING", 12 },
 };
 const ProtobufCEnumDescriptor herald__v1__device_outcome__descriptor =
 {
@@ -1753,15 +1796,15 @@ const ProtobufCEnumDescriptor herald__v1__device_outcome__descriptor =
   "DeviceOutcome",
   "Herald__V1__DeviceOutcome",
   "herald.v1",
-  12,
+  14,
   herald__v1__device_outcome__enum_values_by_number,
-  12,
+  14,
   herald__v1__device_outcome__enum_values_by_name,
   1,
   herald__v1__device_outcome__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue herald__v1__timeline_event__enum_values_by_number[11] =
+static const ProtobufCEnumValue herald__v1__timeline_event__enum_values_by_number[13] =
 {
   { "TIMELINE_EVENT_UNSPECIFIED", "HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_UNSPECIFIED", 0 },
   { "TIMELINE_EVENT_SCHEDULED", "HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_SCHEDULED", 1 },
@@ -1774,13 +1817,16 @@ static const ProtobufCEnumValue herald__v1__timeline_event__enum_values_by_numbe
   { "TIMELINE_EVENT_FAILED", "HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_FAILED", 8 },
   { "TIMELINE_EVENT_EXPIRED", "HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_EXPIRED", 9 },
   { "TIMELINE_EVENT_NO_DEVICES", "HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_NO_DEVICES", 10 },
+  { "TIMELINE_EVENT_DEFERRED", "HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_DEFERRED", 11 },
+  { "TIMELINE_EVENT_SUPPRESSED", "HERALD__V1__TIMELINE_EVENT__TIMELINE_EVENT_SUPPRESSED", 12 },
 };
 static const ProtobufCIntRange herald__v1__timeline_event__value_ranges[] = {
-{0, 0},{0, 11}
+{0, 0},{0, 13}
 };
-static const ProtobufCEnumValueIndex herald__v1__timeline_event__enum_values_by_name[11] =
+static const ProtobufCEnumValueIndex herald__v1__timeline_event__enum_values_by_name[13] =
 {
   { "TIMELINE_EVENT_CANCELLED", 6 },
+  { "TIMELINE_EVENT_DEFERRED", 11 },
   { "TIMELINE_EVENT_DISPLAYED", 4 },
   { "TIMELINE_EVENT_EXPIRED", 9 },
   { "TIMELINE_EVENT_FAILED", 8 },
@@ -1790,6 +1836,7 @@ static const ProtobufCEnumValueIndex herald__v1__timeline_event__enum_values_by_
   { "TIMELINE_EVENT_SCHEDULED", 1 },
   { "TIMELINE_EVENT_SENT", 3 },
   { "TIMELINE_EVENT_SUPERSEDED", 7 },
+  { "TIMELINE_EVENT_SUPPRESSED", 12 },
   { "TIMELINE_EVENT_UNSPECIFIED", 0 },
 };
 const ProtobufCEnumDescriptor herald__v1__timeline_event__descriptor =
@@ -1799,9 +1846,9 @@ const ProtobufCEnumDescriptor herald__v1__timeline_event__descriptor =
   "TimelineEvent",
   "Herald__V1__TimelineEvent",
   "herald.v1",
-  11,
+  13,
   herald__v1__timeline_event__enum_values_by_number,
-  11,
+  13,
   herald__v1__timeline_event__enum_values_by_name,
   1,
   herald__v1__timeline_event__value_ranges,

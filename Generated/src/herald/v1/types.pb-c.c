@@ -452,7 +452,7 @@ const ProtobufCEnumDescriptor herald__v1__priority__descriptor =
   herald__v1__priority__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue herald__v1__message_state__enum_values_by_number[10] =
+static const ProtobufCEnumValue herald__v1__message_state__enum_values_by_number[11] =
 {
   { "MESSAGE_STATE_UNSPECIFIED", "HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_UNSPECIFIED", 0 },
   { "MESSAGE_STATE_SCHEDULED", "HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_SCHEDULED", 1 },
@@ -464,11 +464,12 @@ static const ProtobufCEnumValue herald__v1__message_state__enum_values_by_number
   { "MESSAGE_STATE_FAILED", "HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_FAILED", 7 },
   { "MESSAGE_STATE_EXPIRED", "HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_EXPIRED", 8 },
   { "MESSAGE_STATE_NO_DEVICES", "HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_NO_DEVICES", 9 },
+  { "MESSAGE_STATE_SUPPRESSED", "HERALD__V1__MESSAGE_STATE__MESSAGE_STATE_SUPPRESSED", 10 },
 };
 static const ProtobufCIntRange herald__v1__message_state__value_ranges[] = {
-{0, 0},{0, 10}
+{0, 0},{0, 11}
 };
-static const ProtobufCEnumValueIndex herald__v1__message_state__enum_values_by_name[10] =
+static const ProtobufCEnumValueIndex herald__v1__message_state__enum_values_by_name[11] =
 {
   { "MESSAGE_STATE_CANCELLED", 5 },
   { "MESSAGE_STATE_DISPLAYED", 4 },
@@ -479,6 +480,7 @@ static const ProtobufCEnumValueIndex herald__v1__message_state__enum_values_by_n
   { "MESSAGE_STATE_SCHEDULED", 1 },
   { "MESSAGE_STATE_SENT", 3 },
   { "MESSAGE_STATE_SUPERSEDED", 6 },
+  { "MESSAGE_STATE_SUPPRESSED", 10 },
   { "MESSAGE_STATE_UNSPECIFIED", 0 },
 };
 const ProtobufCEnumDescriptor herald__v1__message_state__descriptor =
@@ -488,9 +490,9 @@ const ProtobufCEnumDescriptor herald__v1__message_state__descriptor =
   "MessageState",
   "Herald__V1__MessageState",
   "herald.v1",
-  10,
+  11,
   herald__v1__message_state__enum_values_by_number,
-  10,
+  11,
   herald__v1__message_state__enum_values_by_name,
   1,
   herald__v1__message_state__value_ranges,

@@ -1,0 +1,36 @@
+public import HeraldCore
+
+extension SQLiteStore {
+    /// The claim given back as `MessageRows.release` does, the due time
+    /// moved and the message marked deferred (schema v9), while it is still
+    /// claimed in state ?2.
+    static let holdUpdate = """
+        UPDATE messages
+        SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT \(MessageRows.pushTouched)
+                THEN NULL ELSE send_started_at END,
+            push_started_at = CASE WHEN \(MessageRows.pushTouched) THEN push_started_at ELSE NULL END,
+            sending_since = NULL, due_at = ?3, deferred_at = coalesce(deferred_at, ?4), updated_at = ?4
+        WHERE id = ?1 AND state = ?2 AND sending_since IS NOT NULL
+        RETURNING id
+        """
+
+    /// See `HeraldStore.hold`. The final outcomes go in first, so the
+    /// release sees them (the push stays open); the WAITING ones only when
+    /// the hold applied. Hand-over marks are kept: the push is still open.
+    public func hold(id: String, from: MessageState, now: Int64, recording outcomes: [DeviceOutcome]) async throws -> Bool {
+        let hold = try DeviceHold(id: id, outcomes: outcomes)
+        return try await write { db in
+            for outcome in hold.final { try Self.insert(outcome, into: db) }
+            let statement = try db.cached(Self.holdUpdate)
+            try statement.bind(id, at: 1)
+            try statement.bind(from.rawValue, at: 2)
+            try statement.bind(hold.dueAt, at: 3)
+            try statement.bind(now, at: 4)
+            let held = try statement.step()
+            statement.reset()
+            guard held else { return false }
+            for outcome in hold.waiting { try Self.insert(outcome, into: db) }
+            return true
+        }
+    }
+}

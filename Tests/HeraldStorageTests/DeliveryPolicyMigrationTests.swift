@@ -1,0 +1,85 @@
+import Foundation
+import HeraldCore
+@testable import HeraldPostgres
+import HeraldTestSupport
+import Testing
+@testable import HeraldStorage
+
+/// Back to what a build before schema v10 (the delivery policy's outcomes) wrote: no
+/// `not_before`, no `deferred_at`, no `messages_policy`. For tests that
+/// roll a current database back to an older version.
+func undoSchemaV10(_ db: Database) throws {
+    try db.execute("DROP INDEX messages_policy")
+    try db.execute("ALTER TABLE outcomes DROP COLUMN not_before")
+    try db.execute("ALTER TABLE messages DROP COLUMN deferred_at")
+}
+
+/// Issue 26: a store written before the delivery policy's columns (SQLite
+/// v9, PostgreSQL v6) opens with every row kept (its outcomes read with no
+/// `notBefore`), and then holds, reads back WAITING devices and counts
+/// deferred messages like a new one.
+@Suite("Delivery policy migration (SQLite v9 → v10, PostgreSQL v6 → v7)", .timeLimit(.minutes(1)))
+struct DeliveryPolicyMigrationTests {
+    /// What a build before the policy wrote: a SENT message with its outcome, a SCHEDULED one.
+    static func seed(_ store: any TestStore) async throws {
+        try await store.importMessages([makeMessage(id: "m-sent", key: "k-sent", state: .sent), makeMessage(id: "m-due", key: "k-due")])
+        try await store.recordOutcome(DeviceOutcome(messageID: "m-sent", deviceToken: "aa", kind: .sent, providerMessageID: "p", at: now + 1))
+    }
+
+    /// What the migrated store must say and do.
+    static func expectMigrated(_ store: any TestStore) async throws {
+        let old = try await store.outcomes(messageID: "m-sent")
+        #expect(old.map(\.kind) == [.sent] && old.map(\.notBefore) == [nil] && old.map(\.providerMessageID) == ["p"])
+        _ = try #require(try await store.claim(id: "m-due", from: .scheduled, now: now + 2))
+        #expect(try await store.hold(id: "m-due", from: .scheduled, now: now + 3, recording: [
+            DeviceOutcome(messageID: "m-due", deviceToken: "bb", kind: .waiting, reason: "quiet_hours", at: now + 3, notBefore: now + 9_000),
+        ]))
+        let detail = try #require(try await store.messageDetail(bundleID: "com.example.app", messageID: "m-due"))
+        #expect(detail.outcomes.map(\.notBefore) == [now + 9_000])
+        #expect(detail.message.dueAt == now + 9_000)
+        let counts = try await store.campaignCounts(bundleID: "com.example.app", campaignID: "welcome", createdFrom: nil, createdBefore: nil)
+        #expect(counts.map(\.deferred).reduce(0, +) == 1)
+    }
+
+    @Test func aVersion9SQLiteDatabaseGetsThePolicyColumns() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/v9.sqlite"
+            do {
+                let store = try SQLiteStore(path: path)
+                try await Self.seed(store)
+                await store.close()
+                let db = try Database(path: path, create: false, busyTimeoutMs: 1000)
+                try undoSchemaV10(db)
+                try db.execute("PRAGMA user_version = 9")
+                db.close()
+            }
+            let store = try SQLiteStore(path: path)
+            #expect(try userVersion(path) == SQLiteStore.schemaVersion)
+            try await Self.expectMigrated(store)
+            await store.close()
+            let db = try Database(path: path, create: false, busyTimeoutMs: 1000)
+            defer { db.close() }
+            #expect(try db.scalarInt("SELECT count(*) FROM pragma_table_info('outcomes') WHERE name = 'not_before'") == 1)
+            #expect(try db.scalarInt("SELECT count(*) FROM pragma_table_info('messages') WHERE name = 'deferred_at'") == 1)
+            #expect(try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'messages_policy'") == 1)
+        }
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+    func aVersion6PostgresDatabaseGetsThePolicyColumns() async throws {
+        try await PostgresTestDatabase.withSchema { configuration in
+            let store = try await PostgresStore.open(configuration)
+            try await Self.seed(store)
+            await closeInTime(store)
+            try await PostgresTestDatabase.run([
+                "DROP INDEX messages_policy",
+                "ALTER TABLE outcomes DROP COLUMN not_before",
+                "ALTER TABLE messages DROP COLUMN deferred_at",
+                "DELETE FROM herald_schema WHERE version >= 7",
+            ], on: configuration)
+            let reopened = try await PostgresStore.open(configuration)
+            try await Self.expectMigrated(reopened)
+            await closeInTime(reopened)
+        }
+    }
+}

@@ -10,6 +10,7 @@ public import HeraldStorage
 public import Logging
 public import ServiceLifecycle
 import Synchronization
+import TimeZones
 
 /// Herald's version, reported by Status and `herald --version`.
 public enum HeraldVersion {
@@ -176,7 +177,8 @@ public final class HeraldServer: Service, Sendable {
             state: state,
             serverStats: { server.stats() },
             snapshot: { snapshot.current },
-            policy: configuration.accessPolicy
+            policy: configuration.accessPolicy,
+            deliveryPolicies: configuration.deliveryPolicies
         )
         // A token is optional (it only adds detail): unauthenticated limits.
         server.register(StatusService.path, .sync(status.status), limits: .unauthenticated)
@@ -330,16 +332,26 @@ public final class HeraldServer: Service, Sendable {
         gateway.observe(metrics: metrics, logger: logger)
         // One provider per platform (ProviderGateways.registry).
         let providers = gateway.registry(lateness: { [metrics] in metrics.dispatchLateness(milliseconds: $0) })
+        let metrics = self.metrics
+        // One zone cache: the dispatcher's device decisions and Schedule's `send_at`.
+        let zones = ZoneCache()
         let dispatcher = Dispatcher(
             store: store, providers: providers, clock: clock, scheduler: scheduler, logger: logger, routeLimits: configuration.routeLimits,
-            decode: StoredRequest.decode)
+            decode: StoredRequest.decode,
+            policy: DispatchPolicy(
+                rules: configuration.deliveryPolicies, zones: zones, ledger: store, graceSeconds: configuration.graceSeconds,
+                observer: PolicyObserver(held: { metrics.policyHeld($0) }, suppressed: { metrics.policySuppressed($0) })))
         let revokes = RevokeQueue()
-        registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes, gateway: gateway)
+        registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes, gateway: gateway, zones: zones)
 
         let stopper = GatewayStopper(gateway)
         var services: [any Service] = [StoreService(store: store, lock: lock)]
         // After the store: stopped (reverse order) before it closes.
-        services.append(RetentionService(store: store, policy: configuration.retention, clock: clock, logger: logger))
+        var retention = configuration.retention
+        let policies = configuration.deliveryPolicies
+        // Counted sends matter for the longest cap period in force (SIGHUP may change it).
+        retention.countedSendsHorizon = { policies.current.longestCapPeriodMilliseconds }
+        services.append(RetentionService(store: store, policy: retention, clock: clock, logger: logger))
         services += try observabilityServices(store: store, probeDirectory: opened.probeDirectory)
         if let path = configuration.simulatorRecordPath, let simulator = gateway.apns.simulator {
             // Subscribed now, before any push, so no delivery is missed.
@@ -362,12 +374,16 @@ public final class HeraldServer: Service, Sendable {
         return services
     }
 
-    private func registerDeliveryHandlers(store: any ServableStore, scheduler: Scheduler, revokes: RevokeQueue, gateway: ProviderGateways) {
+    private func registerDeliveryHandlers(
+        store: any ServableStore, scheduler: Scheduler, revokes: RevokeQueue, gateway: ProviderGateways, zones: ZoneCache
+    ) {
         let policy = configuration.accessPolicy
-        let routes = DeliveryRoutes(
+        var routes = DeliveryRoutes(
             policy: policy, clock: configuration.clock,
             split: ABSplit(contextAwareShare: configuration.contextAwareShare), graceSeconds: configuration.graceSeconds,
             coverage: DeliveryCoverage(providers: gateway.providers))
+        routes.deliveryPolicies = configuration.deliveryPolicies
+        routes.zones = zones
         for route in routes.handlers(store: store, scheduler: scheduler, revokes: revokes) {
             server.register(route.path, route.handler, admission: policy.admission)
         }

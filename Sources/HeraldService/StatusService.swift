@@ -45,6 +45,8 @@ struct StatusService: Sendable {
     var snapshot: @Sendable () -> OperatorSnapshot = { OperatorSnapshot() }
     /// Decides the view (an open policy shows everything).
     var policy = AccessPolicy()
+    /// The delivery policies in force (each shown to callers who see one of its bundles).
+    var deliveryPolicies = DeliveryPolicyHolder()
 
     /// - Throws: UNAUTHENTICATED for a token that is given but malformed or unknown.
     func view(_ metadata: GRPCMetadata) throws -> View {
@@ -144,6 +146,16 @@ struct StatusService: Sendable {
         }
         response.n_fcm_pools = fcmPools.count
         response.fcm_pools = arena.pointerArray(fcmPools)
+        let policies = deliveryPolicies.current.rules.filter { view.shows(Set($0.bundles)) }.map { rules in
+            arena.message(Herald__V1__DeliveryPolicyStatus.self) {
+                let bundles = rules.bundles.map { arena.string($0) }
+                $0.n_bundle_ids = bundles.count
+                $0.bundle_ids = arena.pointerArray(bundles)
+                $0.spec = arena.string(rules.canonical)
+            }
+        }
+        response.n_delivery_policies = policies.count
+        response.delivery_policies = arena.pointerArray(policies)
         return withExtendedLifetime(arena) { ProtobufC.pack(&response) }
     }
 }

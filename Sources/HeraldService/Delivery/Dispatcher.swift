@@ -50,13 +50,16 @@ public final class Dispatcher: Sendable {
     let handOvers: HandOverLog
     /// Every delivery decision (``DeliveryPolicy``); this class carries them out.
     let policy = DeliveryPolicy()
+    /// The bundles' delivery-policy rules and what they read (SPEC §4b).
+    let dispatchPolicy: DispatchPolicy
     private let gates = Mutex<[ObjectIdentifier: RouteGate]>([:])
 
     public init(
         store: any HeraldStore, providers: ProviderRegistry, clock: any HeraldClock, scheduler: Scheduler, logger: Logger,
-        routeLimits: RouteLimits = RouteLimits(), decode: @escaping StoredRequestDecoder
+        routeLimits: RouteLimits = RouteLimits(), decode: @escaping StoredRequestDecoder, policy: DispatchPolicy? = nil
     ) {
         self.decode = decode
+        self.dispatchPolicy = policy ?? DispatchPolicy(ledger: store as? any PolicyLedger)
         self.store = store
         self.providers = providers
         self.clock = clock
@@ -164,14 +167,25 @@ public final class Dispatcher: Sendable {
             }
         }
         if let heldUntil {
-            // A device held beside devices sent now needs a per-device
-            // WAITING state (SPEC §4b), which this build has not: no rule
-            // holds a single device yet.
-            assert(devices.isEmpty && decided.isEmpty, "a device hold beside a send is not carried out yet")
+            // A per-device hold of the push-level rules (none today): the
+            // whole message waits when nothing else is decided.
+            assert(devices.isEmpty && decided.isEmpty, "a device action hold beside a send is not carried out")
             if devices.isEmpty && decided.isEmpty {
                 try await hold(claimed.id, lane: claimed.bundleID, until: heldUntil.at, reason: heldUntil.reason)
                 return
             }
+        }
+        // The bundle's delivery policy (SPEC §4b) on an alert push: each
+        // device sent now, held (WAITING) or withheld (SUPPRESSED).
+        var ruling = PolicyRuling(send: devices)
+        if push == .alert {
+            ruling = try await rule(claimed, message: pushMessage, devices: devices, now: now)
+            devices = ruling.send
+            decided += ruling.suppressed
+        }
+        if let until = ruling.nextDue, devices.isEmpty {
+            try await holdDevices(claimed, from: from, recording: decided + ruling.waiting, until: until)
+            return
         }
         guard !devices.isEmpty || !decided.isEmpty else {
             try await conclude(claimed, from: from, push: push, prior: prior,
@@ -189,7 +203,10 @@ public final class Dispatcher: Sendable {
             case .failure(let why): unrouted.append((device, .failed(why.description)))
             }
         }
-        guard let entered = await admit(claimed.id, to: Array(routes.keys)) else { return }  // deferred
+        guard let entered = await admit(claimed.id, to: Array(routes.keys)) else {  // deferred
+            if ruling.reserved { await releaseReservation(claimed, records: prior) }
+            return
+        }
         await lease.release()  // admitted: the send holds only its routes' slots
 
         // Rendered by each route's provider before the sends (once per locale where it can).
@@ -226,6 +243,12 @@ public final class Dispatcher: Sendable {
             // start resolves it by the crash rule (handed over without an
             // answer: UNCONFIRMED; never handed over: sent then).
             for outcome in outcomes { try await store.recordOutcome(outcome) }
+            return
+        }
+        if ruling.reserved { await releaseReservation(claimed, records: prior + outcomes) }
+        if let until = ruling.nextDue {
+            // Devices still held: the push stays open until they are sent.
+            try await holdDevices(claimed, from: from, recording: outcomes + ruling.waiting, until: until)
             return
         }
         try await conclude(claimed, from: from, push: push, prior: prior, recording: outcomes,

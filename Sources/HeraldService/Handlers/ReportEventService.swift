@@ -14,6 +14,9 @@ struct ReportEventService: Sendable {
     let store: any HeraldStore
     let scheduler: Scheduler
     let clock: any HeraldClock
+    /// The bundles' rules: with caps, a DISPLAYED report counts the message
+    /// against its user's caps (SPEC §4b "What counts"), once.
+    var deliveryPolicies = DeliveryPolicyHolder()
 
     func report(_ request: GRPCRequest) async throws -> [UInt8] {
         let caller = try policy.authenticate(request.metadata)
@@ -72,6 +75,7 @@ struct ReportEventService: Sendable {
             if try await store.transition(id: message.id, from: state, to: next.to, dueAt: nil, providerMessageID: nil, lastError: nil, now: now) {
                 if next.dropsFallback { await scheduler.unschedule(id: message.id) }
                 state = next.to
+                try await countDisplayed(message, at: now)
             } else {
                 state = try await store.message(id: message.id)?.state ?? state
             }
@@ -79,5 +83,18 @@ struct ReportEventService: Sendable {
         var response = Herald__V1__ReportEventResponse.initialized()
         response.state = state.wire
         return ProtobufC.pack(&response)
+    }
+
+    /// A context-aware message the app displayed reached its user: with
+    /// caps on its bundle it counts, once (idempotent by message; a message
+    /// counted when its alert was sent is not counted again), even over the
+    /// cap — the user saw it. Transactional messages never count.
+    private func countDisplayed(_ message: StoredMessage, at now: Int64) async throws {
+        guard let rules = deliveryPolicies.rules(for: message.bundleID), !rules.caps.isEmpty || !rules.campaignCaps.isEmpty,
+              let ledger = store as? any PolicyLedger,
+              (try? StoredRequest.decode(message.request, idempotencyKey: message.idempotencyKey).transactional) != true
+        else { return }
+        _ = try await ledger.recordCountedSend(CountedSend(
+            bundleID: message.bundleID, userID: message.userID, campaignID: message.campaignID, messageID: message.id, at: now))
     }
 }

@@ -19,6 +19,8 @@ struct ScheduleService: Sendable {
     let graceSeconds: Int64
     /// Routes and senders that could deliver; `.unchecked` checks nothing.
     var coverage = DeliveryCoverage.unchecked
+    /// `send_at` under the bundle's delivery policy.
+    var planner = SendAtPlanner()
 
     /// Requests up to this size are decoded and validated on the event loop
     /// (a typical Schedule is well under 1 KiB); larger ones on the compute
@@ -62,6 +64,9 @@ struct ScheduleService: Sendable {
         let stored: StoredMessage
         let key: String?
         let sendAt: Timestamp
+        /// What `send_at` is planned from (the stored request's policy fields).
+        var message: PushMessage? = nil
+        var alert = true
     }
 
     /// Authenticates, decodes, validates and resolves the message (window,
@@ -105,7 +110,8 @@ struct ScheduleService: Sendable {
                 Herald__V1__ScheduleRequest.self, request.message,
                 droppingNumbers: message.platform == .ios ? Self.androidField : Self.iosField),
             createdAt: now)
-        return Accepted(stored: stored, key: message.idempotencyKey, sendAt: validated.plan.sendAt)
+        return Accepted(stored: stored, key: message.idempotencyKey, sendAt: validated.plan.sendAt, message: message,
+                        alert: validated.plan.firstPush == .alert)
     }
 
     /// After the commit: hands the message to the scheduler (no `await`: it
@@ -124,7 +130,13 @@ struct ScheduleService: Sendable {
             let devices = devices()
             let warnings = coverage.warnings(bundleID: message.bundleID, platform: message.platform, userID: message.userID,
                                              devices: devices)
-            return Self.response(message, key: accepted.key ?? "", sendAt: accepted.sendAt, replaced: supersededID != nil,
+            var sendAt = accepted.sendAt
+            if let pushMessage = accepted.message {
+                sendAt = Timestamp(milliseconds: planner.sendAt(
+                    message, message: pushMessage, planned: accepted.sendAt.milliseconds, alert: accepted.alert, devices: devices,
+                    graceSeconds: graceSeconds))
+            }
+            return Self.response(message, key: accepted.key ?? "", sendAt: sendAt, replaced: supersededID != nil,
                                  warnings: warnings)
         }
     }

@@ -1,4 +1,5 @@
 import CoreMetrics
+public import HeraldCore
 
 import GRPCEngine
 public import Prometheus
@@ -25,6 +26,8 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
     private let deliveries = Mutex<[String: CoreMetrics.Counter]>([:])
     private let connections = Mutex<[String: CoreMetrics.Gauge]>([:])
     private let rpcTables = Mutex<[RPCMetricsTable]>([])
+    private let policyHolds: [HoldReason: CoreMetrics.Counter]
+    private let policySuppressions: [SuppressReason: CoreMetrics.Counter]
 
     static let rpcBuckets: [Duration] = [
         .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
@@ -59,6 +62,27 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
                 label: "herald_provider_request_duration_seconds", dimensions: [("service", service)], factory: factory)
         }
         providerDurations = providers
+        var holds: [HoldReason: CoreMetrics.Counter] = [:]
+        for reason in HoldReason.allCases {
+            holds[reason] = CoreMetrics.Counter(label: "herald_policy_holds_total", dimensions: [("reason", reason.rawValue)], factory: factory)
+        }
+        policyHolds = holds
+        var suppressions: [SuppressReason: CoreMetrics.Counter] = [:]
+        for reason in SuppressReason.allCases {
+            suppressions[reason] = CoreMetrics.Counter(
+                label: "herald_policy_suppressed_total", dimensions: [("reason", reason.rawValue)], factory: factory)
+        }
+        policySuppressions = suppressions
+    }
+
+    /// A device's push held by the delivery policy.
+    public func policyHeld(_ reason: HoldReason) {
+        policyHolds[reason]?.increment()
+    }
+
+    /// A device's push withheld for good by the delivery policy.
+    public func policySuppressed(_ reason: SuppressReason) {
+        policySuppressions[reason]?.increment()
     }
 
     // MARK: Recording

@@ -1,0 +1,158 @@
+public import HeraldCore
+public import HeraldStorage
+public import TimeZones
+
+/// What the bundle's delivery policy (SPEC §4b) made of one alert push's
+/// devices: those to send now, those held (WAITING, with `notBefore`), those
+/// withheld (SUPPRESSED), and the user's counted send reserved for it.
+struct PolicyRuling {
+    var send: [Device]
+    var waiting: [DeviceOutcome] = []
+    var suppressed: [DeviceOutcome] = []
+    /// Whether a counted send was reserved for the message by this ruling
+    /// (given back when the push reaches no device).
+    var reserved = false
+
+    /// The earliest planned time of a held device.
+    var nextDue: Int64? { waiting.compactMap(\.notBefore).min() }
+}
+
+/// Counters the policy's decisions feed (`herald_policy_holds_total`,
+/// `herald_policy_suppressed_total`); no-ops by default.
+public struct PolicyObserver: Sendable {
+    /// A device's push held, by reason.
+    public var held: @Sendable (HoldReason) -> Void
+    /// A device's push withheld for good, by reason.
+    public var suppressed: @Sendable (SuppressReason) -> Void
+
+    public init(held: @escaping @Sendable (HoldReason) -> Void = { _ in }, suppressed: @escaping @Sendable (SuppressReason) -> Void = { _ in }) {
+        self.held = held
+        self.suppressed = suppressed
+    }
+}
+
+/// The delivery policy's inputs the dispatcher reads per claim: the bundles'
+/// rules (swapped whole by SIGHUP), the zone cache, the ledger that makes
+/// caps exact across replicas, and Schedule's grace (a local send time is
+/// looked for from window start + grace, as at Schedule).
+public struct DispatchPolicy: Sendable {
+    public var rules: DeliveryPolicyHolder
+    public var zones: ZoneCache
+    public var ledger: (any PolicyLedger)?
+    public var graceSeconds: Int64
+    public var observer: PolicyObserver
+
+    public init(
+        rules: DeliveryPolicyHolder = DeliveryPolicyHolder(), zones: ZoneCache = ZoneCache(), ledger: (any PolicyLedger)? = nil,
+        graceSeconds: Int64 = DeliveryPolicy.defaultGraceSeconds, observer: PolicyObserver = PolicyObserver()
+    ) {
+        self.rules = rules
+        self.zones = zones
+        self.ledger = ledger
+        self.graceSeconds = graceSeconds
+        self.observer = observer
+    }
+}
+
+extension Dispatcher {
+    /// The policy's word on each device of a claimed alert push (a
+    /// traditional send or a context-aware fallback; a hand-off is never
+    /// held): the pure verdict per device in its own zone
+    /// (``DeliveryPolicy/verdict(rules:zone:push:caps:now:)``), then, when
+    /// some device would go now and the bundle caps its users, the
+    /// message's counted send reserved in the ledger — atomically, across
+    /// replicas, idempotent by message — which may still hold or withhold
+    /// them all (another message of the user was counted meanwhile).
+    func rule(_ claimed: StoredMessage, message: PushMessage, devices: [Device], now: Int64) async throws -> PolicyRuling {
+        let rules = dispatchPolicy.rules.rules(for: claimed.bundleID)
+        let localTime = message.localSendTime.flatMap { TimeOfDay(hour: $0.hour, minute: $0.minute) }
+        guard !devices.isEmpty, rules?.holdsPushes == true || localTime != nil else { return PolicyRuling(send: devices) }
+        let isFallback = claimed.state == .handedOff
+        let earliest = max(claimed.windowStart, claimed.createdAt + dispatchPolicy.graceSeconds * 1000)
+        let ttl = Int64(message.ttl.rawValue) * 1000
+        let push = PolicyPush(
+            transactional: message.transactional, localSendTime: localTime, dueAt: claimed.dueAt, earliest: earliest,
+            windowStart: claimed.windowStart, windowEnd: claimed.windowEnd,
+            expiresAt: (isFallback ? claimed.windowEnd : earliest) + ttl, isFallback: isFallback)
+        let capped = !message.transactional && (rules.map { !$0.caps.isEmpty || !$0.campaignCaps.isEmpty } ?? false)
+        var history = CapHistory.none
+        if capped, let rules, let ledger = dispatchPolicy.ledger {
+            let since = now - rules.longestCapPeriodMilliseconds
+            history = CapHistory(
+                user: try await ledger.countedSends(bundleID: claimed.bundleID, userID: claimed.userID, campaignID: nil, since: since),
+                campaign: rules.campaignCaps.isEmpty ? [] : try await ledger.countedSends(
+                    bundleID: claimed.bundleID, userID: claimed.userID, campaignID: claimed.campaignID, since: since))
+        }
+        var ruling = PolicyRuling(send: [])
+        for device in devices {
+            let zone = dispatchPolicy.zones.resolve(device: device.timezone, policy: rules?.timezone)
+            switch policy.verdict(rules: rules, zone: zone, push: push, caps: history, now: now) {
+            case .send: ruling.send.append(device)
+            case .hold(let until, let reason): ruling.waiting.append(waiting(device, claimed, until: until, reason: reason, now: now))
+            case .suppress(let reason): ruling.suppressed.append(suppressed(device, claimed, reason: reason, now: now))
+            }
+        }
+        if capped, !ruling.send.isEmpty, let rules, let ledger = dispatchPolicy.ledger {
+            let answer = try await ledger.reserveCountedSend(CapReservation(
+                bundleID: claimed.bundleID, userID: claimed.userID, campaignID: claimed.campaignID, messageID: claimed.id, now: now,
+                caps: rules.caps.map { CapLimit(count: $0.count, periodMilliseconds: $0.periodMilliseconds) },
+                campaignCaps: rules.campaignCaps.map { CapLimit(count: $0.count, periodMilliseconds: $0.periodMilliseconds) },
+                notAfter: isFallback ? claimed.windowEnd : min(claimed.windowEnd, push.expiresAt ?? .max)))
+            switch answer {
+            case .reserved:
+                ruling.reserved = true
+            case .heldUntil(let until):
+                ruling.waiting += ruling.send.map { waiting($0, claimed, until: until, reason: .frequencyCap, now: now) }
+                ruling.send = []
+            case .exhausted:
+                ruling.suppressed += ruling.send.map { suppressed($0, claimed, reason: .frequencyCap, now: now) }
+                ruling.send = []
+            }
+        }
+        for outcome in ruling.waiting { dispatchPolicy.observer.held(HoldReason(rawValue: outcome.reason ?? "") ?? .throttle) }
+        for outcome in ruling.suppressed {
+            let reason = SuppressReason(rawValue: outcome.reason ?? "") ?? .frequencyCap
+            dispatchPolicy.observer.suppressed(reason)
+            logger.debug("push suppressed by the delivery policy", metadata: [
+                "message_id": "\(claimed.id)", "device": "\(outcome.deviceToken.prefix(8))…", "reason": "\(reason.rawValue)",
+            ])
+        }
+        return ruling
+    }
+
+    /// Gives back the counted send reserved for a push that reached no
+    /// device (never one of a message that reached its user before).
+    func releaseReservation(_ claimed: StoredMessage, records: [DeviceOutcome]) async {
+        guard let ledger = dispatchPolicy.ledger, !records.contains(where: \.kind.reachedDevice) else { return }
+        do {
+            _ = try await ledger.releaseCountedSend(bundleID: claimed.bundleID, messageID: claimed.id)
+        } catch {
+            logger.error("could not give back a counted send (the user's cap counts it)", metadata: [
+                "message_id": "\(claimed.id)", "error": "\(error)",
+            ])
+        }
+    }
+
+    /// Holds the claimed message's waiting devices (``HeraldStore/hold(id:from:now:recording:)``:
+    /// WAITING outcomes, the claim given back, due at the earliest
+    /// `notBefore`) with the push's final outcomes so far, and schedules it then.
+    func holdDevices(_ claimed: StoredMessage, from: MessageState, recording outcomes: [DeviceOutcome], until: Int64) async throws {
+        if try await store.hold(id: claimed.id, from: from, now: clock.now(), recording: outcomes) {
+            await scheduler.noteDeferred()
+            await scheduler.schedule(id: claimed.id, dueAt: until, slot: DueSlot(lane: claimed.bundleID))
+        }
+        logger.debug("devices held by the delivery policy", metadata: [
+            "message_id": "\(claimed.id)", "waiting": "\(outcomes.filter { $0.kind == .waiting }.count)", "until": "\(until)",
+        ])
+    }
+
+    private func waiting(_ device: Device, _ claimed: StoredMessage, until: Int64, reason: HoldReason, now: Int64) -> DeviceOutcome {
+        var outcome = device.decidedOutcome(messageID: claimed.id, kind: .waiting, reason: reason.rawValue, at: now)
+        outcome.notBefore = until
+        return outcome
+    }
+
+    private func suppressed(_ device: Device, _ claimed: StoredMessage, reason: SuppressReason, now: Int64) -> DeviceOutcome {
+        device.decidedOutcome(messageID: claimed.id, kind: .suppressed, reason: reason.rawValue, at: now)
+    }
+}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import signal
+import threading
 import time
 import urllib.request
 import uuid
@@ -23,6 +24,7 @@ import pytest
 
 from conftest import start_herald
 from test_delivery import Record, with_key
+from test_postgres import database  # noqa: F401 (the fixture)
 
 BUNDLE = "com.example.app"
 TOKEN_A = "a1" * 32
@@ -233,3 +235,43 @@ def test_a_local_send_time_outside_the_window_suppresses(stubs, tmp_path):
     finally:
         api.close()
         assert server.stop() == 0
+
+
+def test_fifty_concurrent_schedules_on_two_postgres_replicas_under_cap_3_send_exactly_3(stubs, tmp_path, database):
+    spec = f"bundles={BUNDLE} cap=3/1h"
+    records = [Record(str(tmp_path / f"{name}.jsonl")) for name in ("a", "b")]
+    servers = [start_herald("--store", database, "--replica-id", name, "--grace-seconds", "0", "--sim-record", record.path,
+                            "--delivery-policy", spec, data_dir=str(tmp_path / f"data-{name}"))
+               for name, record in zip(("a", "b"), records)]
+    apis = [Policy(stubs, server) for server in servers]
+    try:
+        u = user()
+        apis[0].register(u, TOKEN_A, "UTC")
+        barrier = threading.Barrier(10)
+        errors = []
+
+        def send(worker):
+            barrier.wait(timeout=30)
+            for i in range(5):
+                try:
+                    apis[worker % 2].schedule(u, f"k-{worker}-{i}", seconds=1800)
+                except grpc.RpcError as error:  # pragma: no cover - reported below
+                    errors.append(error.code())
+
+        threads = [threading.Thread(target=send, args=(w,)) for w in range(10)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not errors
+        keys = [f"k-{w}-{i}" for w in range(10) for i in range(5)]
+        finished = {"MESSAGE_STATE_SENT", "MESSAGE_STATE_SUPPRESSED"}
+        ends = [apis[1].state_name(apis[1].wait(k, lambda m: apis[1].state_name(m) in finished, timeout=60)) for k in keys]
+        assert ends.count("MESSAGE_STATE_SENT") == 3 and ends.count("MESSAGE_STATE_SUPPRESSED") == 47, ends
+        delivered = [d for record in records for d in record.lines()]
+        assert len(delivered) == 3, delivered
+    finally:
+        for api in apis:
+            api.close()
+        for server in servers:
+            assert server.stop() == 0

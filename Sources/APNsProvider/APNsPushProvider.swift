@@ -78,13 +78,16 @@ struct APNsRoute<Routing: APNsRouting>: PushRoute {
         guard let message = push.message else { return devices.map { _ in nil } }
         var renderings = APNsRenderings()
         return devices.map { device in
-            renderings.rendering(locale: device.locale, deviceToken: device.deviceToken, apnsID: UUIDv4.make()) {
+            // With quiet periods, a hand-off differs by time zone too.
+            let quiet = push.kind == .handoff ? push.quiet?(device.timezone) ?? [] : []
+            let key = quiet.isEmpty ? device.locale : device.locale + "\u{0}" + device.timezone
+            return renderings.rendering(locale: key, deviceToken: device.deviceToken, apnsID: UUIDv4.make()) {
                 apnsID throws(RenderError) in
                 switch push.kind {
                 case .handoff:
                     try APNsRenderer.renderHandoff(
                         message, locale: device.locale, deviceToken: device.deviceToken, apnsID: apnsID,
-                        sendTime: push.sendTime, windowEnd: push.windowEnd)
+                        sendTime: push.sendTime, windowEnd: push.windowEnd, quiet: quiet)
                 default:
                     try APNsRenderer.render(
                         message, locale: device.locale, deviceToken: device.deviceToken, apnsID: apnsID, sendTime: push.sendTime)

@@ -58,7 +58,7 @@ struct FCMRoute<Routing: FCMRouting>: PushRoute {
                         push.kind == .handoff
                             ? try FCMRenderer.renderHandoff(
                                 message, locale: device.locale, deviceToken: device.deviceToken, sendTime: push.sendTime,
-                                windowEnd: push.windowEnd).body
+                                windowEnd: push.windowEnd, quiet: push.quiet?(device.timezone) ?? []).body
                             : try FCMRenderer.render(message, locale: device.locale, deviceToken: device.deviceToken).body
                     }
                 }

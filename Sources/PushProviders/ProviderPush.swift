@@ -31,6 +31,9 @@ public struct ProviderPush: Sendable {
     /// The dispatcher's clock, in milliseconds since the epoch (the
     /// timestamp rule for dropped devices).
     public var now: @Sendable () -> Int64
+    /// A hand-off's quiet periods inside its window for a device's time
+    /// zone (SPEC §4b: the app's SDK never displays inside them); nil: none.
+    public var quiet: (@Sendable (_ timezone: String) -> [QuietSpan])?
 
     public init(
         kind: Kind, message: PushMessage?, bundleID: String, idempotencyKey: String?, sendTime: Timestamp, windowEnd: Timestamp,

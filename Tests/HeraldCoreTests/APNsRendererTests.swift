@@ -202,6 +202,25 @@ struct APNsRendererTests {
         #expect(zero.header("apns-expiration") == "0")
     }
 
+    @Test("a hand-off carries the quiet periods inside its window as epoch seconds; too large with them, it goes without")
+    func handoffQuietPeriods() throws {
+        let m = try Fixtures.validated(Fixtures.message(ttl: 7200))
+        let end = Self.now.adding(seconds: 3600)
+        let quiet = [QuietSpan(start: 1_767_225_600_500, end: 1_767_226_200_001), QuietSpan(start: 1_767_228_000_000, end: 1_767_229_200_000)]
+        let r = try APNsRenderer.renderHandoff(
+            m, locale: nil, deviceToken: Fixtures.token, apnsID: Fixtures.apnsID, sendTime: Self.now, windowEnd: end, quiet: quiet)
+        #expect(r.payloadJSON.hasSuffix(#","ctx_window_end":"2026-01-01T01:00:00Z","ctx_quiet":[[1767225600,1767226201],[1767228000,1767229200]]}"#))
+        // A body that fits only without the periods: rendered without them.
+        let plain = try APNsRenderer.renderHandoff(m, locale: nil, deviceToken: nil, apnsID: Fixtures.apnsID, sendTime: Self.now, windowEnd: end)
+        var big = m
+        big.content.body = .text("World" + String(repeating: "b", count: 4096 - plain.payload.count - 5))
+        let many = (0..<8).map { QuietSpan(start: 1_767_225_600_000 + Int64($0) * 86_400_000, end: 1_767_229_200_000 + Int64($0) * 86_400_000) }
+        let fitted = try APNsRenderer.renderHandoff(
+            big, locale: nil, deviceToken: nil, apnsID: Fixtures.apnsID, sendTime: Self.now, windowEnd: end, quiet: many)
+        #expect(!fitted.payloadJSON.contains("ctx_quiet"))
+        #expect(fitted.payload.count <= 4096)
+    }
+
     @Test("revoke push")
     func revoke() {
         let r = APNsRenderer.renderRevoke(bundleID: "com.example.app", idempotencyKey: "k\"1", deviceToken: Fixtures.token, apnsID: Fixtures.apnsID, expiresAt: Self.now.adding(seconds: 60))

@@ -60,11 +60,11 @@ class Policy:
             bundle_id=BUNDLE, platform=t.PLATFORM_IOS, user_id=user, device_token=token, locale="en",
             timezone=zone, environment=t.APNS_ENVIRONMENT_SANDBOX), timeout=10)
 
-    def schedule(self, user, key, *, hours=None, seconds=None, campaign="daily", **extra):
+    def schedule(self, user, key, *, hours=None, seconds=None, campaign="daily", delivery_method=None, **extra):
         t, p = self.stubs.types_pb2, self.stubs.push_pb2
         request = p.ScheduleRequest(
             bundle_id=BUNDLE, platform=t.PLATFORM_IOS, user_id=user, campaign_id=campaign, idempotency_key=key,
-            delivery_method=t.DELIVERY_METHOD_TRADITIONAL,
+            delivery_method=delivery_method or t.DELIVERY_METHOD_TRADITIONAL,
             content=t.Content(title=t.LocalizedText(text="Hi"), body=t.LocalizedText(text="Body")), **extra)
         if seconds is not None:
             request.target_delivery_time = (utc_now() + dt.timedelta(seconds=seconds)).isoformat()
@@ -156,6 +156,25 @@ def test_quiet_hours_hold_until_they_end_across_kill_9_and_transactional_skips_t
         final = api.wait("k-quiet", lambda m: m.message.state == api.state("MESSAGE_STATE_SENT"))
         assert [d.outcome for d in final.devices] == [api.outcome("DEVICE_OUTCOME_SENT")]
         assert len([d for d in record.lines() if with_key("k-quiet")(d)]) == 1
+    finally:
+        api.close()
+        assert server.stop() == 0
+
+
+def test_a_context_aware_hand_off_carries_the_quiet_periods_inside_its_window(stubs, tmp_path):
+    now = utc_now()
+    start_at = (now + dt.timedelta(minutes=30)).replace(second=0, microsecond=0)
+    end_at = start_at + dt.timedelta(minutes=20)
+    server, record = start(tmp_path, f"bundles={BUNDLE} quiet-hours={start_at:%H:%M}-{end_at:%H:%M}")
+    api = Policy(stubs, server)
+    try:
+        u = user()
+        api.register(u, TOKEN_A, "UTC")
+        t = stubs.types_pb2
+        api.schedule(u, "k-handoff", seconds=7200, delivery_method=t.DELIVERY_METHOD_CONTEXT_AWARE)
+        handoff = record.wait_for(with_key("k-handoff"))[0]
+        assert handoff["headers"]["apns-push-type"] == "background"
+        assert handoff["payload"]["ctx_quiet"] == [[int(start_at.timestamp()), int(end_at.timestamp())]]
     finally:
         api.close()
         assert server.stop() == 0

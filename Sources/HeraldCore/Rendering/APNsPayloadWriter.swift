@@ -61,12 +61,26 @@ struct APNsPayloadWriter {
     }
 
     /// The handoff: `{"aps":{"content-available":1},"ctx_aps":{…}, …, "ctx_window_end":…}`
-    func writeHandoffPayload(_ w: inout JSONWriter, _ message: PushMessage, windowEnd: Timestamp) throws(JSONEncodingError) {
+    func writeHandoffPayload(
+        _ w: inout JSONWriter, _ message: PushMessage, windowEnd: Timestamp, quiet: [QuietSpan] = []
+    ) throws(JSONEncodingError) {
         w.writeRaw("{\"aps\":{\"content-available\":1},\"ctx_aps\":")
         try writeAPS(&w, message.content)
         try writeRootTail(&w, message)
         w.writeRaw(",\"ctx_window_end\":")
         w.writeString(RFC3339.format(windowEnd))
+        if !quiet.isEmpty {
+            w.writeRaw(",\"ctx_quiet\":[")
+            for (index, span) in quiet.enumerated() {
+                if index > 0 { w.writeByte(UInt8(ascii: ",")) }
+                w.writeByte(UInt8(ascii: "["))
+                w.writeInteger(span.startSeconds)
+                w.writeByte(UInt8(ascii: ","))
+                w.writeInteger(span.endSeconds)
+                w.writeByte(UInt8(ascii: "]"))
+            }
+            w.writeByte(UInt8(ascii: "]"))
+        }
         w.writeByte(UInt8(ascii: "}"))
     }
 

@@ -131,11 +131,21 @@ public enum APNsRenderer {
         deviceToken: String?,
         apnsID: String,
         sendTime: Timestamp,
-        windowEnd: Timestamp
+        windowEnd: Timestamp,
+        quiet: [QuietSpan] = []
     ) throws(RenderError) -> APNsRendering {
         guard message.isEnabled(on: .ios) else { throw .disabled(.ios) }
         let (resolved, match) = resolveLocale(message.content, requested: locale)
-        let payload = try payload(message, locale: resolved, handoffWindowEnd: windowEnd)
+        let payload: [UInt8]
+        do {
+            payload = try Self.payload(message, locale: resolved, handoffWindowEnd: windowEnd, quiet: quiet)
+        } catch {
+            // Schedule checked the size without the quiet periods: a payload
+            // they push over the limit goes without them (the fallback still
+            // obeys the quiet hours).
+            guard !quiet.isEmpty, case .invalid = error else { throw error }
+            payload = try Self.payload(message, locale: resolved, handoffWindowEnd: windowEnd)
+        }
         var expiration = APNsExpiration.from(ttl: message.ttl, sendTime: sendTime)
         if expiration.rawValue != 0 { expiration.rawValue = min(expiration.rawValue, windowEnd.ceilingSeconds) }
         let headers = makeHeaders(
@@ -240,19 +250,23 @@ public enum APNsRenderer {
 
     /// The payload bytes for a resolved locale (alert, or handoff when
     /// `handoffWindowEnd` is given), size-checked.
-    static func payload(_ message: PushMessage, locale: String?, handoffWindowEnd: Timestamp?) throws(RenderError) -> [UInt8] {
-        let w = try unchecked(message, locale: locale, handoffWindowEnd: handoffWindowEnd)
+    static func payload(
+        _ message: PushMessage, locale: String?, handoffWindowEnd: Timestamp?, quiet: [QuietSpan] = []
+    ) throws(RenderError) -> [UInt8] {
+        let w = try unchecked(message, locale: locale, handoffWindowEnd: handoffWindowEnd, quiet: quiet)
         try checkSize(w.count, message, locale: locale, handoff: handoffWindowEnd != nil)
         return w.finish()
     }
 
     /// The payload written, not yet size-checked.
-    static func unchecked(_ message: PushMessage, locale: String?, handoffWindowEnd: Timestamp?) throws(RenderError) -> JSONWriter {
+    static func unchecked(
+        _ message: PushMessage, locale: String?, handoffWindowEnd: Timestamp?, quiet: [QuietSpan] = []
+    ) throws(RenderError) -> JSONWriter {
         var w = JSONWriter(capacity: 1024)
         let writer = APNsPayloadWriter(ios: message.ios, locale: locale)
         do {
             if let end = handoffWindowEnd {
-                try writer.writeHandoffPayload(&w, message, windowEnd: end)
+                try writer.writeHandoffPayload(&w, message, windowEnd: end, quiet: quiet)
             } else {
                 try writer.writeAlertPayload(&w, message)
             }

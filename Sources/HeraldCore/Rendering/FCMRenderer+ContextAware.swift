@@ -24,7 +24,23 @@ public import HeraldPrimitives
 /// "android":{"priority":"HIGH","ttl":"<n>s"}}}`.
 extension FCMRenderer {
     public static func renderHandoff(
-        _ message: PushMessage, locale: String?, deviceToken: String?, sendTime: Timestamp, windowEnd: Timestamp
+        _ message: PushMessage, locale: String?, deviceToken: String?, sendTime: Timestamp, windowEnd: Timestamp,
+        quiet: [QuietSpan] = []
+    ) throws(RenderError) -> FCMRendering {
+        do {
+            return try renderHandoff(message, locale: locale, deviceToken: deviceToken, sendTime: sendTime, windowEnd: windowEnd,
+                                     quietJSON: quiet.isEmpty ? nil : QuietSpan.json(quiet))
+        } catch {
+            // Too large with the quiet periods (Schedule checked it without
+            // them): sent without them; the fallback still obeys quiet hours.
+            guard !quiet.isEmpty, case .invalid = error else { throw error }
+            return try renderHandoff(message, locale: locale, deviceToken: deviceToken, sendTime: sendTime, windowEnd: windowEnd,
+                                     quietJSON: nil)
+        }
+    }
+
+    private static func renderHandoff(
+        _ message: PushMessage, locale: String?, deviceToken: String?, sendTime: Timestamp, windowEnd: Timestamp, quietJSON: String?
     ) throws(RenderError) -> FCMRendering {
         var parts = try parts(message, locale: locale)
         var present = parts.notification
@@ -48,6 +64,7 @@ extension FCMRenderer {
         }
         parts.data.append("ctx_notification", .string(String(decoding: text.finish(), as: UTF8.self)))
         parts.data.append("ctx_window_end", .string(RFC3339.format(windowEnd)))
+        if let quietJSON { parts.data.append("ctx_quiet", .string(quietJSON)) }
 
         var android = OrderedObject(capacity: 4)
         android.append("priority", .string(FCMAndroidPriority.high.rawValue))

@@ -120,6 +120,18 @@ extension Dispatcher {
         return ruling
     }
 
+    /// A hand-off's quiet periods for a device's zone (nil when the bundle
+    /// has no quiet hours), from the send to the window end: the app's SDK
+    /// must not display inside them (docs/APP-CONTRACT.md, `ctx_quiet`).
+    func quietPeriods(_ claimed: StoredMessage, from: Int64) -> (@Sendable (String) -> [QuietSpan])? {
+        guard let rules = dispatchPolicy.rules.rules(for: claimed.bundleID), rules.quietHours != nil else { return nil }
+        let (zones, windowEnd, policy) = (dispatchPolicy.zones, claimed.windowEnd, policy)
+        return { timezone in
+            let zone = zones.resolve(device: timezone, policy: rules.timezone)
+            return policy.quietPeriods(rules: rules, zone: zone, from: from, to: windowEnd).map { QuietSpan(start: $0.start, end: $0.end) }
+        }
+    }
+
     /// Gives back the counted send reserved for a push that reached no
     /// device (never one of a message that reached its user before).
     func releaseReservation(_ claimed: StoredMessage, records: [DeviceOutcome]) async {

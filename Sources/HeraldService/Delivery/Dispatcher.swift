@@ -211,10 +211,11 @@ public final class Dispatcher: Sendable {
 
         // Rendered by each route's provider before the sends (once per locale where it can).
         let clock = clock
-        let content = ProviderPush(
+        var content = ProviderPush(
             kind: push.providerKind, message: pushMessage, bundleID: claimed.bundleID, idempotencyKey: claimed.idempotencyKey,
             sendTime: Timestamp(milliseconds: clock.now()), windowEnd: Timestamp(milliseconds: claimed.windowEnd),
             deadline: deadline, singleAttempt: singleAttempt, now: { clock.now() })
+        if push == .handoff { content.quiet = quietPeriods(claimed, from: content.sendTime.milliseconds) }
         var sends: [(device: Device, prepared: any PreparedPush)] = []
         for (route, routed) in routes.values {
             sends += zip(routed, route.prepare(content, for: routed)).map { ($0, $1) }

@@ -182,7 +182,8 @@ public final class HeraldServer: Service, Sendable {
         )
         // A token is optional (it only adds detail): unauthenticated limits.
         server.register(StatusService.path, .sync(status.status), limits: .unauthenticated)
-        let render = RenderService(policy: configuration.accessPolicy, now: Timestamp.nowMilliseconds)
+        let render = RenderService(
+            policy: configuration.accessPolicy, now: Timestamp.nowMilliseconds, deliveryPolicies: configuration.deliveryPolicies)
         server.register(
             RenderService.path, DomainStatus.compute(inlineBytes: Self.renderInlineBytes, render.render),
             admission: configuration.accessPolicy.admission)

@@ -15,6 +15,9 @@ struct RenderService: Sendable {
     let policy: AccessPolicy
     /// The wall clock, in milliseconds since the epoch (injected for tests).
     let now: @Sendable () -> Int64
+    /// The bundles' delivery policies: Render names the bundle's (it changes
+    /// when an alert goes, never what it is).
+    var deliveryPolicies = DeliveryPolicyHolder()
 
     func render(_ request: GRPCRequest) throws -> [UInt8] {
         let caller = try policy.authenticate(request.metadata)
@@ -69,16 +72,25 @@ struct RenderService: Sendable {
                 apns.payload_json = arena.string(bytes: rendering.payload)
                 apns.payload_bytes = UInt32(rendering.payload.count)
             }
-            fill(&response, resolvedLocale: rendering.resolvedLocale, warnings: rendering.warnings, arena: arena)
+            fill(&response, resolvedLocale: rendering.resolvedLocale, warnings: rendering.warnings + policyNotes(message), arena: arena)
         case .android:
             let rendering = try FCMRenderer.render(message, locale: input.locale, deviceToken: input.deviceToken)
             response.rendering_case = HERALD__V1__RENDER_RESPONSE__RENDERING_FCM
             response.fcm = arena.message(Herald__V1__FcmRendering.self) {
                 $0.message_json = arena.string(rendering.messageJSON)
             }
-            fill(&response, resolvedLocale: rendering.resolvedLocale, warnings: rendering.warnings, arena: arena)
+            fill(&response, resolvedLocale: rendering.resolvedLocale, warnings: rendering.warnings + policyNotes(message), arena: arena)
         }
         return response
+    }
+
+    /// The bundle's delivery policy in one line, when it has one: when this
+    /// alert would go (SPEC §4b), not what it is.
+    private func policyNotes(_ message: PushMessage) -> [String] {
+        guard let rules = deliveryPolicies.rules(for: message.bundleID) else { return [] }
+        return ["delivery policy \(rules.canonical): alert pushes of this bundle wait for its quiet hours "
+            + "and caps in each device's time zone (transactional ones do not); this is what goes when they allow "
+            + "(docs/DELIVERY-POLICY.md)"]
     }
 
     /// A random `apns-id` (see `ThreadRandom`).

@@ -208,6 +208,13 @@ def test_a_cap_withholds_or_holds_the_second_message(stubs, tmp_path):
         gap = (rfc3339(held.devices[0].not_before) - rfc3339(first.devices[0].at)).total_seconds()
         assert 3600 - 10 <= gap <= 3600, gap
         assert len([d for d in record.lines() if d["device_token"] == TOKEN_B]) == 1
+
+        # Render names the bundle's policy (it changes when an alert goes, never what it is).
+        t, p = stubs.types_pb2, stubs.push_pb2
+        rendered = api.push.Render(p.RenderRequest(
+            bundle_id=BUNDLE, platform=t.PLATFORM_IOS,
+            content=t.Content(title=t.LocalizedText(text="Hi"), body=t.LocalizedText(text="Body"))), timeout=10)
+        assert [w for w in rendered.warnings if w.startswith(f"delivery policy bundles={BUNDLE} cap=1/1h:")], rendered.warnings
     finally:
         api.close()
         assert server.stop() == 0

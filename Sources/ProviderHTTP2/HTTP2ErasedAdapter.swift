@@ -16,6 +16,7 @@ package struct HTTP2ErasedAdapter: Sendable {
     /// the request carries its own.
     @usableFromInline package let credential: @Sendable (Timestamp) throws(HTTP2ClientError) -> HTTP2StreamCredential?
 
+    /// Erases `adapter` (called once per pool, in the adapter's module).
     @inlinable
     package init<Adapter: HTTP2ClientAdapter>(_ adapter: Adapter) {
         keptHeader = Adapter.keptHeader
@@ -34,6 +35,7 @@ package struct HTTP2StreamCredential: Sendable {
     @usableFromInline package let header: (name: String, value: String)
     @usableFromInline package let value: any Sendable
 
+    /// A credential and the header that carries it.
     @inlinable
     package init(header: (name: String, value: String), value: any Sendable) {
         self.header = header
@@ -46,5 +48,6 @@ package struct HTTP2StreamCredential: Sendable {
 package enum HTTP2RequestOutcome: Sendable {
     /// Answered: the answer and the credential its stream went out with.
     case answered(HTTP2ClientAnswer, credential: (any Sendable)?)
+    /// Not answered (connection, stream, deadline, cancellation, shutdown).
     case failed(HTTP2ClientError)
 }

@@ -33,6 +33,7 @@ package final class HTTP2PendingRequest: @unchecked Sendable {
     /// The connection of ``Phase/onStream(_:)``, so a cancelled caller can withdraw it.
     private(set) weak var connection: HTTP2ClientConnection?
 
+    /// A request for the slot on `eventLoop`; `complete` is called once, on that loop.
     @usableFromInline
     package init(request: HTTP2ClientRequest, eventLoop: any EventLoop, complete: @escaping @Sendable (HTTP2RequestOutcome) -> Bool) {
         self.request = request

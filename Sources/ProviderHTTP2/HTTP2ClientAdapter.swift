@@ -1,9 +1,10 @@
-package import HeraldPrimitives
+public import HeraldPrimitives
 
 /// What one provider (APNs, FCM, the OAuth token endpoint) adds to the shared
 /// HTTP/2 pool: the credential a stream goes out with, the response header it
 /// keeps, how an answer is read, and when an answer retires its connection.
 /// The pool is generic over it (no existential dispatch per request).
+@usableFromInline
 package protocol HTTP2ClientAdapter: Sendable {
     /// What the caller gets for one answered request.
     associatedtype Response: Sendable
@@ -29,9 +30,11 @@ package protocol HTTP2ClientAdapter: Sendable {
 
 /// Called once a request has a stream to go on: record, then call `done`
 /// (nil: recorded) from any thread; the bytes wait for it.
+@usableFromInline
 package typealias HTTP2HandOverHook = @Sendable (_ done: @escaping @Sendable ((any Error)?) -> Void) -> Void
 
 /// One HTTP/2 POST the pool sends.
+@usableFromInline
 package struct HTTP2ClientRequest: Sendable {
     /// `:path`.
     package var path: String
@@ -57,6 +60,7 @@ package struct HTTP2ClientRequest: Sendable {
 }
 
 /// What came back for one request. Bodies beyond ``maximumBody`` are cut (and marked).
+@usableFromInline
 package struct HTTP2ClientAnswer: Sendable, Equatable {
     package static let maximumBody = 64 * 1024
 

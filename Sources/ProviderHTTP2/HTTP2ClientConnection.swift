@@ -8,7 +8,7 @@ import TLSTransport
 /// mode behind ``OpenSSLHandler``. Lives on one event loop; every entry point
 /// asserts it (free in release builds). Its life is an
 /// ``HTTP2ConnectionStateMachine``.
-final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHandler, HTTP2SessionDelegate, @unchecked Sendable {
+final class HTTP2ClientConnection: ChannelInboundHandler, HTTP2SessionDelegate, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -20,12 +20,12 @@ final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHa
     private let responseTimeout: Duration
     let pingInterval: Duration
     let idleTimeout: Duration?
-    weak var slot: HTTP2ClientSlot<Adapter>?
+    weak var slot: HTTP2ClientSlot?
 
     var machine = HTTP2ConnectionStateMachine()
     private var context: ChannelHandlerContext?
     var session: HTTP2Session?
-    private(set) var streams: [Int32: HTTP2StreamState<Adapter>] = [:]
+    private(set) var streams: [Int32: HTTP2StreamState] = [:]
     private var outbound: ByteBuffer
     /// nghttp2 is delivering events (or draining output): do not re-enter it.
     private var insideReceive = false
@@ -38,11 +38,9 @@ final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHa
     var lastActivity: Timestamp
     var lastStreamActivity: Timestamp
     private var flushScheduled = false
-    /// Last: the one stored property whose size depends on the adapter, so
-    /// every field above keeps a fixed offset in unspecialized code.
-    private let adapter: Adapter
+    private let adapter: HTTP2ErasedAdapter
 
-    init(id: Int, eventLoop: any EventLoop, authority: String, adapter: Adapter, clock: any ProviderClock,
+    init(id: Int, eventLoop: any EventLoop, authority: String, adapter: HTTP2ErasedAdapter, clock: any ProviderClock,
          localStreamCap: Int, responseTimeout: Duration, pingInterval: Duration, idleTimeout: Duration?) {
         self.id = id
         self.eventLoop = eventLoop
@@ -162,7 +160,7 @@ final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHa
             guard let stream = streams[streamID] else { return }
             if bytesEqual(name, ":status") {
                 stream.status = Int(String(decoding: value, as: UTF8.self)) ?? 0
-            } else if bytesEqual(name, Adapter.keptHeader), value.count <= Adapter.keptHeaderMaximumBytes {
+            } else if bytesEqual(name, adapter.keptHeader), value.count <= adapter.keptHeaderMaximumBytes {
                 stream.keptHeader = String(decoding: value, as: UTF8.self)
             }
         case .dataChunk(let streamID, _, let bytes):
@@ -181,12 +179,12 @@ final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHa
     }
 
     /// Starts a stream for `pending`. The caller checked ``freeStreams``.
-    func start(_ pending: HTTP2PendingRequest<Adapter>) {
+    func start(_ pending: HTTP2PendingRequest) {
         eventLoop.assertInEventLoop()
         guard let session, !pending.completed else { return }
-        let credential: Adapter.Credential?
+        let credential: HTTP2StreamCredential?
         do {
-            credential = try adapter.credential(now: clock.now())
+            credential = try adapter.credential(clock.now())
         } catch {
             pending.fail(error)
             return
@@ -196,10 +194,10 @@ final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHa
             (":method", "POST"), (":scheme", "https"), (":authority", authority), (":path", request.path),
         ]
         headers.reserveCapacity(request.headers.count + 6)
-        if let credential { headers.append(adapter.header(for: credential)) }
+        if let credential { headers.append(credential.header) }
         headers.append(contentsOf: request.headers)
         headers.append(("content-length", String(request.body.count)))
-        let stream = HTTP2StreamState(pending: pending, credential: credential)
+        let stream = HTTP2StreamState(pending: pending, credential: credential?.value)
         let submitted = NGHTTP2Headers.with(headers) { nva, count in
             Result { () throws(HTTP2SessionError) in
                 try session.submitRequest(headers: nva, count: count, body: stream.payload, streamData: nil)
@@ -262,9 +260,10 @@ final class HTTP2ClientConnection<Adapter: HTTP2ClientAdapter>: ChannelInboundHa
         if let abandoned = stream.abandonedWith {
             stream.pending.fail(abandoned)
         } else if stream.status != 0 && errorCode == NGHTTP2_NO_ERROR.rawValue {
-            let (response, retireConnection) = adapter.response(to: stream.answer, credential: stream.credential)
-            if retireConnection { retire() }
-            stream.pending.succeed(response)
+            // The caller's completion reads the answer with the adapter (e.g.
+            // APNs' ExpiredProviderToken expires the token) and says whether
+            // it retires this connection.
+            if stream.pending.succeed(stream.answer, credential: stream.credential) { retire() }
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
             stream.pending.fail(.streamRefused)
         } else {

@@ -1,5 +1,6 @@
 /// Why a request got no HTTP answer from the pool (one attempt; the
 /// provider client decides what to retry).
+@usableFromInline
 package enum HTTP2ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     case deadlineExceeded
     /// TCP, TLS or ALPN failed; `retryable` false for certificate and configuration problems.
@@ -19,7 +20,7 @@ package enum HTTP2ClientError: Error, Sendable, Equatable, CustomStringConvertib
     /// The adapter could not make the stream's credential: not sent.
     case credentials(String)
 
-    package var description: String {
+    @usableFromInline package var description: String {
         switch self {
         case .deadlineExceeded: "deadline exceeded"
         case .connectFailed(let why, _): "connect failed: \(why)"

@@ -1,9 +1,10 @@
-package import Logging
-package import NIOCore
+public import Logging
+public import NIOCore
 import NIOPosix
-package import TLSTransport
+public import TLSTransport
 
 /// How a pool connects and paces itself.
+@usableFromInline
 package struct HTTP2PoolSettings: Sendable {
     /// "APNs", "FCM" or "OAuth token endpoint", for logs.
     package var label: String
@@ -53,34 +54,54 @@ package struct HTTP2PoolSettings: Sendable {
 /// queues beyond it, PING keep-alive, GOAWAY draining, reconnect backoff,
 /// response timeouts and deadlines. One attempt per ``send(_:)``: the
 /// provider client decides what to retry.
+///
+/// Generic over the adapter only at its edge: ``init(settings:adapter:tls:group:logger:)``
+/// and ``send(_:)`` are inlinable, so the adapter's module compiles them for
+/// its own types; the slots, connections and requests behind them
+/// (``HTTP2PoolCore``) are not generic, so a request instantiates no generic
+/// metadata at run time.
+@usableFromInline
 package final class HTTP2ClientPool<Adapter: HTTP2ClientAdapter>: Sendable {
-    package let settings: HTTP2PoolSettings
-    private let shared: HTTP2PoolShared<Adapter>
-    private let slots: [HTTP2ClientSlot<Adapter>]
+    /// What operators see of a pool, every slot summed.
+    package typealias Status = HTTP2PoolStatus
 
+    @usableFromInline package let settings: HTTP2PoolSettings
+    @usableFromInline package let core: HTTP2PoolCore
+    @usableFromInline package let adapter: Adapter
+
+    @inlinable
     package init(settings: HTTP2PoolSettings, adapter: Adapter, tls: TLSContext, group: (any EventLoopGroup)?, logger: Logger) {
         self.settings = settings
-        let shared = HTTP2PoolShared(settings: settings, adapter: adapter, tls: tls, logger: logger)
-        self.shared = shared
-        let group = group ?? MultiThreadedEventLoopGroup.singleton
-        slots = (0..<max(1, settings.maxConnections)).map { HTTP2ClientSlot(index: $0, eventLoop: group.next(), shared: shared) }
+        self.adapter = adapter
+        core = HTTP2PoolCore(settings: settings, adapter: HTTP2ErasedAdapter(adapter), tls: tls, group: group, logger: logger)
     }
 
     /// Sends one request on the least-loaded slot; one attempt, no retries.
     /// Cancelling the calling task withdraws it (``HTTP2ClientError/cancelled``).
+    @inlinable
     package func send(_ request: HTTP2ClientRequest) async throws(HTTP2ClientError) -> Adapter.Response {
-        let slot = leastLoadedSlot()
-        slot.load.add(1, ordering: .relaxed)
-        defer { slot.load.subtract(1, ordering: .relaxed) }
+        let slot = core.reserveSlot()
+        defer { slot.release() }
         if Task.isCancelled { throw .cancelled }
         let promise = slot.eventLoop.makePromise(of: Adapter.Response.self)
-        let pending = HTTP2PendingRequest<Adapter>(request: request, promise: promise)
-        slot.eventLoop.execute { slot.enqueue(pending) }
+        let adapter = self.adapter
+        let pending = HTTP2PendingRequest(request: request, eventLoop: slot.eventLoop) { outcome in
+            switch outcome {
+            case .answered(let answer, let credential):
+                let (response, retireConnection) = adapter.response(to: answer, credential: credential as? Adapter.Credential)
+                promise.succeed(response)
+                return retireConnection
+            case .failed(let error):
+                promise.fail(error)
+                return false
+            }
+        }
+        slot.submit(pending)
         do {
             return try await withTaskCancellationHandler {
                 try await promise.futureResult.get()
             } onCancel: {
-                slot.eventLoop.execute { slot.cancel(pending) }
+                slot.withdraw(pending)
             }
         } catch let error as HTTP2ClientError {
             throw error
@@ -89,51 +110,13 @@ package final class HTTP2ClientPool<Adapter: HTTP2ClientAdapter>: Sendable {
         }
     }
 
-    private func leastLoadedSlot() -> HTTP2ClientSlot<Adapter> {
-        var best = slots[0]
-        var bestLoad = best.load.load(ordering: .relaxed)
-        for slot in slots.dropFirst() {
-            let load = slot.load.load(ordering: .relaxed)
-            if load < bestLoad {
-                best = slot
-                bestLoad = load
-            }
-        }
-        return best
-    }
-
-    /// What operators see of a pool, every slot summed.
-    package struct Status: Sendable, Equatable {
-        /// Connections established (ready or draining).
-        package var open = 0
-        /// Streams waiting for a response.
-        package var inFlight = 0
-        /// Requests queued locally beyond the streams allowed.
-        package var queued = 0
-        /// The last connection-level error, if any.
-        package var lastError: String?
-        /// Reconnect delays waited so far, every slot.
-        package var reconnectDelays: [Duration] = []
-    }
-
     /// Connections, streams, queue and last error of every slot.
     package func status() async -> Status {
-        var status = Status()
-        for slot in slots {
-            guard let snapshot = try? await slot.eventLoop.submit({ slot.snapshot() }).get() else { continue }
-            status.open += snapshot.open
-            status.inFlight += snapshot.inFlight
-            status.queued += snapshot.queued
-            status.reconnectDelays += snapshot.reconnectDelays
-            if let error = snapshot.lastError { status.lastError = error }
-        }
-        return status
+        await core.status()
     }
 
     /// Closes every connection and fails queued requests with ``HTTP2ClientError/shutdown``.
     package func shutdown() async {
-        for slot in slots {
-            try? await slot.eventLoop.submit { slot.shutdown() }.get()
-        }
+        await core.shutdown()
     }
 }

@@ -1,6 +1,6 @@
 import HeraldPrimitives
 import Logging
-import NIOCore
+public import NIOCore
 import NIOPosix
 import Synchronization
 import TLSTransport
@@ -10,13 +10,14 @@ import TLSTransport
 /// the peer's SETTINGS_MAX_CONCURRENT_STREAMS, and reconnect backoff, kept
 /// in an ``HTTP2SlotStateMachine``. Everything runs on `eventLoop`; every
 /// entry point asserts it (free in release builds).
-final class HTTP2ClientSlot<Adapter: HTTP2ClientAdapter>: @unchecked Sendable {
-    typealias Connection = HTTP2ClientConnection<Adapter>
-    typealias Pending = HTTP2PendingRequest<Adapter>
+@usableFromInline
+package final class HTTP2ClientSlot: @unchecked Sendable {
+    typealias Connection = HTTP2ClientConnection
+    typealias Pending = HTTP2PendingRequest
 
     let index: Int
-    let eventLoop: any EventLoop
-    private let shared: HTTP2PoolShared<Adapter>
+    @usableFromInline package let eventLoop: any EventLoop
+    private let shared: HTTP2PoolShared
     private var machine = HTTP2SlotStateMachine<Connection>()
     private var pending = CircularBuffer<Pending>()
     private var draining: [ObjectIdentifier: Connection] = [:]
@@ -30,13 +31,31 @@ final class HTTP2ClientSlot<Adapter: HTTP2ClientAdapter>: @unchecked Sendable {
     /// Delays this slot waited before reconnecting (tests, status).
     private(set) var reconnectDelays: [Duration] = []
 
-    init(index: Int, eventLoop: any EventLoop, shared: HTTP2PoolShared<Adapter>) {
+    init(index: Int, eventLoop: any EventLoop, shared: HTTP2PoolShared) {
         self.index = index
         self.eventLoop = eventLoop
         self.shared = shared
     }
 
     private var settings: HTTP2PoolSettings { shared.settings }
+
+    /// One request reserved by ``HTTP2PoolCore/reserveSlot()`` is done.
+    @usableFromInline
+    package func release() {
+        load.subtract(1, ordering: .relaxed)
+    }
+
+    /// Hands `request` to this slot's loop.
+    @usableFromInline
+    package func submit(_ request: HTTP2PendingRequest) {
+        eventLoop.execute { self.enqueue(request) }
+    }
+
+    /// The caller's task was cancelled: withdraw `request` on this slot's loop.
+    @usableFromInline
+    package func withdraw(_ request: HTTP2PendingRequest) {
+        eventLoop.execute { self.cancel(request) }
+    }
 
     func enqueue(_ request: Pending) {
         eventLoop.assertInEventLoop()
@@ -256,14 +275,14 @@ final class HTTP2ClientSlot<Adapter: HTTP2ClientAdapter>: @unchecked Sendable {
 }
 
 /// State every slot of a pool shares.
-final class HTTP2PoolShared<Adapter: HTTP2ClientAdapter>: Sendable {
+final class HTTP2PoolShared: Sendable {
     let settings: HTTP2PoolSettings
-    let adapter: Adapter
+    let adapter: HTTP2ErasedAdapter
     let tls: TLSContext
     let logger: Logger
     private let connectionIDs = Atomic<Int>(0)
 
-    init(settings: HTTP2PoolSettings, adapter: Adapter, tls: TLSContext, logger: Logger) {
+    init(settings: HTTP2PoolSettings, adapter: HTTP2ErasedAdapter, tls: TLSContext, logger: Logger) {
         self.settings = settings
         self.adapter = adapter
         self.tls = tls

@@ -1,9 +1,14 @@
 import HTTP2Core
-import NIOCore
+public import NIOCore
 
 /// A request handed to a slot, with how to complete it. Handed to the slot's
 /// event loop once, then touched only there.
-final class HTTP2PendingRequest<Adapter: HTTP2ClientAdapter>: @unchecked Sendable {
+///
+/// Not generic: the caller's typed promise and the adapter's reading of the
+/// answer live in ``complete``, a closure made by ``HTTP2ClientPool/send(_:)``
+/// (inlinable, so specialized in the adapter's module).
+@usableFromInline
+package final class HTTP2PendingRequest: @unchecked Sendable {
     /// Where the request is.
     enum Phase: Equatable {
         /// In the slot's queue (or being handed over), not written.
@@ -18,16 +23,22 @@ final class HTTP2PendingRequest<Adapter: HTTP2ClientAdapter>: @unchecked Sendabl
     }
 
     let request: HTTP2ClientRequest
-    let promise: EventLoopPromise<Adapter.Response>
+    let eventLoop: any EventLoop
+    /// Completes the caller's promise, once, on `eventLoop`; for an answer,
+    /// returns whether it retires its connection (the adapter's reading).
+    private let complete: @Sendable (HTTP2RequestOutcome) -> Bool
     /// Fires the deadline (queued or in flight), on the pool's clock.
     var deadlineTimer: ProviderTimer?
     private(set) var phase = Phase.queued
     /// The connection of ``Phase/onStream(_:)``, so a cancelled caller can withdraw it.
-    private(set) weak var connection: HTTP2ClientConnection<Adapter>?
+    private(set) weak var connection: HTTP2ClientConnection?
 
-    init(request: HTTP2ClientRequest, promise: EventLoopPromise<Adapter.Response>) {
+    /// A request for the slot on `eventLoop`; `complete` is called once, on that loop.
+    @usableFromInline
+    package init(request: HTTP2ClientRequest, eventLoop: any EventLoop, complete: @escaping @Sendable (HTTP2RequestOutcome) -> Bool) {
         self.request = request
-        self.promise = promise
+        self.eventLoop = eventLoop
+        self.complete = complete
     }
 
     var completed: Bool { phase == .completed }
@@ -43,7 +54,7 @@ final class HTTP2PendingRequest<Adapter: HTTP2ClientAdapter>: @unchecked Sendabl
     }
 
     /// Written on `streamID` of `connection`.
-    func written(on connection: HTTP2ClientConnection<Adapter>, streamID: Int32) {
+    func written(on connection: HTTP2ClientConnection, streamID: Int32) {
         assertInLoop()
         switch phase {
         case .queued, .handOverRecorded:
@@ -54,12 +65,14 @@ final class HTTP2PendingRequest<Adapter: HTTP2ClientAdapter>: @unchecked Sendabl
         }
     }
 
-    func succeed(_ response: Adapter.Response) {
+    /// Hands `answer` to the caller (the adapter reads it); true when the
+    /// adapter says the answer retires its connection. Ignored (false) once completed.
+    func succeed(_ answer: HTTP2ClientAnswer, credential: (any Sendable)?) -> Bool {
         assertInLoop()
-        guard phase != .completed else { return }
+        guard phase != .completed else { return false }
         phase = .completed
         deadlineTimer?.cancel()
-        promise.succeed(response)
+        return complete(.answered(answer, credential: credential))
     }
 
     func fail(_ error: HTTP2ClientError) {
@@ -67,17 +80,17 @@ final class HTTP2PendingRequest<Adapter: HTTP2ClientAdapter>: @unchecked Sendabl
         guard phase != .completed else { return }
         phase = .completed
         deadlineTimer?.cancel()
-        promise.fail(error)
+        _ = complete(.failed(error))
     }
 
     private func assertInLoop() {
-        promise.futureResult.eventLoop.assertInEventLoop()
+        eventLoop.assertInEventLoop()
     }
 }
 
 /// Per-stream state of one request in flight (on the connection's loop).
-final class HTTP2StreamState<Adapter: HTTP2ClientAdapter> {
-    let pending: HTTP2PendingRequest<Adapter>
+final class HTTP2StreamState {
+    let pending: HTTP2PendingRequest
     /// The body as nghttp2's DATA source (kept alive until the stream closes).
     let payload: HTTP2OutboundBody
     var status = 0
@@ -88,11 +101,10 @@ final class HTTP2StreamState<Adapter: HTTP2ClientAdapter> {
     var abandonedWith: HTTP2ClientError?
     /// Resets the stream when no response came within the response timeout.
     var responseTimer: ProviderTimer?
-    /// The credential the stream went out with. Last: its size depends on
-    /// the adapter, so every field above keeps a fixed offset.
-    let credential: Adapter.Credential?
+    /// The adapter's credential the stream went out with (type-erased).
+    let credential: (any Sendable)?
 
-    init(pending: HTTP2PendingRequest<Adapter>, credential: Adapter.Credential?) {
+    init(pending: HTTP2PendingRequest, credential: (any Sendable)?) {
         self.pending = pending
         self.credential = credential
         self.payload = HTTP2OutboundBody(pending.request.body)

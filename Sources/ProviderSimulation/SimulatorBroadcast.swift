@@ -1,16 +1,22 @@
-import Synchronization
+public import Synchronization
 
 /// Hands each value to every subscriber's `AsyncStream`; a subscriber that
 /// stops consuming is dropped. After ``finish()`` new subscribers get a
 /// stream that has already ended.
+///
+/// ``yield(_:)`` is inlinable, so the simulators that call it per request
+/// compile it for their own element type (no generic metadata looked up at
+/// run time per value).
+@usableFromInline
 package final class SimulatorBroadcast<Element: Sendable>: Sendable {
-    private struct Subscribers {
-        var continuations: [Int: AsyncStream<Element>.Continuation] = [:]
+    @usableFromInline
+    struct Subscribers {
+        @usableFromInline var continuations: [Int: AsyncStream<Element>.Continuation] = [:]
         var next = 0
         var finished = false
     }
 
-    private let subscribers = Mutex(Subscribers())
+    @usableFromInline let subscribers = Mutex(Subscribers())
 
     package init() {}
 
@@ -36,6 +42,7 @@ package final class SimulatorBroadcast<Element: Sendable>: Sendable {
     /// Subscribers now.
     package var count: Int { subscribers.withLock { $0.continuations.count } }
 
+    @inlinable
     package func yield(_ value: Element) {
         let continuations = subscribers.withLock { Array($0.continuations.values) }
         for continuation in continuations { continuation.yield(value) }

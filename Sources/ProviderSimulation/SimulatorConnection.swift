@@ -14,12 +14,17 @@ package final class SimulatorConnection<Adapter: SimulatorAdapter>:
     package typealias InboundIn = ByteBuffer
     package typealias OutboundOut = ByteBuffer
     typealias Stream = SimulatorStream<Adapter.Request>
+    /// `Stream`, resolved once per connection: this class is not specialized
+    /// for its adapter, so naming the generic type per stream would look its
+    /// metadata up at run time each time.
+    private let streamType = Stream.self
 
     private let eventLoop: any EventLoop
     private var adapter: Adapter
     private var lifecycle = SimulatorConnectionLifecycle<HTTP2Session>()
     private var context: ChannelHandlerContext?
-    private var streams: [Int32: Stream] = [:]
+    /// Every stream here is a `Stream` (see ``typed(_:)``).
+    private var streams: [Int32: SimulatorStreamBase] = [:]
     private var outbound = ByteBufferAllocator().buffer(capacity: 0)
     private var insideSession = false
     private var streamsBegun = 0
@@ -92,13 +97,13 @@ package final class SimulatorConnection<Adapter: SimulatorAdapter>:
             if category == .request { beginStream(streamID) }
         case .header(let streamID, _, let category, let name, let value):
             guard let stream = streams[streamID] else { return }
-            stream.request.addHeader(name: name, value: value, trailer: category != .request)
+            typed(stream).request.addHeader(name: name, value: value, trailer: category != .request)
         case .dataChunk(let streamID, _, let bytes):
             guard let stream = streams[streamID] else { return }
-            stream.request.addBody(bytes)
+            typed(stream).request.addBody(bytes)
         case .endStream(let streamID, _):
             guard let stream = streams[streamID] else { return }
-            requestComplete(stream)
+            requestComplete(typed(stream))
         case .streamClosed(let streamID, _, _):
             streams.removeValue(forKey: streamID)?.receiveTimer?.cancel()
         case .pingReceived:
@@ -126,8 +131,13 @@ package final class SimulatorConnection<Adapter: SimulatorAdapter>:
 
     // MARK: Streams
 
+    /// A stream of ``streams`` as the `Stream` it is (made only by ``beginStream(_:)``).
+    private func typed(_ stream: SimulatorStreamBase) -> Stream {
+        unsafeDowncast(stream, to: Stream.self)
+    }
+
     private func beginStream(_ streamID: Int32) {
-        let stream = Stream(id: streamID)
+        let stream = streamType.init(id: streamID)
         streams[streamID] = stream
         streamsBegun += 1
         let goAway = adapter.streamBegan(streamID: streamID, streamsBegun: streamsBegun, openStreams: streams.count)
@@ -195,7 +205,7 @@ package final class SimulatorConnection<Adapter: SimulatorAdapter>:
         }
     }
 
-    private func submit(_ response: SimulatorResponse, on stream: Stream) {
+    private func submit(_ response: SimulatorResponse, on stream: SimulatorStreamBase) {
         guard let session = lifecycle.session else { return }
         var headers: [(name: String, value: String)] = [(":status", String(response.status))]
         headers += response.headers

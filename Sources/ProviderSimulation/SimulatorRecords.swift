@@ -1,21 +1,27 @@
-import Synchronization
+public import Synchronization
 
 /// What a simulator accepted: a count, the accepted values when kept,
 /// answers by HTTP status, streams of what is accepted next, and waiters for
 /// a count.
+///
+/// ``record(_:status:)`` is inlinable, so the simulators that call it per
+/// request compile it for their own element type (no generic metadata looked
+/// up at run time per value).
+@usableFromInline
 package final class SimulatorRecords<Element: Sendable>: Sendable {
-    private struct Book {
-        var kept: [Element] = []
-        var count = 0
-        var statusCounts: [Int: Int] = [:]
-        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    @usableFromInline
+    struct Book {
+        @usableFromInline var kept: [Element] = []
+        @usableFromInline var count = 0
+        @usableFromInline var statusCounts: [Int: Int] = [:]
+        @usableFromInline var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
         var closed = false
     }
 
     /// Whether accepted values are kept (off for long runs: only counted).
-    package let keep: Bool
-    private let book = Mutex(Book())
-    private let subscribers = SimulatorBroadcast<Element>()
+    @usableFromInline package let keep: Bool
+    @usableFromInline let book = Mutex(Book())
+    @usableFromInline let subscribers = SimulatorBroadcast<Element>()
 
     package init(keep: Bool) {
         self.keep = keep
@@ -23,6 +29,7 @@ package final class SimulatorRecords<Element: Sendable>: Sendable {
 
     /// Records one accepted value, counting `status` (if given) in the same
     /// step; subscribers see it, then waiters whose count it reached resume.
+    @inlinable
     package func record(_ element: Element, status: Int? = nil) {
         let ready = book.withLock { book -> [CheckedContinuation<Void, Never>] in
             book.count += 1

@@ -3,28 +3,17 @@ import NIOEmbedded
 @testable import ProviderHTTP2
 import Testing
 
-/// An adapter that adds nothing, for tests of the pool's bookkeeping.
-struct PassThroughAdapter: HTTP2ClientAdapter {
-    static var keptHeader: StaticString { "retry-after" }
-    static var keptHeaderMaximumBytes: Int { 64 }
-    func credential(now: Timestamp) throws(HTTP2ClientError) -> String? { nil }
-    func header(for credential: String) -> (name: String, value: String) { ("authorization", credential) }
-    func response(to answer: HTTP2ClientAnswer, credential: String?) -> (response: HTTP2ClientAnswer, retireConnection: Bool) {
-        (answer, false)
-    }
-}
-
 /// A hostile peer's answer body is kept up to 64 KiB, and a longer one is
 /// cut there and marked, whatever the chunking.
 @Suite struct StreamBodyTests {
-    private func stream() -> HTTP2StreamState<PassThroughAdapter> {
+    private func stream() -> HTTP2StreamState {
         let loop = EmbeddedEventLoop()
         let request = HTTP2ClientRequest(path: "/", headers: [], body: [])
-        let pending = HTTP2PendingRequest<PassThroughAdapter>(request: request, promise: loop.makePromise())
+        let pending = HTTP2PendingRequest(request: request, eventLoop: loop) { _ in false }
         return HTTP2StreamState(pending: pending, credential: nil)
     }
 
-    private func feed(_ stream: HTTP2StreamState<PassThroughAdapter>, chunks: [Int]) {
+    private func feed(_ stream: HTTP2StreamState, chunks: [Int]) {
         for size in chunks {
             [UInt8](repeating: 0x61, count: size).withUnsafeBytes { stream.append($0) }
         }
@@ -43,6 +32,5 @@ struct PassThroughAdapter: HTTP2ClientAdapter {
         feed(state, chunks: chunks)
         #expect(state.answer.body.count == kept)
         #expect(state.answer.bodyTruncated == truncated)
-        state.pending.promise.fail(HTTP2ClientError.shutdown)  // no promise left pending
     }
 }

@@ -287,6 +287,7 @@ public final class HeraldServer: Service, Sendable {
     /// index, the handlers; returns the services in start order.
     private func prepare() async throws -> [any Service] {
         if let refusal = configuration.openAccessRefusal { throw ConfigurationError(description: refusal) }
+        if let refusal = configuration.throttleRefusal { throw ConfigurationError(description: refusal) }
         try Self.checkBeforeStarting(configuration)
         let clock = configuration.clock
         let opened = try await OpenedStore.open(configuration, metrics: metrics, logger: logger)
@@ -342,6 +343,10 @@ public final class HeraldServer: Service, Sendable {
             policy: DispatchPolicy(
                 rules: configuration.deliveryPolicies, zones: zones, ledger: store, graceSeconds: configuration.graceSeconds,
                 observer: PolicyObserver(held: { metrics.policyHeld($0) }, suppressed: { metrics.policySuppressed($0) })))
+        // Each bundle's max-per-second, carried out by the due index.
+        await scheduler.setThrottle(SchedulerThrottle(
+            rates: { [policies = configuration.deliveryPolicies] in policies.current.rates },
+            waited: { metrics.throttleWaited(milliseconds: $0) }))
         let revokes = RevokeQueue()
         registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes, gateway: gateway, zones: zones)
 
@@ -360,9 +365,11 @@ public final class HeraldServer: Service, Sendable {
         }
         services.append(GatewayService(stopper: stopper))
         if let sources = configuration.reload {
-            services.append(ReloadService(reloader: ConfigReloader(
+            var reloader = ConfigReloader(
                 sources: sources, policy: configuration.accessPolicy, routes: gateway.routeReloads(sources, logger: logger), logger: logger,
-                tls: configuration.tls, deliveryPolicies: configuration.deliveryPolicies)))
+                tls: configuration.tls, deliveryPolicies: configuration.deliveryPolicies)
+            reloader.refusesThrottle = scheduler.shared != nil
+            services.append(ReloadService(reloader: reloader))
         }
         services.append(StatusSnapshotService(
             cell: snapshot, store: store, gateway: gateway, clock: clock, logger: logger, metrics: metrics))

@@ -135,6 +135,36 @@ struct FairDueIndexTests {
         #expect(index.laneCount == 0)
     }
 
+    @Test func aThrottledLaneKeepsItsRateOverTenSecondsAndOthersAreNotSlowed() {
+        var index = DueIndex()
+        index.setRates(["slow": 50])  // 50/s: one slot every 20 ms
+        for i in 0..<2_000 { index.insert(id: "s\(i)", dueAt: 0, slot: DueSlot(lane: "slow")) }
+        index.insert(id: "receipt", dueAt: 3_000, slot: DueSlot(lane: "slow", urgent: true))
+        var taken: [Int64] = []
+        var receiptAt: Int64?
+        var other: [Int64] = []
+        // The scheduler's loop, every 5 ms for 10 s; another bundle due every 100 ms.
+        for now in stride(from: Int64(0), to: 10_000, by: 5) {
+            if now % 100 == 0 { index.insert(id: "o\(now)", dueAt: now, slot: DueSlot(lane: "other")) }
+            for id in index.popDue(now: now, limit: 256) {
+                if id == "receipt" { receiptAt = now } else if id.hasPrefix("o") { other.append(now - Int64(id.dropFirst())!) } else { taken.append(now) }
+            }
+        }
+        // 50/s over 10 s, within 10 % (the burst allowance is 100 ms: five slots).
+        #expect(abs(taken.count + 1 - 500) <= 50, "\(taken.count)")
+        for start in stride(from: Int64(0), through: 9_000, by: 500) {
+            let inSecond = taken.filter { $0 >= start && $0 < start + 1_000 }.count
+            #expect(inSecond <= 50 + 5 + 1, "\(inSecond) in [\(start), \(start + 1_000))")
+        }
+        // The transactional push jumps its lane's queue (within a slot), and the other bundle never waits.
+        #expect(receiptAt.map { $0 - 3_000 <= 20 } == true)
+        #expect(other.count == 100 && other.allSatisfy { $0 == 0 })
+        #expect(index.takeThrottleWaits().count == taken.count + 1)
+        // Unthrottled: the rest goes at once.
+        index.setRates([:])
+        #expect(index.popDue(now: 10_000, limit: .max).count == 2_000 - taken.count)
+    }
+
     /// Random inserts, removals, pauses and pops across lanes against a
     /// plain model: the same due set each time, each lane's part in its own
     /// order (urgent first, then due time, then id), and turns fair: while

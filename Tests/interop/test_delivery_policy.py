@@ -301,3 +301,35 @@ def test_fifty_concurrent_schedules_on_two_postgres_replicas_under_cap_3_send_ex
             api.close()
         for server in servers:
             assert server.stop() == 0
+
+
+def test_max_per_second_paces_a_bundle(stubs, tmp_path):
+    server, record = start(tmp_path, f"bundles={BUNDLE} max-per-second=20", extra=("--admin-port", "0"))
+    api = Policy(stubs, server)
+    try:
+        users = [user() for _ in range(60)]
+        for index, u in enumerate(users):
+            api.register(u, f"{index:02x}" * 32, "UTC")
+        started = time.monotonic()
+        for index, u in enumerate(users):
+            api.schedule(u, f"k-rate-{index}")
+        record.wait_for(lambda d: d["payload"].get("ctx_idempotency_key", "").startswith("k-rate-"), count=60, timeout=60)
+        elapsed = time.monotonic() - started
+        # 60 pushes at 20/s, 100 ms of burst: never faster than about 2.9 s.
+        assert elapsed >= (60 - 3) / 20, elapsed
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{server.admin_port}/metrics", timeout=10).read().decode()
+        assert "herald_throttle_wait_seconds_count 60" in metrics
+    finally:
+        api.close()
+        assert server.stop() == 0
+
+
+def test_max_per_second_is_refused_with_a_postgres_store(stubs, tmp_path, database):
+    import subprocess
+    from conftest import herald_binary
+    result = subprocess.run(
+        [herald_binary(), "serve", "--port", "0", "--store", database, "--data-dir", str(tmp_path / "d"),
+         "--delivery-policy", f"bundles={BUNDLE} max-per-second=5"],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "max-per-second" in result.stderr and "PostgreSQL" in result.stderr, result.stderr

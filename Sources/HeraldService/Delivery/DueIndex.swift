@@ -215,10 +215,18 @@ struct DueIndex {
                 lanes[name] = lane
                 continue
             }
-            if let id = popOne(&lane, now: now) {
-                out.append(id)
-                live[id] = nil
+            if let throttle = throttles[name], throttle.tat > now * 1000 + Self.throttleBurstMicros {
+                // Over its rate: the lane waits until its next slot is near.
+                lane.pausedUntil = (throttle.tat - Self.throttleBurstMicros + 999) / 1000
+            } else if let entry = popOne(&lane, now: now) {
+                out.append(entry.id)
+                live[entry.id] = nil
                 lane.live -= 1
+                if var throttle = throttles[name] {
+                    throttle.tat = max(throttle.tat, now * 1000) + throttle.spacing
+                    throttles[name] = throttle
+                    throttleWaits.append(max(0, now - entry.dueAt))
+                }
             }
             if lane.live == 0 { continue }  // empty: dropped
             if lane.hasDue(now: now) {
@@ -282,18 +290,66 @@ struct DueIndex {
     }
 
     /// The lane's next due id: a due transactional one first, else the earliest due.
-    private func popOne(_ lane: inout Lane, now: Int64) -> String? {
+    private func popOne(_ lane: inout Lane, now: Int64) -> Entry? {
         dropStale(&lane)
         guard lane.pausedUntil <= now else { return nil }
-        var popped: String?
+        var popped: Entry?
         if let top = lane.urgent.first, top.dueAt <= now {
             lane.urgent.popFirst()
-            popped = top.id
+            popped = top
         } else if let top = lane.regular.first, top.dueAt <= now {
             lane.regular.popFirst()
-            popped = top.id
+            popped = top
         }
         return popped
+    }
+
+    // MARK: Throttles
+
+    /// A lane's rate (SPEC §4b `max-per-second`): a virtual schedule
+    /// (GCRA) in microseconds — each pop takes the next slot, `spacing`
+    /// after the last; a lane whose next slot is more than
+    /// ``throttleBurstMicros`` ahead is paused until it is near.
+    struct Throttle: Equatable {
+        var spacing: Int64
+        var tat: Int64 = .min
+    }
+
+    /// How far ahead of its slots a throttled lane may pop: 100 ms (the pops
+    /// of one wake-up; smooth over any second, well inside 10 % over 10 s).
+    static let throttleBurstMicros: Int64 = 100_000
+
+    private var throttles: [String: Throttle] = [:]
+    /// How long each throttled pop waited past its due time (ms), until taken.
+    private var throttleWaits: [Int64] = []
+
+    /// The lanes' rates (per second; lanes not named are not throttled).
+    /// A lane keeps its schedule while its rate is unchanged.
+    mutating func setRates(_ rates: [String: Int]) {
+        var next: [String: Throttle] = [:]
+        for (lane, rate) in rates where rate > 0 {
+            let spacing = max(1, 1_000_000 / Int64(rate))
+            if let kept = throttles[lane], kept.spacing == spacing {
+                next[lane] = kept
+            } else {
+                next[lane] = Throttle(spacing: spacing)
+            }
+        }
+        // A lane no longer throttled is released from its pause.
+        for lane in throttles.keys where next[lane] == nil {
+            if var state = lanes.removeValue(forKey: lane) {
+                state.pausedUntil = .min
+                if !state.isReady { queueHead(lane, &state) }
+                lanes[lane] = state
+            }
+        }
+        throttles = next
+    }
+
+    /// The waits of the throttled pops since the last call (ms), emptied.
+    mutating func takeThrottleWaits() -> [Int64] {
+        defer { throttleWaits.removeAll(keepingCapacity: true) }
+        return throttleWaits
     }
 
     private func isLive(_ entry: Entry) -> Bool { live[entry.id]?.version == entry.version }

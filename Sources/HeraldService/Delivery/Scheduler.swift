@@ -66,6 +66,11 @@ public actor Scheduler {
     /// Whether a message was deferred since the last poll.
     var deferred = false
 
+    /// Each bundle's `max-per-second` (its delivery policy; read before
+    /// each batch, so SIGHUP applies), and where the throttled pops' waits go.
+    var throttle = SchedulerThrottle()
+    private var rates: [String: Int] = [:]
+
     /// Wakes the loop: a new earlier due time, a load, `stop()`.
     let wakeups = WakeSignal()
     var waitingUntil: Int64 = .max {
@@ -210,7 +215,10 @@ public actor Scheduler {
                 await acquireSlot()
                 // The free slots are taken at once: one batch for all that is due and may run.
                 let more = max(0, min(maxInFlight - inFlight, Self.dueBatch - 1))
+                applyRates()
                 let due = stopped || Task.isCancelled ? [] : index.popDue(now: clock.now(), limit: 1 + more)
+                let waits = index.takeThrottleWaits()
+                if !waits.isEmpty { throttle.waited(waits) }
                 guard !due.isEmpty else {
                     releaseSlot()  // stopped (what is due stays due for the next start), or unscheduled meanwhile
                     continue
@@ -253,6 +261,18 @@ public actor Scheduler {
             await race.next()
             race.cancelAll()
         }
+    }
+
+    /// Sets the throttle (before `run`).
+    public func setThrottle(_ throttle: SchedulerThrottle) {
+        self.throttle = throttle
+    }
+
+    private func applyRates() {
+        let current = throttle.rates()
+        guard current != rates else { return }
+        rates = current
+        index.setRates(current)
     }
 
     private func acquireSlot() async {
@@ -312,5 +332,18 @@ final class WakeSignal: Sendable {
         } onCancel: {
             signal()
         }
+    }
+}
+
+/// The scheduler's per-bundle throttle (SPEC §4b `max-per-second`): the
+/// rates by bundle, read before each batch, and an observer of how long each
+/// throttled push waited past its due time (`herald_throttle_wait_seconds`).
+public struct SchedulerThrottle: Sendable {
+    public var rates: @Sendable () -> [String: Int]
+    public var waited: @Sendable ([Int64]) -> Void
+
+    public init(rates: @escaping @Sendable () -> [String: Int] = { [:] }, waited: @escaping @Sendable ([Int64]) -> Void = { _ in }) {
+        self.rates = rates
+        self.waited = waited
     }
 }

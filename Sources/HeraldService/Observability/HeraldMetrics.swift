@@ -26,6 +26,7 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
     private let deliveries = Mutex<[String: CoreMetrics.Counter]>([:])
     private let connections = Mutex<[String: CoreMetrics.Gauge]>([:])
     private let rpcTables = Mutex<[RPCMetricsTable]>([])
+    private let throttleWait: CoreMetrics.Timer
     private let policyHolds: [HoldReason: CoreMetrics.Counter]
     private let policySuppressions: [SuppressReason: CoreMetrics.Counter]
 
@@ -62,6 +63,7 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
                 label: "herald_provider_request_duration_seconds", dimensions: [("service", service)], factory: factory)
         }
         providerDurations = providers
+        throttleWait = CoreMetrics.Timer(label: "herald_throttle_wait_seconds", factory: factory)
         var holds: [HoldReason: CoreMetrics.Counter] = [:]
         for reason in HoldReason.allCases {
             holds[reason] = CoreMetrics.Counter(label: "herald_policy_holds_total", dimensions: [("reason", reason.rawValue)], factory: factory)
@@ -73,6 +75,11 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
                 label: "herald_policy_suppressed_total", dimensions: [("reason", reason.rawValue)], factory: factory)
         }
         policySuppressions = suppressions
+    }
+
+    /// Throttled pushes taken from the due index this long after they were due.
+    public func throttleWaited(milliseconds: [Int64]) {
+        for wait in milliseconds { throttleWait.recordMilliseconds(max(0, wait)) }
     }
 
     /// A device's push held by the delivery policy.

@@ -46,6 +46,16 @@ public struct PolicySet: Sendable, Hashable {
     }
 
     /// The longest cap period of any spec (ms; 0 without caps).
+    /// Each throttled bundle's `max-per-second`.
+    public var rates: [String: Int] {
+        var rates: [String: Int] = [:]
+        for rules in self.rules {
+            guard let rate = rules.maxPerSecond else { continue }
+            for bundle in rules.bundles { rates[bundle] = rate }
+        }
+        return rates
+    }
+
     public var longestCapPeriodMilliseconds: Int64 { rules.map(\.longestCapPeriodMilliseconds).max() ?? 0 }
 
     /// The most lines a policies file may have.

@@ -28,29 +28,29 @@ public struct DueSlot: Sendable, Hashable {
 /// stale entries outnumber live ones, and an empty lane is dropped, so the
 /// memory is bounded by the live entries.
 struct DueIndex {
-    struct Entry {
+    struct Entry: Comparable {
         var dueAt: Int64
         var id: String
         var version: UInt32
+
+        /// By due time, ties by id.
+        static func < (a: Entry, b: Entry) -> Bool { a.dueAt < b.dueAt || (a.dueAt == b.dueAt && a.id < b.id) }
+        static func == (a: Entry, b: Entry) -> Bool { a.dueAt == b.dueAt && a.id == b.id }
     }
 
-    /// A binary min-heap by (dueAt, id).
-    struct Heap {
-        var entries: [Entry] = []
+    /// A binary min-heap (the lanes' entries; the waiting lanes' heads).
+    struct Heap<Element: Comparable> {
+        var entries: [Element] = []
 
-        var first: Entry? { entries.first }
+        var first: Element? { entries.first }
         var count: Int { entries.count }
 
-        private func less(_ a: Entry, _ b: Entry) -> Bool {
-            a.dueAt < b.dueAt || (a.dueAt == b.dueAt && a.id < b.id)
-        }
-
-        mutating func push(_ entry: Entry) {
-            entries.append(entry)
+        mutating func push(_ element: Element) {
+            entries.append(element)
             var child = entries.count - 1
             while child > 0 {
                 let parent = (child - 1) / 2
-                guard less(entries[child], entries[parent]) else { return }
+                guard entries[child] < entries[parent] else { return }
                 entries.swapAt(child, parent)
                 child = parent
             }
@@ -63,7 +63,7 @@ struct DueIndex {
             siftDown(0)
         }
 
-        mutating func rebuild(keeping keep: (Entry) -> Bool) {
+        mutating func rebuild(keeping keep: (Element) -> Bool) {
             entries.removeAll { !keep($0) }
             for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
         }
@@ -74,8 +74,8 @@ struct DueIndex {
                 let left = 2 * parent + 1
                 guard left < entries.count else { return }
                 var smallest = left
-                if left + 1 < entries.count && less(entries[left + 1], entries[left]) { smallest = left + 1 }
-                guard less(entries[smallest], entries[parent]) else { return }
+                if left + 1 < entries.count && entries[left + 1] < entries[left] { smallest = left + 1 }
+                guard entries[smallest] < entries[parent] else { return }
                 entries.swapAt(parent, smallest)
                 parent = smallest
             }
@@ -84,8 +84,8 @@ struct DueIndex {
 
     /// One lane's messages.
     struct Lane {
-        var urgent = Heap()
-        var regular = Heap()
+        var urgent = Heap<Entry>()
+        var regular = Heap<Entry>()
         var live = 0
         var pausedUntil: Int64 = .min
         /// Bumped whenever the lane's entry in `heads` or `ready` changes;
@@ -117,10 +117,14 @@ struct DueIndex {
 
     /// A lane's earliest due time (not before its pause ends), as queued
     /// in `heads`.
-    struct Head {
+    struct Head: Comparable {
         var dueAt: Int64
         var lane: String
         var stamp: UInt64
+
+        /// By due time, ties by lane.
+        static func < (a: Head, b: Head) -> Bool { a.dueAt < b.dueAt || (a.dueAt == b.dueAt && a.lane < b.lane) }
+        static func == (a: Head, b: Head) -> Bool { a.dueAt == b.dueAt && a.lane == b.lane && a.stamp == b.stamp }
     }
 
     private var lanes: [String: Lane] = [:]
@@ -131,7 +135,7 @@ struct DueIndex {
     private var nextStamp: UInt64 = 0
     /// Lanes with nothing due yet, by their earliest due time (min-heap,
     /// lazy: an entry whose stamp is not its lane's is stale).
-    private var heads: [Head] = []
+    private var heads = Heap<Head>()
     /// Lanes with something due, in turn order (a ring read from
     /// `readyStart`; stale by stamp like `heads`).
     private var ready: [(lane: String, stamp: UInt64)] = []
@@ -379,52 +383,19 @@ struct DueIndex {
     private mutating func dropStaleHeads() {
         while let top = heads.first {
             if let lane = lanes[top.lane], !lane.isReady, lane.stamp == top.stamp { return }
-            popHead()
+            heads.popFirst()
         }
-        // Stale heads are bounded by the lane changes since the last compaction.
-    }
-
-    private func headLess(_ a: Head, _ b: Head) -> Bool {
-        a.dueAt < b.dueAt || (a.dueAt == b.dueAt && a.lane < b.lane)
     }
 
     private mutating func pushHead(_ head: Head) {
-        heads.append(head)
-        var child = heads.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard headLess(heads[child], heads[parent]) else { break }
-            heads.swapAt(child, parent)
-            child = parent
+        heads.push(head)
+        // Stale heads are bounded: compacted when they outnumber the lanes.
+        if heads.count > 1024 && heads.count > 4 * max(lanes.count, 1) {
+            heads.rebuild { head in lanes[head.lane].map { !$0.isReady && $0.stamp == head.stamp } ?? false }
         }
-        if heads.count > 1024 && heads.count > 4 * max(lanes.count, 1) { compactHeads() }
     }
 
     private mutating func popHead() {
-        let last = heads.removeLast()
-        guard !heads.isEmpty else { return }
-        heads[0] = last
-        siftDownHead(0)
-    }
-
-    private mutating func compactHeads() {
-        heads.removeAll { head in
-            guard let lane = lanes[head.lane] else { return true }
-            return lane.isReady || lane.stamp != head.stamp
-        }
-        for index in stride(from: heads.count / 2 - 1, through: 0, by: -1) { siftDownHead(index) }
-    }
-
-    private mutating func siftDownHead(_ start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            guard left < heads.count else { return }
-            var smallest = left
-            if left + 1 < heads.count && headLess(heads[left + 1], heads[left]) { smallest = left + 1 }
-            guard headLess(heads[smallest], heads[parent]) else { return }
-            heads.swapAt(parent, smallest)
-            parent = smallest
-        }
+        heads.popFirst()
     }
 }

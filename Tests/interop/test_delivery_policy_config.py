@@ -5,31 +5,15 @@ SIGHUP). A bad spec stops start-up with one line naming its source and key;
 good ones start; a reload swaps the set whole or keeps the one in force."""
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import time
 
 import pytest
 
-from conftest import herald_binary, start_herald
+from conftest import start_herald
+from test_config_strict import one_error_line, run_serve
 
 GOOD = "bundles=com.example.a,com.example.b timezone=Europe/Berlin quiet-hours=22:00-08:00 cap=3/24h cap=10/7d campaign-cap=1/7d max-per-second=500"
-
-
-def run_serve(args, env=None, timeout=60):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("HERALD_")}
-    return subprocess.run([herald_binary(), "serve", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**environment, **(env or {})})
-
-
-def one_error_line(result) -> str:
-    """The failure: a non-zero exit, exactly one line on stderr, nothing served."""
-    assert result.returncode != 0, result
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "listening on" not in result.stdout
-    return lines[0]
 
 
 # Hostile first: each refusal names the flag and the key, quotes the value.

@@ -58,11 +58,13 @@ extension Dispatcher {
     /// The policy's word on each device of a claimed alert push (a
     /// traditional send or a context-aware fallback; a hand-off is never
     /// held): the pure verdict per device in its own zone
-    /// (``DeliveryPolicy/verdict(rules:zone:push:caps:now:)``), then, when
-    /// some device would go now and the bundle caps its users, the
-    /// message's counted send reserved in the ledger — atomically, across
-    /// replicas, idempotent by message — which may still hold or withhold
-    /// them all (another message of the user was counted meanwhile).
+    /// (``DeliveryPolicy/verdict(rules:zone:push:caps:now:)``: local send
+    /// time, quiet hours), then, when some device would go now and the
+    /// bundle caps its users, the message's counted send reserved in the
+    /// ledger — atomically, across replicas, idempotent by message — which
+    /// holds them all until the caps allow or withholds them when no
+    /// instant in the window does. One ledger call per capped push, no
+    /// read of the user's history first.
     func rule(_ claimed: StoredMessage, message: PushMessage, devices: [Device], now: Int64) async throws -> PolicyRuling {
         let rules = dispatchPolicy.rules.rules(for: claimed.bundleID)
         let localTime = message.localSendTime.flatMap { TimeOfDay(hour: $0.hour, minute: $0.minute) }
@@ -75,18 +77,13 @@ extension Dispatcher {
             windowStart: claimed.windowStart, windowEnd: claimed.windowEnd,
             expiresAt: (isFallback ? claimed.windowEnd : earliest) + ttl, isFallback: isFallback)
         let capped = !message.transactional && (rules.map { !$0.caps.isEmpty || !$0.campaignCaps.isEmpty } ?? false)
-        var history = CapHistory.none
-        if capped, let rules, let ledger = dispatchPolicy.ledger {
-            let since = now - rules.longestCapPeriodMilliseconds
-            history = CapHistory(
-                user: try await ledger.countedSends(bundleID: claimed.bundleID, userID: claimed.userID, campaignID: nil, since: since),
-                campaign: rules.campaignCaps.isEmpty ? [] : try await ledger.countedSends(
-                    bundleID: claimed.bundleID, userID: claimed.userID, campaignID: claimed.campaignID, since: since))
-        }
         var ruling = PolicyRuling(send: [])
         for device in devices {
             let zone = dispatchPolicy.zones.resolve(device: device.timezone, policy: rules?.timezone)
-            switch policy.verdict(rules: rules, zone: zone, push: push, caps: history, now: now) {
+            // The caps are the ledger's to answer (below, atomically): the
+            // verdict here weighs local time and quiet hours. A cap hold
+            // that lands in quiet hours is weighed again when it ends.
+            switch policy.verdict(rules: rules, zone: zone, push: push, caps: .none, now: now) {
             case .send: ruling.send.append(device)
             case .hold(let until, let reason): ruling.waiting.append(waiting(device, claimed, until: until, reason: reason, now: now))
             case .suppress(let reason): ruling.suppressed.append(suppressed(device, claimed, reason: reason, now: now))

@@ -89,8 +89,8 @@ extension Dispatcher {
             case .suppress(let reason): ruling.suppressed.append(suppressed(device, claimed, reason: reason, now: now))
             }
         }
-        if capped, !ruling.send.isEmpty, let rules, let ledger = dispatchPolicy.ledger {
-            let answer = try await ledger.reserveCountedSend(CapReservation(
+        if capped, !ruling.send.isEmpty, let rules, let reservations {
+            let answer = try await reservations.reserve(CapReservation(
                 bundleID: claimed.bundleID, userID: claimed.userID, campaignID: claimed.campaignID, messageID: claimed.id, now: now,
                 caps: rules.caps.map { CapLimit(count: $0.count, periodMilliseconds: $0.periodMilliseconds) },
                 campaignCaps: rules.campaignCaps.map { CapLimit(count: $0.count, periodMilliseconds: $0.periodMilliseconds) },

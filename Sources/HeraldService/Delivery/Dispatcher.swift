@@ -52,6 +52,8 @@ public final class Dispatcher: Sendable {
     let policy = DeliveryPolicy()
     /// The bundles' delivery-policy rules and what they read (SPEC §4b).
     let dispatchPolicy: DispatchPolicy
+    /// The ledger's reservations, batched across the pushes sent at once.
+    let reservations: ReservationBatcher?
     private let gates = Mutex<[ObjectIdentifier: RouteGate]>([:])
 
     public init(
@@ -59,7 +61,9 @@ public final class Dispatcher: Sendable {
         routeLimits: RouteLimits = RouteLimits(), decode: @escaping StoredRequestDecoder, policy: DispatchPolicy? = nil
     ) {
         self.decode = decode
-        self.dispatchPolicy = policy ?? DispatchPolicy(ledger: store as? any PolicyLedger)
+        let dispatchPolicy = policy ?? DispatchPolicy(ledger: store as? any PolicyLedger)
+        self.dispatchPolicy = dispatchPolicy
+        self.reservations = dispatchPolicy.ledger.map { ReservationBatcher(ledger: $0) }
         self.store = store
         self.providers = providers
         self.clock = clock

@@ -1,0 +1,74 @@
+import HeraldStorage
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+@testable import HeraldService
+
+/// A ledger that counts its batch calls and can be told to fail.
+private final class CountingLedger: PolicyLedger {
+    let store = InMemoryStore()
+    let batches = Mutex<[Int]>([])
+    let failing = Atomic<Bool>(false)
+
+    struct Down: Error {}
+
+    func reserveCountedSends(_ reservations: [CapReservation]) async throws -> [CapAnswer] {
+        batches.withLock { $0.append(reservations.count) }
+        if failing.load(ordering: .relaxed) { throw Down() }
+        return try await store.reserveCountedSends(reservations)
+    }
+    func recordCountedSend(_ send: CountedSend) async throws -> Bool { try await store.recordCountedSend(send) }
+    func releaseCountedSend(bundleID: String, messageID: String) async throws -> Bool {
+        try await store.releaseCountedSend(bundleID: bundleID, messageID: messageID)
+    }
+    func countedSends(bundleID: String, userID: String, campaignID: String?, since: Int64) async throws -> [Int64] {
+        try await store.countedSends(bundleID: bundleID, userID: userID, campaignID: campaignID, since: since)
+    }
+    func pruneCountedSends(before cutoff: Int64, limit: Int) async throws -> Int {
+        try await store.pruneCountedSends(before: cutoff, limit: limit)
+    }
+    func takeThrottleSlots(bundleID: String, ratePerSecond: Int, count: Int, now: Int64) async throws -> ThrottleGrant {
+        try await store.takeThrottleSlots(bundleID: bundleID, ratePerSecond: ratePerSecond, count: count, now: now)
+    }
+    func returnThrottleSlots(bundleID: String, grant: ThrottleGrant, unused: Int) async throws -> Bool {
+        try await store.returnThrottleSlots(bundleID: bundleID, grant: grant, unused: unused)
+    }
+}
+
+@Suite("Cap reservations batched across concurrent pushes", .timeLimit(.minutes(1)))
+struct ReservationBatcherTests {
+    static let hour: Int64 = 3_600_000
+
+    static func reservation(_ id: String) -> CapReservation {
+        CapReservation(bundleID: "com.example.app", userID: "user-1", campaignID: "c", messageID: id, now: 1_000_000,
+                       caps: [CapLimit(count: 3, periodMilliseconds: hour)], campaignCaps: [], notAfter: 1_000_000 + 24 * hour)
+    }
+
+    @Test func aHundredConcurrentReservationsUnderCapThreeReserveExactlyThreeInFewBatches() async throws {
+        let ledger = CountingLedger()
+        let batcher = ReservationBatcher(ledger: ledger)
+        let answers = try await withThrowingTaskGroup(of: CapAnswer.self) { group in
+            for i in 0..<100 { group.addTask { try await batcher.reserve(Self.reservation("m\(i)")) } }
+            var all: [CapAnswer] = []
+            for try await answer in group { all.append(answer) }
+            return all
+        }
+        #expect(answers.filter { if case .reserved = $0 { true } else { false } }.count == 3)
+        #expect(answers.filter { $0 == .heldUntil(1_000_000 + Self.hour) }.count == 97)
+        let batches = ledger.batches.withLock { $0 }
+        #expect(batches.reduce(0, +) == 100)
+        #expect(batches.allSatisfy { $0 <= ReservationBatcher.batchLimit })
+        // Idempotent by message: asked again, the same three are reserved.
+        #expect(try await batcher.reserve(Self.reservation("m0")) != .exhausted)
+    }
+
+    @Test func aFailedBatchFailsEachOfItsReservationsAndTheNextBatchWorks() async throws {
+        let ledger = CountingLedger()
+        let batcher = ReservationBatcher(ledger: ledger)
+        ledger.failing.store(true, ordering: .relaxed)
+        await #expect(throws: CountingLedger.Down.self) { try await batcher.reserve(Self.reservation("a")) }
+        ledger.failing.store(false, ordering: .relaxed)
+        #expect(try await batcher.reserve(Self.reservation("b")) == .reserved(at: 1_000_000))
+    }
+}

@@ -242,16 +242,8 @@ struct LedgerBatchContractTests {
     }
 
     @Test(arguments: StoreKind.all) func aClosedStoreRefusesTheLedger(_ kind: StoreKind) async throws {
-        switch kind {
-        case .sqlite:
-            try await withTemporaryDirectory { dir in try await Self.refusesOnceClosed(try SQLiteStore(path: dir + "/closed.sqlite")) }
-        case .postgres:
-            try await PostgresTestDatabase.withSchema { configuration in
-                try await Self.refusesOnceClosed(try await PostgresStore.open(configuration))
-            }
-        case .memory:
-            try await Self.refusesOnceClosed(InMemoryStore())
-        }
+        // Closed inside; `withStore`'s own close after it finds it closed.
+        try await withStore(kind) { try await Self.refusesOnceClosed($0) }
     }
 
     static func refusesOnceClosed(_ store: any ContractStore) async throws {

@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--apns-connections", type=int, default=1)
     ap.add_argument("--apns-concurrency", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=1, help="with --vs-apns: dispatch/APNs pairs, medians at the end")
+    ap.add_argument("--lead", type=float, default=0, help="seconds from the first Schedule to T0 (default n/4000 + 5)")
     a = ap.parse_args()
     if a.vs_apns:
         versus_apns(a)
@@ -151,7 +152,7 @@ def measure(a, android: int) -> float:
         per = a.n // a.users
         n = per * a.users
         # Estimate the scheduling time, then put T0 a margin after it.
-        t0 = time.time() + n / 4_000 + 5
+        t0 = time.time() + (getattr(a, "lead", 0) or n / 4_000 + 5)
         t_sched = time.monotonic()
         ok = 0
         for u in ios_users:

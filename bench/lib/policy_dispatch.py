@@ -35,7 +35,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=300)
     a = ap.parse_args()
-    base = dict(n=a.n, users=a.users, record=False, timeout=a.timeout, keep=False, log_level="warning", perf="",
+    # Many users schedule slower than a few: T0 leaves them time (n/400 + 10 s).
+    base = dict(lead=a.n / 400 + 10, n=a.n, users=a.users, record=False, timeout=a.timeout, keep=False, log_level="warning", perf="",
                 mixed=False, vs_apns=False, apns_connections=1, apns_concurrency=1000, rounds=1)
     rates = {"without": [], "with": []}
     cpus = {"without": [], "with": []}

@@ -12,8 +12,9 @@ public enum DeliveryPush: String, Sendable, Hashable {
 }
 
 /// Why a push is held (SPEC §4b names them; the `reason` of a WAITING
-/// device). No rule in this build holds a push; the kinds exist so the
-/// §4b rules land in ``DeliveryPolicy`` without a new action type.
+/// device): its local send time, quiet hours, the frequency caps
+/// (``DeliveryPolicy/verdict(rules:zone:push:caps:now:)`` and the ledger),
+/// the throttle (the due index paces the bundle's lane).
 public enum HoldReason: String, Sendable, Hashable, CaseIterable {
     case quietHours = "quiet_hours"
     case localSendTime = "local_time"

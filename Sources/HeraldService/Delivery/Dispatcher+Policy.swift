@@ -67,15 +67,8 @@ extension Dispatcher {
     /// read of the user's history first.
     func rule(_ claimed: StoredMessage, message: PushMessage, devices: [Device], now: Int64) async throws -> PolicyRuling {
         let rules = dispatchPolicy.rules.rules(for: claimed.bundleID)
-        let localTime = message.localSendTime.flatMap { TimeOfDay(hour: $0.hour, minute: $0.minute) }
-        guard !devices.isEmpty, rules?.holdsPushes == true || localTime != nil else { return PolicyRuling(send: devices) }
-        let isFallback = claimed.state == .handedOff
-        let earliest = max(claimed.windowStart, claimed.createdAt + dispatchPolicy.graceSeconds * 1000)
-        let ttl = Int64(message.ttl.rawValue) * 1000
-        let push = PolicyPush(
-            transactional: message.transactional, localSendTime: localTime, dueAt: claimed.dueAt, earliest: earliest,
-            windowStart: claimed.windowStart, windowEnd: claimed.windowEnd,
-            expiresAt: (isFallback ? claimed.windowEnd : earliest) + ttl, isFallback: isFallback)
+        let push = claimed.policyPush(message, dueAt: claimed.dueAt, graceSeconds: dispatchPolicy.graceSeconds)
+        guard !devices.isEmpty, rules?.holdsPushes == true || push.localSendTime != nil else { return PolicyRuling(send: devices) }
         let capped = !message.transactional && (rules.map { !$0.caps.isEmpty || !$0.campaignCaps.isEmpty } ?? false)
         var ruling = PolicyRuling(send: [])
         for device in devices {
@@ -94,7 +87,7 @@ extension Dispatcher {
                 bundleID: claimed.bundleID, userID: claimed.userID, campaignID: claimed.campaignID, messageID: claimed.id, now: now,
                 caps: rules.caps.map { CapLimit(count: $0.count, periodMilliseconds: $0.periodMilliseconds) },
                 campaignCaps: rules.campaignCaps.map { CapLimit(count: $0.count, periodMilliseconds: $0.periodMilliseconds) },
-                notAfter: isFallback ? claimed.windowEnd : min(claimed.windowEnd, push.expiresAt ?? .max)))
+                notAfter: push.isFallback ? claimed.windowEnd : min(claimed.windowEnd, push.expiresAt ?? .max)))
             switch answer {
             case .reserved:
                 ruling.reserved = true
@@ -163,5 +156,21 @@ extension Dispatcher {
 
     private func suppressed(_ device: Device, _ claimed: StoredMessage, reason: SuppressReason, now: Int64) -> DeviceOutcome {
         device.decidedOutcome(messageID: claimed.id, kind: .suppressed, reason: reason.rawValue, at: now)
+    }
+}
+
+extension StoredMessage {
+    /// This message's alert push due at `dueAt`, as the policy rules see it
+    /// (one place for the dispatcher's verdicts and Schedule's `send_at`):
+    /// a local send time looked for from window start + grace, the TTL
+    /// counted from the planned first send (a fallback's from the window end).
+    func policyPush(_ message: PushMessage, dueAt: Int64, graceSeconds: Int64) -> PolicyPush {
+        let isFallback = state == .handedOff
+        let earliest = max(windowStart, createdAt + graceSeconds * 1000)
+        return PolicyPush(
+            transactional: message.transactional,
+            localSendTime: message.localSendTime.flatMap { TimeOfDay(hour: $0.hour, minute: $0.minute) },
+            dueAt: dueAt, earliest: earliest, windowStart: windowStart, windowEnd: windowEnd,
+            expiresAt: (isFallback ? windowEnd : earliest) + Int64(message.ttl.rawValue) * 1000, isFallback: isFallback)
     }
 }

@@ -15,12 +15,8 @@ struct SendAtPlanner: Sendable {
     func sendAt(_ stored: StoredMessage, message: PushMessage, planned: Int64, alert: Bool, devices: [Device], graceSeconds: Int64) -> Int64 {
         guard alert, !devices.isEmpty else { return planned }
         let rules = self.rules.rules(for: stored.bundleID)
-        let localTime = message.localSendTime.flatMap { TimeOfDay(hour: $0.hour, minute: $0.minute) }
-        guard rules?.holdsPushes == true || localTime != nil else { return planned }
-        let earliest = max(stored.windowStart, stored.createdAt + graceSeconds * 1000)
-        let push = PolicyPush(
-            transactional: message.transactional, localSendTime: localTime, dueAt: planned, earliest: earliest,
-            windowStart: stored.windowStart, windowEnd: stored.windowEnd, expiresAt: earliest + Int64(message.ttl.rawValue) * 1000)
+        let push = stored.policyPush(message, dueAt: planned, graceSeconds: graceSeconds)
+        guard rules?.holdsPushes == true || push.localSendTime != nil else { return planned }
         let policy = DeliveryPolicy()
         var first: Int64?
         for device in devices {

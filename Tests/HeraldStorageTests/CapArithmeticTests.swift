@@ -5,7 +5,7 @@ import Testing
 /// The caps' arithmetic every store shares (`CapArithmetic`), table-driven,
 /// and a randomized run of a store's reservations checked against the
 /// promise itself: no window of P holds more than N reserved sends.
-@Suite("Cap arithmetic", .timeLimit(.minutes(1)))
+@Suite("Cap arithmetic", .storeCaseLimit)
 struct CapArithmeticTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String

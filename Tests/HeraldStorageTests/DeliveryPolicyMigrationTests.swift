@@ -18,7 +18,7 @@ func undoSchemaV10(_ db: Database) throws {
 /// v9, PostgreSQL v6) opens with every row kept (its outcomes read with no
 /// `notBefore`), and then holds, reads back WAITING devices and counts
 /// deferred messages like a new one.
-@Suite("Delivery policy migration (SQLite v9 → v10, PostgreSQL v6 → v7)", .timeLimit(.minutes(1)))
+@Suite("Delivery policy migration (SQLite v9 → v10, PostgreSQL v6 → v7)", .storeCaseLimit)
 struct DeliveryPolicyMigrationTests {
     /// What a build before the policy wrote: a SENT message with its outcome, a SCHEDULED one.
     static func seed(_ store: any TestStore) async throws {

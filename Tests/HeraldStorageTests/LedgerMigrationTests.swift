@@ -8,7 +8,7 @@ import Testing
 /// Issue 26's ledger step (SQLite v8 → v9, PostgreSQL v5 → v6): a store
 /// written by the previous build opens with its messages kept and the
 /// ledger (and PostgreSQL's throttle) ready.
-@Suite("Policy ledger migration (SQLite v8 → v9, PostgreSQL v5 → v6)", .timeLimit(.minutes(1)))
+@Suite("Policy ledger migration (SQLite v8 → v9, PostgreSQL v5 → v6)", .storeCaseLimit)
 struct LedgerMigrationTests {
     static let one = [CapLimit(count: 1, periodMilliseconds: 3_600_000)]
 

@@ -9,7 +9,7 @@ import Testing
 /// a call given up before its batch forms is written nowhere, the others
 /// share one write, each completion runs exactly once — and the store's
 /// callbacks answer what its async methods answer.
-@Suite("PostgreSQL Schedule through callbacks", .timeLimit(.minutes(2)))
+@Suite("PostgreSQL Schedule through callbacks", .storeCaseLimit)
 struct PostgresCallbackTests {
     typealias ScriptedWriter = PostgresScheduleBatchTests.ScriptedWriter
 

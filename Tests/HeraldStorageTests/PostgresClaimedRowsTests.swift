@@ -7,7 +7,7 @@ import Testing
 /// the user, campaign and active-state indexes (`…_unclaimed`): the readers
 /// of those indexes must still see every message a replica is sending —
 /// listed in its place, counted in its campaign and in Status.
-@Suite("PostgreSQL claimed rows outside the wide indexes (schema v3)", .timeLimit(.minutes(2)),
+@Suite("PostgreSQL claimed rows outside the wide indexes (schema v3)", .storeCaseLimit,
        .enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
 struct PostgresClaimedRowsTests {
     let leases = PostgresLeaseTests()

@@ -9,7 +9,7 @@ import Testing
 /// The two PostgreSQL flakes of the full suite, made likely: a close timeout
 /// reported for a pool that had ended, and a connection the server killed
 /// handed to the next call before the pool knew.
-@Suite("PostgreSQL: bounded waits and killed connections", .timeLimit(.minutes(2)))
+@Suite("PostgreSQL: bounded waits and killed connections", .storeCaseLimit)
 struct PostgresConnectionLossTests {
     /// A task that ends is reported as ended, every time. Before the fix the
     /// waiter cancelled the timer before answering, and the timer's wake-up

@@ -9,7 +9,7 @@ import Testing
 /// a batch ends only what its replica still owns, a poll claims only what is
 /// still waiting, and each write is committed (visible to another replica's
 /// pool) when its call returns.
-@Suite("PostgreSQL pushes' ends and claims in one statement", .timeLimit(.minutes(2)),
+@Suite("PostgreSQL pushes' ends and claims in one statement", .storeCaseLimit,
        .enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
 struct PostgresEndsTests {
     let leases = PostgresLeaseTests()

@@ -9,7 +9,7 @@ import Testing
 /// taken over by the crash rule, and a restart under the same replica id
 /// resolves its own claims at once. Each "replica" is a pool of its own
 /// with its own `replicaID` on one schema.
-@Suite("PostgreSQL leases across replicas", .timeLimit(.minutes(2)),
+@Suite("PostgreSQL leases across replicas", .storeCaseLimit,
        .enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
 struct PostgresLeaseTests {
     /// Opens replicas named `names` on one fresh schema, runs `body`, closes them.

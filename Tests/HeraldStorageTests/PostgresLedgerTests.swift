@@ -7,7 +7,7 @@ import Testing
 /// The policy ledger across replicas (SPEC §4b: caps exact "across
 /// replicas", the throttle "all replicas together"): two `PostgresStore`s on
 /// one schema, each its own pool and replica id, calling at once.
-@Suite("PostgreSQL policy ledger across replicas", .timeLimit(.minutes(2)),
+@Suite("PostgreSQL policy ledger across replicas", .storeCaseLimit,
        .enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
 struct PostgresLedgerTests {
     /// Opens replicas "a" and "b" on one fresh schema, runs `body`, closes them.

@@ -10,7 +10,7 @@ import Testing
 /// nowhere, a failing batch is retried one by one), then the batch SQL
 /// against the throwaway cluster (last request wins inside one batch and
 /// across concurrent batches).
-@Suite("PostgreSQL group commit: Schedules, device reads", .timeLimit(.minutes(2)))
+@Suite("PostgreSQL group commit: Schedules, device reads", .storeCaseLimit)
 struct PostgresScheduleBatchTests {
     /// A writer whose first write waits for `release()`; records every call.
     final class ScriptedWriter: BatchWriter {

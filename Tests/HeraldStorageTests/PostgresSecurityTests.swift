@@ -139,7 +139,7 @@ struct PostgresSecurityTests {
 /// A real `verify-full` connection to the throwaway cluster, with TLS
 /// switched on for the test (`ALTER SYSTEM SET ssl = on`; clients without
 /// TLS are unaffected) and certificates made by the openssl CLI.
-@Suite("PostgreSQL TLS against the test cluster", .timeLimit(.minutes(2)))
+@Suite("PostgreSQL TLS against the test cluster", .storeCaseLimit)
 struct PostgresTLSConnectionTests {
     static let clusterDirectory = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_DIR"].flatMap { $0.isEmpty ? nil : $0 }
 

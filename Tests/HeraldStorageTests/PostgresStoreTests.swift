@@ -10,7 +10,7 @@ import Testing
 /// racing on one row, connections dying, the server not there, replicas
 /// migrating together. The shared semantics run in the other suites, on
 /// both stores.
-@Suite("PostgreSQL store: races, failures, migrations", .timeLimit(.minutes(2)),
+@Suite("PostgreSQL store: races, failures, migrations", .storeCaseLimit,
        .enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
 struct PostgresStoreTests {
     // MARK: Hostile first

@@ -9,7 +9,7 @@ import Testing
 /// FCM message name) is a provider message id. A store written before the
 /// rename (SQLite v7, PostgreSQL v4: column `apns_id`) opens with every
 /// value kept, NULLs included, under `provider_message_id`.
-@Suite("Provider message id migration (SQLite v7 → v8, PostgreSQL v4 → v5)", .timeLimit(.minutes(1)))
+@Suite("Provider message id migration (SQLite v7 → v8, PostgreSQL v4 → v5)", .storeCaseLimit)
 struct ProviderMessageIDMigrationTests {
     static let fcmName = "projects/herald-sim/messages/0:1800000000000%31bd1c9631bd1c96"
     static let apnsID = "123e4567-e89b-12d3-a456-426614174000"

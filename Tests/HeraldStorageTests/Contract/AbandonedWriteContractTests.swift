@@ -8,7 +8,7 @@ import Testing
 /// DEADLINE_EXCEEDED, so nothing may appear — through the awaited form and
 /// the callback form (the Schedule RPC's one path) alike. SQLite's cases
 /// that hold its writer to queue writes behind it stay in AbandonedWriteTests.
-@Suite("Store contract: abandoned writes", .timeLimit(.minutes(1)))
+@Suite("Store contract: abandoned writes", .storeCaseLimit)
 struct AbandonedWriteContractTests {
     @Test(arguments: StoreKind.all) func deadlineAlreadyPastIsNotStored(_ kind: StoreKind) async throws {
         try await withStore(kind) { (store: any ContractStore) async throws -> Void in

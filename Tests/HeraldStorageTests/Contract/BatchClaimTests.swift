@@ -5,7 +5,7 @@ import Testing
 
 /// The dispatcher's batched writes (`claim(ids:now:)`, `transitions(_:)`,
 /// `devices(of:)`) on both stores.
-@Suite("Store contract: batched claims and push ends", .timeLimit(.minutes(1)))
+@Suite("Store contract: batched claims and push ends", .storeCaseLimit)
 struct BatchClaimTests {
     /// A handed-off message (claimed, its handoff ended HANDED_OFF), waiting for its fallback.
     static func handOff(_ store: any ContractStore, key: String) async throws -> StoredMessage {

@@ -7,7 +7,7 @@ import Testing
 /// awaited form answers — last request wins, a spent key is ALREADY_EXISTS
 /// (AbandonedWriteContractTests) — and the device read for the answer's
 /// warnings hands over the user's devices.
-@Suite("Store contract: Schedule through the callback", .timeLimit(.minutes(1)))
+@Suite("Store contract: Schedule through the callback", .storeCaseLimit)
 struct CallbackScheduleContractTests {
     /// Schedules `message` through the callback and waits for its one answer.
     static func viaCallback(_ store: any ContractStore, _ message: StoredMessage) async -> Result<ScheduleOutcome, any Error> {

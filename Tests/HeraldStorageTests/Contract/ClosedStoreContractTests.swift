@@ -6,7 +6,7 @@ import Testing
 
 /// On every store: once closed, writes and reads throw `StoreError.closed`
 /// (a caller sees UNAVAILABLE, never a half-done write).
-@Suite("Store contract: a closed store refuses work", .timeLimit(.minutes(1)))
+@Suite("Store contract: a closed store refuses work", .storeCaseLimit)
 struct ClosedStoreContractTests {
     @Test(arguments: StoreKind.all) func aClosedStoreRefusesWork(_ kind: StoreKind) async throws {
         // Closed inside; `withStore`'s own close after it finds it closed.

@@ -13,7 +13,7 @@ import Testing
 /// database (`withRestartableStore`). The in-memory store cannot survive a
 /// restart (`StoreKind.survivesRestart`): on it the same instance runs the
 /// recovery, so its cases check the rule, not durability.
-@Suite("Store contract: crash recovery (hand-over marks)", .timeLimit(.minutes(1)))
+@Suite("Store contract: crash recovery (hand-over marks)", .storeCaseLimit)
 struct CrashRecoveryContractTests {
     /// Schedules `messages`, runs `crash` on the store, stops it, re-opens and recovers.
     func afterCrash(

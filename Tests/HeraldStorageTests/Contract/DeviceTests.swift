@@ -3,7 +3,7 @@ import HeraldPrimitives
 import Testing
 @testable import HeraldStorage
 
-@Suite("Store contract: devices", .timeLimit(.minutes(1)))
+@Suite("Store contract: devices", .storeCaseLimit)
 struct DeviceTests {
     func device(_ token: String, user: String = "user-1", locale: String = "en-US", at: Int64 = now) -> Device {
         Device(bundleID: "com.example.app", platform: .ios, userID: user, deviceToken: token,

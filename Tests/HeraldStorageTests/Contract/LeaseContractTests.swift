@@ -10,7 +10,7 @@ import Testing
 /// taken-over message is claimed again, continuing its push. SQLite's claims
 /// are its one process's (`StoreKind.sharesDue`); several PostgreSQL
 /// replicas at once are PostgresLeaseTests'.
-@Suite("Store contract: claims and leases", .timeLimit(.minutes(1)))
+@Suite("Store contract: claims and leases", .storeCaseLimit)
 struct LeaseContractTests {
     /// `withStore` with the store as a `SharedDueStore`.
     func withSharedStore(_ kind: StoreKind, _ body: (any SharedDueStore) async throws -> Void) async throws {

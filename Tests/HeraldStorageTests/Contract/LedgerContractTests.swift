@@ -9,7 +9,7 @@ import Testing
 /// sends recorded over the cap; the rolling window's boundary; retention.
 /// Every case runs on SQLite, PostgreSQL and the in-memory store; two
 /// PostgreSQL replicas at once are PostgresLedgerTests'.
-@Suite("Store contract: the policy ledger's caps", .timeLimit(.minutes(1)))
+@Suite("Store contract: the policy ledger's caps", .storeCaseLimit)
 struct LedgerContractTests {
     static let hour: Int64 = 3_600_000
 
@@ -216,7 +216,7 @@ struct LedgerContractTests {
 
 /// `reserveCountedSends`: a batch answers as the same reservations one by
 /// one would, in order, in one step.
-@Suite("Store contract: the policy ledger's batches", .timeLimit(.minutes(1)))
+@Suite("Store contract: the policy ledger's batches", .storeCaseLimit)
 struct LedgerBatchContractTests {
     @Test(arguments: StoreKind.all) func aBatchAnswersInOrderAsOneByOneWould(_ kind: StoreKind) async throws {
         try await withStore(kind) { store async throws in

@@ -5,7 +5,7 @@ import Testing
 /// On every store: only the changes `MessageState.allowedTransitions` allows
 /// apply; a refused one is a typed error and writes nothing (its outcomes
 /// neither); every outcome kind reads back as written.
-@Suite("Store contract: the store enforces the transition table", .timeLimit(.minutes(1)))
+@Suite("Store contract: the store enforces the transition table", .storeCaseLimit)
 struct LifecycleContractTests {
     // One store per kind for every pair (a fresh message each): a schema
     // per pair made 81 PostgreSQL cases queue behind the four-case gate.

@@ -4,7 +4,7 @@ import HeraldPrimitives
 import Testing
 @testable import HeraldStorage
 
-@Suite("Store contract: messages: last request wins, cancel, dispatch", .timeLimit(.minutes(1)))
+@Suite("Store contract: messages: last request wins, cancel, dispatch", .storeCaseLimit)
 struct MessageTests {
     @Test(arguments: StoreKind.all) func scheduleStoresEverything(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in

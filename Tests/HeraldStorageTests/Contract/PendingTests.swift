@@ -3,7 +3,7 @@ import HeraldCore
 import Testing
 @testable import HeraldStorage
 
-@Suite("Store contract: pending index rebuild", .timeLimit(.minutes(1)))
+@Suite("Store contract: pending index rebuild", .storeCaseLimit)
 struct PendingTests {
     @Test(arguments: StoreKind.all) func iterates100kPendingInDueOrder(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in

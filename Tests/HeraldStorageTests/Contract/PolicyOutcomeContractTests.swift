@@ -11,7 +11,7 @@ import Testing
 /// stays SCHEDULED / HANDED_OFF while a device waits; a held device is sent
 /// later (WAITING is not an answer: not for the resumed push's history, not
 /// for the crash rule); SUPPRESSED is a terminal state counted like any.
-@Suite("Store contract: delivery policy outcomes (WAITING holds, SUPPRESSED)", .timeLimit(.minutes(1)))
+@Suite("Store contract: delivery policy outcomes (WAITING holds, SUPPRESSED)", .storeCaseLimit)
 struct PolicyOutcomeContractTests {
     static func waiting(_ id: String, _ token: String, _ reason: HoldReason, until: Int64, at: Int64) -> DeviceOutcome {
         DeviceOutcome(messageID: id, deviceToken: token, kind: .waiting, reason: reason.rawValue, at: at, notBefore: until)

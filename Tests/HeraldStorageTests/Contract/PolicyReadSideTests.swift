@@ -9,7 +9,7 @@ import Testing
 /// SUPPRESSED ones with their reason; ListMessages filters by SUPPRESSED;
 /// CampaignReport counts `deferred` (held at least once) and `suppressed`
 /// (ended SUPPRESSED) per cohort, superseded messages left out.
-@Suite("Store contract: read side of the delivery policy (WAITING, SUPPRESSED, deferred counts)", .timeLimit(.minutes(1)))
+@Suite("Store contract: read side of the delivery policy (WAITING, SUPPRESSED, deferred counts)", .storeCaseLimit)
 struct PolicyReadSideTests {
     static func waiting(_ id: String, _ token: String, until: Int64, at: Int64, _ reason: String = "quiet_hours") -> DeviceOutcome {
         DeviceOutcome(messageID: id, deviceToken: token, kind: .waiting, reason: reason, at: at, notBefore: until)

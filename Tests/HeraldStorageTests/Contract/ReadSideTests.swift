@@ -4,7 +4,7 @@ import HeraldTestSupport
 import Testing
 @testable import HeraldStorage
 
-@Suite("Store contract: read side (SQLite, PostgreSQL; the in-memory store has none): GetMessage detail, ListMessages keyset pages, campaign counts (schema v4)", .timeLimit(.minutes(1)))
+@Suite("Store contract: read side (SQLite, PostgreSQL; the in-memory store has none): GetMessage detail, ListMessages keyset pages, campaign counts (schema v4)", .storeCaseLimit)
 struct ReadSideTests {
     // MARK: Hostile first
 

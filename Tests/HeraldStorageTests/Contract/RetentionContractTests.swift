@@ -6,7 +6,7 @@ import Testing
 /// their outcomes, hand-over marks and keys, in bounded batches, oldest
 /// first; waiting ones, recent ones and those owing a revoke stay. What
 /// SQLite's tables and query plans show stays in RetentionTests.
-@Suite("Store contract: retention", .timeLimit(.minutes(1)))
+@Suite("Store contract: retention", .storeCaseLimit)
 struct RetentionContractTests {
     let day = RetentionTests.day
     let cutoff = RetentionTests.cutoff

@@ -156,6 +156,16 @@ func withRestartableStore<T>(
     }
 }
 
+extension Trait where Self == TimeLimitTrait {
+    /// The time limit of a suite with PostgreSQL cases. Swift Testing counts
+    /// a case's wait for `PostgresTestDatabase.gate` in it, and every
+    /// PostgreSQL case of the run starts at once: on a CI machine slower
+    /// than ours the last in the queue waited past one minute (stop 33).
+    /// The limit catches a hung case; the queue is bounded by the whole
+    /// run (about 90 s there), far below it.
+    static var storeCaseLimit: Self { .timeLimit(.minutes(5)) }
+}
+
 /// The throwaway cluster of `scripts/pg-test-cluster.sh`, through
 /// `HERALD_TEST_POSTGRES_URL`.
 enum PostgresTestDatabase {
@@ -186,8 +196,9 @@ enum PostgresTestDatabase {
 
     /// At most this many PostgreSQL cases at once (each opens up to
     /// `maximumConnections` per store, some two stores): the parallel suites
-    /// stay far below the cluster's `max_connections` (600).
-    static let gate = Gate(capacity: 4)
+    /// stay far below the cluster's `max_connections` (600). A case's wait
+    /// here counts toward its time limit (`storeCaseLimit`).
+    static let gate = Gate(capacity: 8)
 
     /// A counting semaphore whose waiters leave when their task is cancelled
     /// (a case past its time limit must end, not keep its place for good).

@@ -8,7 +8,7 @@ import Testing
 /// nothing was booked after it. Every case runs on SQLite, PostgreSQL and
 /// the in-memory store; two PostgreSQL replicas at once are
 /// PostgresLedgerTests'.
-@Suite("Store contract: the throttle's slots", .timeLimit(.minutes(1)))
+@Suite("Store contract: the throttle's slots", .storeCaseLimit)
 struct ThrottleContractTests {
     static let bundle = "com.example.app"
 

@@ -5,19 +5,19 @@ import PostgresNIO
 
 /// Row mapping for `messages` (the column order of SQLite's `MessageRows`).
 enum PostgresRows {
-    /// Columns 0…19, then the request (20).
+    /// Columns 0…19, then the request (20) and `transactional` (21).
     static let columns = """
         id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
         window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, \
-        sending_since, send_started_at, push_started_at, request
+        sending_since, send_started_at, push_started_at, request, transactional
         """
 
     /// The same without the request (an empty one in its place), then the
-    /// milestones (21…24): the read side.
+    /// milestones (22…25): the read side.
     static let summaryColumns = """
         id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
         window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, \
-        sending_since, send_started_at, push_started_at, ''::bytea, handed_off_at, sent_at, displayed_at, opened_at
+        sending_since, send_started_at, push_started_at, ''::bytea, transactional, handed_off_at, sent_at, displayed_at, opened_at
         """
 
     static func message(_ row: PostgresRow) throws -> StoredMessage {
@@ -41,14 +41,15 @@ enum PostgresRows {
             createdAt: try r[12].decode(Int64.self), updatedAt: try r[13].decode(Int64.self),
             attempts: try r[14].decode(Int.self), lastError: try r[15].decode(String?.self),
             providerMessageID: try r[16].decode(String?.self), sendingSince: try r[17].decode(Int64?.self),
-            sendStartedAt: try r[18].decode(Int64?.self), pushStartedAt: try r[19].decode(Int64?.self))
+            sendStartedAt: try r[18].decode(Int64?.self), pushStartedAt: try r[19].decode(Int64?.self),
+            transactional: try r[21].decode(Bool.self))
     }
 
     static func milestones(_ row: PostgresRow) throws -> MessageMilestones {
         let r = row.makeRandomAccess()
         return MessageMilestones(
-            handedOffAt: try r[21].decode(Int64?.self), sentAt: try r[22].decode(Int64?.self),
-            displayedAt: try r[23].decode(Int64?.self), openedAt: try r[24].decode(Int64?.self))
+            handedOffAt: try r[22].decode(Int64?.self), sentAt: try r[23].decode(Int64?.self),
+            displayedAt: try r[24].decode(Int64?.self), openedAt: try r[25].decode(Int64?.self))
     }
 
     static func state(_ text: String) throws -> MessageState {
@@ -66,7 +67,8 @@ enum PostgresRows {
             VALUES (\(m.id), \(m.bundleID), \(m.platform.rawValue), \(m.userID), \(m.campaignID), \(m.idempotencyKey),
                     \(m.deliveryMethod.rawValue), \(m.abTest), \(m.windowStart), \(m.windowEnd), \(m.dueAt),
                     \(m.state.rawValue), \(m.createdAt), \(m.updatedAt), \(Int32(clamping: m.attempts)), \(m.lastError),
-                    \(m.providerMessageID), \(m.sendingSince), \(m.sendStartedAt), \(m.pushStartedAt), \(request))
+                    \(m.providerMessageID), \(m.sendingSince), \(m.sendStartedAt), \(m.pushStartedAt), \(request),
+                    \(m.transactional))
             """, logger: logger)
     }
 
@@ -132,7 +134,7 @@ enum PostgresRows {
 extension PostgresStore {
     /// Inserts many messages (with their keys) in one transaction, without
     /// last-request-wins checks: seeding tests and benchmarks (keys must be
-    /// unique). Rows go 1,000 to a statement (21 parameters each).
+    /// unique). Rows go 1,000 to a statement (22 parameters each).
     func importMessages(_ messages: [StoredMessage]) async throws {
         try await transaction { connection in
             var start = 0
@@ -149,20 +151,21 @@ extension PostgresStore {
         }
     }
 
-    /// Inserts `messages` (at most 3,000: 21 parameters each) in one
+    /// Inserts `messages` (at most 2,900: 22 parameters each) in one
     /// statement, on the caller's transaction.
     static func insertMessages(_ connection: PostgresConnection, _ messages: [StoredMessage], logger: Logger) async throws {
         guard !messages.isEmpty else { return }
         if messages.allSatisfy(\.isFresh) {
             return try await insertFresh(connection, messages, logger: logger)
         }
-        precondition(messages.count <= 3_000, "65,535 bound parameters at most")
-        let query = BoundRows.query("INSERT INTO messages(\(PostgresRows.columns)) VALUES", messages, perRow: 21) { m, row in
+        precondition(messages.count <= 2_900, "65,535 bound parameters at most")
+        let query = BoundRows.query("INSERT INTO messages(\(PostgresRows.columns)) VALUES", messages, perRow: 22) { m, row in
             row.bind(m.id); row.bind(m.bundleID); row.bind(m.platform.rawValue); row.bind(m.userID); row.bind(m.campaignID)
             row.bind(m.idempotencyKey); row.bind(m.deliveryMethod.rawValue); row.bind(m.abTest); row.bind(m.windowStart)
             row.bind(m.windowEnd); row.bind(m.dueAt); row.bind(m.state.rawValue); row.bind(m.createdAt); row.bind(m.updatedAt)
             row.bind(Int32(clamping: m.attempts)); row.bind(m.lastError); row.bind(m.providerMessageID); row.bind(m.sendingSince)
             row.bind(m.sendStartedAt); row.bind(m.pushStartedAt); row.bind(ByteBuffer(bytes: m.request))
+            row.bind(m.transactional)
         }
         try await connection.query(query, logger: logger)
     }
@@ -171,13 +174,13 @@ extension PostgresStore {
 extension PostgresStore {
     /// Messages as Schedule makes them (no claim, no error, no provider message id, a
     /// key that is absent or non-empty) in one statement of a fixed text
-    /// over 16 arrays: PostgreSQL parses and plans it in constant time,
+    /// over 17 arrays: PostgreSQL parses and plans it in constant time,
     /// where the `VALUES` list of 21 parameters per row cost ~20 % of its
     /// CPU per Schedule (parse and plan grow with the rows).
     static func insertFresh(_ connection: PostgresConnection, _ messages: [StoredMessage], logger: Logger) async throws {
         try await connection.query("""
             INSERT INTO messages(\(unescaped: PostgresRows.columns))
-            SELECT id, b, p, u, c, NULLIF(k, ''), dm, ab, ws, we, due, st, ca, ua, att, NULL, NULL, NULL, NULL, NULL, r
+            SELECT id, b, p, u, c, NULLIF(k, ''), dm, ab, ws, we, due, st, ca, ua, att, NULL, NULL, NULL, NULL, NULL, r, tx
             FROM unnest(\(messages.map(\.id))::text[], \(messages.map(\.bundleID))::text[],
                         \(messages.map(\.platform.rawValue))::text[], \(messages.map(\.userID))::text[],
                         \(messages.map(\.campaignID))::text[], \(messages.map { $0.idempotencyKey ?? "" })::text[],
@@ -186,8 +189,9 @@ extension PostgresStore {
                         \(messages.map(\.dueAt))::bigint[], \(messages.map(\.state.rawValue))::text[],
                         \(messages.map(\.createdAt))::bigint[], \(messages.map(\.updatedAt))::bigint[],
                         \(messages.map { Int32(clamping: $0.attempts) })::integer[],
-                        \(messages.map { ByteBuffer(bytes: $0.request) })::bytea[])
-                AS t(id, b, p, u, c, k, dm, ab, ws, we, due, st, ca, ua, att, r)
+                        \(messages.map { ByteBuffer(bytes: $0.request) })::bytea[],
+                        \(messages.map(\.transactional))::boolean[])
+                AS t(id, b, p, u, c, k, dm, ab, ws, we, due, st, ca, ua, att, r, tx)
             """, logger: logger)
     }
 }

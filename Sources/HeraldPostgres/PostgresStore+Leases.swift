@@ -11,20 +11,60 @@ extension PostgresStore: SharedDueStore {
     public var leaseMilliseconds: Int64 { configuration.leaseMilliseconds }
 
     /// Claims up to `limit` messages due at or before `before` in one
-    /// statement, skipping rows another replica is claiming right now
-    /// (`FOR UPDATE SKIP LOCKED`), oldest due first. The due rows are picked
-    /// once (a MATERIALIZED CTE): as a subquery joined to the UPDATE, a plan
-    /// that rescans it per row (a nested loop over a small or unanalyzed
-    /// table) picked the next unlocked row each time and claimed every due
+    /// statement, in ``DueTurns`` order (fair across bundles, transactional
+    /// first), skipping rows another replica is claiming right now
+    /// (`FOR UPDATE SKIP LOCKED`).
+    ///
+    /// The bundles with a waiting message are walked one index probe each
+    /// (`lanes`, a loose index scan of `messages_due_lanes`); each bundle's
+    /// due messages are read in its order from the same index, at most its
+    /// quota (two range scans: transactional, then the rest); the turns are
+    /// ranked and the first `limit` locked and claimed. Only the picked rows
+    /// are locked: locking every bundle's candidates would write a row lock
+    /// into hundreds of rows per poll. The picked rows are materialized
+    /// once: as a subquery joined to the UPDATE, a plan that rescans it per
+    /// row picked the next unlocked row each time and claimed every due
     /// message, whatever `limit`.
-    public func claimDue(before: Int64, limit: Int, now: Int64) async throws -> [StoredMessage] {
+    public func claimDue(before: Int64, limit: Int, now: Int64, quota: [String: Int]) async throws -> [StoredMessage] {
         let leaseUntil = now + configuration.leaseMilliseconds
-        return try await autocommit { connection in
+        let limit = max(0, limit)
+        let capped = quota.sorted { $0.key < $1.key }
+        let claimed = try await autocommit { connection in
             try await Self.rows(connection, """
-                WITH due AS MATERIALIZED (
+                WITH RECURSIVE lanes(b) AS (
+                    (SELECT bundle_id FROM messages
+                     WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL ORDER BY bundle_id LIMIT 1)
+                    UNION ALL
+                    SELECT (SELECT bundle_id FROM messages
+                            WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND bundle_id > lanes.b
+                            ORDER BY bundle_id LIMIT 1)
+                    FROM lanes WHERE lanes.b IS NOT NULL),
+                quota AS (
+                    SELECT l.b, least(coalesce(q.n, \(limit)), \(limit)) AS n
+                    FROM lanes l LEFT JOIN unnest(\(capped.map(\.key))::text[], \(capped.map { Int64($0.value) })::bigint[]) AS q(b, n)
+                        ON q.b = l.b
+                    WHERE l.b IS NOT NULL),
+                picked AS MATERIALIZED (
+                    SELECT c.id FROM (
+                        SELECT p.id, p.due_at, p.transactional, q.b,
+                               row_number() OVER (PARTITION BY q.b ORDER BY p.transactional DESC, p.due_at, p.id) AS turn
+                        FROM quota q CROSS JOIN LATERAL (
+                            (SELECT id, due_at, transactional FROM messages
+                             WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
+                               AND bundle_id = q.b AND transactional AND due_at <= \(before)
+                             ORDER BY due_at, id LIMIT q.n)
+                            UNION ALL
+                            (SELECT id, due_at, transactional FROM messages
+                             WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
+                               AND bundle_id = q.b AND NOT transactional AND due_at <= \(before)
+                             ORDER BY due_at, id LIMIT q.n)
+                            LIMIT q.n) AS p
+                        WHERE q.n > 0) AS c
+                    ORDER BY c.turn, c.b, c.transactional DESC, c.due_at, c.id LIMIT \(limit)),
+                due AS MATERIALIZED (
                     SELECT id FROM messages
-                    WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL AND due_at <= \(before)
-                    ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                    WHERE id IN (SELECT id FROM picked) AND state IN ('scheduled', 'handed_off') AND sending_since IS NULL
+                    FOR UPDATE SKIP LOCKED)
                 UPDATE messages AS m
                 SET sending_since = \(now), send_started_at = coalesce(m.send_started_at, \(now)),
                     push_started_at = coalesce(m.push_started_at, \(now)), attempts = m.attempts + 1, updated_at = \(now),
@@ -33,7 +73,9 @@ extension PostgresStore: SharedDueStore {
                 WHERE m.id = due.id AND m.sending_since IS NULL
                 RETURNING \(unescaped: Self.qualifiedColumns)
                 """, logger: self.logger, PostgresRows.message)
-        }.sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
+        }
+        // The statement's order is lost in the UPDATE: the same turns again.
+        return DueTurns.pick(claimed, limit: limit)
     }
 
     /// `PostgresRows.columns`, each prefixed with `m.`.

@@ -189,21 +189,22 @@ extension PostgresStore {
             let query: PostgresQuery
             if let cursor {
                 query = """
-                    SELECT id, due_at, state, bundle_id FROM messages
+                    SELECT id, due_at, state, bundle_id, transactional FROM messages
                     WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
                       AND (due_at, id) > (\(cursor.dueAt), \(cursor.id))
                     ORDER BY due_at, id LIMIT \(limit)
                     """
             } else {
                 query = """
-                    SELECT id, due_at, state, bundle_id FROM messages
+                    SELECT id, due_at, state, bundle_id, transactional FROM messages
                     WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
                     ORDER BY due_at, id LIMIT \(limit)
                     """
             }
             return try await Self.rows(connection, query, logger: self.logger) { row in
-                let (id, dueAt, state, bundleID) = try row.decode((String, Int64, String, String).self)
-                return PendingEntry(id: id, dueAt: dueAt, state: try PostgresRows.state(state), bundleID: bundleID)
+                let (id, dueAt, state, bundleID, transactional) = try row.decode((String, Int64, String, String, Bool).self)
+                return PendingEntry(id: id, dueAt: dueAt, state: try PostgresRows.state(state), bundleID: bundleID,
+                                    transactional: transactional)
             }
         }
     }

@@ -287,7 +287,6 @@ public final class HeraldServer: Service, Sendable {
     /// index, the handlers; returns the services in start order.
     private func prepare() async throws -> [any Service] {
         if let refusal = configuration.openAccessRefusal { throw ConfigurationError(description: refusal) }
-        if let refusal = configuration.throttleRefusal { throw ConfigurationError(description: refusal) }
         try Self.checkBeforeStarting(configuration)
         let clock = configuration.clock
         let opened = try await OpenedStore.open(configuration, metrics: metrics, logger: logger)
@@ -315,7 +314,7 @@ public final class HeraldServer: Service, Sendable {
                 let rebuildStart = ContinuousClock.now
                 var entries: [(id: String, dueAt: Int64, slot: DueSlot)] = []
                 try await store.forEachPendingBatch { page in
-                    entries.append(contentsOf: page.lazy.map { (id: $0.id, dueAt: $0.dueAt, slot: DueSlot(lane: $0.bundleID)) })
+                    entries.append(contentsOf: page.lazy.map { (id: $0.id, dueAt: $0.dueAt, slot: $0.dueSlot) })
                 }
                 pending = entries.count
                 scheduler = Scheduler(clock: clock, maxInFlight: configuration.maxDispatchesInFlight, logger: logger)
@@ -343,10 +342,11 @@ public final class HeraldServer: Service, Sendable {
             policy: DispatchPolicy(
                 rules: configuration.deliveryPolicies, zones: zones, ledger: store, graceSeconds: configuration.graceSeconds,
                 observer: PolicyObserver(held: { metrics.policyHeld($0) }, suppressed: { metrics.policySuppressed($0) })))
-        // Each bundle's max-per-second, carried out by the due index.
+        // Each bundle's max-per-second: carried out by the due index, or
+        // (polling a shared store) booked on the store's ledger by every replica.
         await scheduler.setThrottle(SchedulerThrottle(
             rates: { [policies = configuration.deliveryPolicies] in policies.current.rates },
-            waited: { metrics.throttleWaited(milliseconds: $0) }))
+            waited: { metrics.throttleWaited(milliseconds: $0) }, ledger: store))
         let revokes = RevokeQueue()
         registerDeliveryHandlers(store: store, scheduler: scheduler, revokes: revokes, gateway: gateway, zones: zones)
 
@@ -365,10 +365,9 @@ public final class HeraldServer: Service, Sendable {
         }
         services.append(GatewayService(stopper: stopper))
         if let sources = configuration.reload {
-            var reloader = ConfigReloader(
+            let reloader = ConfigReloader(
                 sources: sources, policy: configuration.accessPolicy, routes: gateway.routeReloads(sources, logger: logger), logger: logger,
                 tls: configuration.tls, deliveryPolicies: configuration.deliveryPolicies)
-            reloader.refusesThrottle = scheduler.shared != nil
             services.append(ReloadService(reloader: reloader))
         }
         services.append(StatusSnapshotService(

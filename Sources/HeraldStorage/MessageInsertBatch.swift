@@ -45,7 +45,7 @@ final class MessageInsertBatch {
         defer { removeAll() }
         try Self.chunked(messages.count, width: MessageRows.insertWidth, sql: Self.messageSQL, db) { s, offset, row in
             try MessageRows.bind(messages[row], to: s, after: offset)
-            try s.bind(MessageFunnel.atInsert(messages[row].state), at: offset + 22)
+            try s.bind(MessageFunnel.atInsert(messages[row].state), at: offset + 23)
         }
         let keyed = messages.indices.filter { messages[$0].idempotencyKey != nil }
         try Self.chunked(keyed.count, width: 3, sql: Self.keySQL, db) { s, offset, row in

@@ -5,7 +5,7 @@ enum MessageRows {
     static let columns = """
         id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
         window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, \
-        sending_since, send_started_at, push_started_at, request
+        sending_since, send_started_at, push_started_at, request, transactional
         """
 
     // Built once: statement-cache lookups hash the SQL text, and building
@@ -49,7 +49,7 @@ enum MessageRows {
     }
 
     /// Parameters per inserted row.
-    static let insertWidth: Int32 = 22
+    static let insertWidth: Int32 = 23
 
     /// Adds `n` to the count of `state` (the INSERT has no count trigger
     /// since schema v6; UPDATE and DELETE keep theirs).
@@ -119,8 +119,8 @@ enum MessageRows {
         return message
     }
 
-    /// Binds `m`'s `columns` to parameters `offset + 1 … offset + 21` (the
-    /// INSERT's `funnel` is parameter `offset + 22`).
+    /// Binds `m`'s `columns` to parameters `offset + 1 … offset + 22` (the
+    /// INSERT's `funnel` is parameter `offset + 23`).
     static func bind(_ m: StoredMessage, to s: Statement, after offset: Int32) throws {
         try s.bind(m.id, at: offset + 1)
         try s.bind(m.bundleID, at: offset + 2)
@@ -143,6 +143,7 @@ enum MessageRows {
         try s.bind(m.sendStartedAt, at: offset + 19)
         try s.bind(m.pushStartedAt, at: offset + 20)
         try s.bind(m.request, at: offset + 21)
+        try s.bind(m.transactional, at: offset + 22)
     }
 
     static func decode(_ s: Statement) throws -> StoredMessage {
@@ -159,7 +160,7 @@ enum MessageRows {
             state: try state(s.string(11)), request: s.bytes(20), createdAt: s.int64(12),
             updatedAt: s.int64(13), attempts: s.int(14), lastError: s.optionalString(15),
             providerMessageID: s.optionalString(16), sendingSince: s.optionalInt64(17), sendStartedAt: s.optionalInt64(18),
-            pushStartedAt: s.optionalInt64(19))
+            pushStartedAt: s.optionalInt64(19), transactional: s.int64(21) != 0)
     }
 
     static func state(_ text: String) throws -> MessageState {

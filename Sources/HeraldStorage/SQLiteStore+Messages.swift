@@ -120,7 +120,7 @@ extension SQLiteStore {
             let statement: Statement
             if let cursor {
                 statement = try db.cached("""
-                    SELECT id, due_at, state, bundle_id FROM messages
+                    SELECT id, due_at, state, bundle_id, transactional FROM messages
                     WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
                       AND (due_at, id) > (?1, ?2)
                     ORDER BY due_at, id LIMIT ?3
@@ -130,7 +130,7 @@ extension SQLiteStore {
                 try statement.bind(limit, at: 3)
             } else {
                 statement = try db.cached("""
-                    SELECT id, due_at, state, bundle_id FROM messages
+                    SELECT id, due_at, state, bundle_id, transactional FROM messages
                     WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
                     ORDER BY due_at, id LIMIT ?1
                     """)
@@ -141,7 +141,8 @@ extension SQLiteStore {
             while try statement.step() {
                 entries.append(PendingEntry(
                     id: statement.string(0), dueAt: statement.int64(1),
-                    state: try MessageRows.state(statement.string(2)), bundleID: statement.string(3)))
+                    state: try MessageRows.state(statement.string(2)), bundleID: statement.string(3),
+                    transactional: statement.int64(4) != 0))
             }
             return entries
         }

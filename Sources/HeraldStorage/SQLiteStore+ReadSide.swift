@@ -2,11 +2,12 @@ import HeraldCore
 
 extension SQLiteStore: MessageReadSide {
     /// `MessageRows.columns` without the request blob (read as an empty blob,
-    /// so `MessageRows.decode` applies), then the milestones (21…24).
+    /// so `MessageRows.decode` applies), `transactional` (21), then the
+    /// milestones (22…25).
     static let summaryColumns = """
         id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, \
         window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, \
-        sending_since, send_started_at, push_started_at, X'', handed_off_at, sent_at, displayed_at, opened_at
+        sending_since, send_started_at, push_started_at, X'', transactional, handed_off_at, sent_at, displayed_at, opened_at
         """
 
     static let detailByID = "SELECT \(summaryColumns) FROM messages WHERE id = ?1 AND bundle_id = ?2"
@@ -138,8 +139,8 @@ extension SQLiteStore: MessageReadSide {
     // MARK: Rows
 
     private static func milestones(_ s: Statement) -> MessageMilestones {
-        MessageMilestones(handedOffAt: s.optionalInt64(21), sentAt: s.optionalInt64(22),
-                          displayedAt: s.optionalInt64(23), openedAt: s.optionalInt64(24))
+        MessageMilestones(handedOffAt: s.optionalInt64(22), sentAt: s.optionalInt64(23),
+                          displayedAt: s.optionalInt64(24), openedAt: s.optionalInt64(25))
     }
 
     /// The row `statement` finds (if any), its outcomes, its devices in

@@ -20,8 +20,12 @@ public protocol SharedDueStore: HeraldStore {
     var leaseMilliseconds: Int64 { get }
 
     /// Claims up to `limit` messages due at or before `before` for this
-    /// replica (oldest due first), each leased until `now + leaseMilliseconds`.
-    func claimDue(before: Int64, limit: Int, now: Int64) async throws -> [StoredMessage]
+    /// replica, each leased until `now + leaseMilliseconds`, fair across
+    /// bundles (``DueTurns``): each bundle with a due message takes a turn
+    /// in each round, its transactional messages first, then oldest due
+    /// first; `quota[bundle]` caps a bundle's claims (0: none; its throttle
+    /// has no slot free). Returned in ``DueTurns`` order.
+    func claimDue(before: Int64, limit: Int, now: Int64, quota: [String: Int]) async throws -> [StoredMessage]
 
     /// Extends to `now + leaseMilliseconds` the leases of those of `ids`
     /// this replica still holds; returns their ids (a missing one was
@@ -34,4 +38,11 @@ public protocol SharedDueStore: HeraldStore {
     /// resent); the messages wait again, due, for the devices without an
     /// outcome.
     func takeOverExpired(now: Int64) async throws -> InterruptedRecovery
+}
+
+extension SharedDueStore {
+    /// `claimDue` with no bundle capped.
+    public func claimDue(before: Int64, limit: Int, now: Int64) async throws -> [StoredMessage] {
+        try await claimDue(before: before, limit: limit, now: now, quota: [:])
+    }
 }

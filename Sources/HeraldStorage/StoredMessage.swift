@@ -38,6 +38,10 @@ public struct StoredMessage: Sendable, Hashable {
     /// (and a deferral) so the resumed push skips the devices already done
     /// for it; `transition` clears it when the push ends.
     public var pushStartedAt: Int64?
+    /// Schedule's `transactional` (SPEC §4b): the message skips quiet hours
+    /// and caps, and goes before its bundle's other due messages (the due
+    /// index's urgent slot; PostgreSQL's claim order).
+    public var transactional: Bool
 
     public init(
         id: String, bundleID: String, platform: Platform, userID: String, campaignID: String,
@@ -45,7 +49,8 @@ public struct StoredMessage: Sendable, Hashable {
         windowStart: Int64, windowEnd: Int64, dueAt: Int64, state: MessageState = .scheduled,
         request: [UInt8], createdAt: Int64, updatedAt: Int64? = nil, attempts: Int = 0,
         lastError: String? = nil, providerMessageID: String? = nil,
-        sendingSince: Int64? = nil, sendStartedAt: Int64? = nil, pushStartedAt: Int64? = nil
+        sendingSince: Int64? = nil, sendStartedAt: Int64? = nil, pushStartedAt: Int64? = nil,
+        transactional: Bool = false
     ) {
         self.id = id
         self.bundleID = bundleID
@@ -68,6 +73,7 @@ public struct StoredMessage: Sendable, Hashable {
         self.sendingSince = sendingSince
         self.sendStartedAt = sendStartedAt
         self.pushStartedAt = pushStartedAt
+        self.transactional = transactional
     }
 
     /// True while a push is in flight: the message is "being sent".
@@ -136,12 +142,15 @@ public struct PendingEntry: Sendable, Hashable {
     /// Its bundle (the scheduler's lane: one bundle's backlog never delays
     /// another's due pushes).
     public var bundleID: String
+    /// A transactional message: first among its bundle's due ones.
+    public var transactional: Bool
 
-    public init(id: String, dueAt: Int64, state: MessageState, bundleID: String = "") {
+    public init(id: String, dueAt: Int64, state: MessageState, bundleID: String = "", transactional: Bool = false) {
         self.id = id
         self.dueAt = dueAt
         self.state = state
         self.bundleID = bundleID
+        self.transactional = transactional
     }
 }
 

@@ -117,7 +117,6 @@ extension ServeCommand {
             logger.info("access tokens loaded", metadata: ["labels": "\(configuration.accessPolicy.grants.map(\.label))"])
         }
         if let refusal = configuration.openAccessRefusal { throw ValidationError(refusal) }
-        if let refusal = configuration.throttleRefusal { throw ValidationError(refusal) }
         if configuration.tls == nil && !settings[S.allowPlaintext] && !isLoopbackHost(settings[S.host]) {
             throw ValidationError(
                 "refusing to serve h2c (cleartext: tokens and messages readable on the network) on \(settings[S.host]): "

@@ -5,10 +5,16 @@ import HeraldTestSupport
 import Testing
 @testable import HeraldStorage
 
+/// Back to what a build before schema v11 wrote: no `messages.transactional`.
+func undoSchemaV11(_ db: Database) throws {
+    try db.execute("ALTER TABLE messages DROP COLUMN transactional")
+}
+
 /// Back to what a build before schema v10 (the delivery policy's outcomes) wrote: no
-/// `not_before`, no `deferred_at`, no `messages_policy`. For tests that
-/// roll a current database back to an older version.
+/// `not_before`, no `deferred_at`, no `messages_policy` (nor v11's column).
+/// For tests that roll a current database back to an older version.
 func undoSchemaV10(_ db: Database) throws {
+    try undoSchemaV11(db)
     try db.execute("DROP INDEX messages_policy")
     try db.execute("ALTER TABLE outcomes DROP COLUMN not_before")
     try db.execute("ALTER TABLE messages DROP COLUMN deferred_at")
@@ -18,7 +24,7 @@ func undoSchemaV10(_ db: Database) throws {
 /// v9, PostgreSQL v6) opens with every row kept (its outcomes read with no
 /// `notBefore`), and then holds, reads back WAITING devices and counts
 /// deferred messages like a new one.
-@Suite("Delivery policy migration (SQLite v9 → v10, PostgreSQL v6 → v7)", .storeCaseLimit)
+@Suite("Delivery policy migration (SQLite v9 → v10 → v11, PostgreSQL v6 → v7 → v8)", .storeCaseLimit)
 struct DeliveryPolicyMigrationTests {
     /// What a build before the policy wrote: a SENT message with its outcome, a SCHEDULED one.
     static func seed(_ store: any TestStore) async throws {
@@ -79,6 +85,59 @@ struct DeliveryPolicyMigrationTests {
             ], on: configuration)
             let reopened = try await PostgresStore.open(configuration)
             try await Self.expectMigrated(reopened)
+            await closeInTime(reopened)
+        }
+    }
+
+    /// Schema v11 / PostgreSQL v8 (fair claims): a store written before
+    /// `transactional` opens with its rows read as not transactional, and
+    /// then keeps the flag of a new message (the rebuild's urgent slot and
+    /// PostgreSQL's claim order read it).
+    static func expectTransactionalKept(_ store: any TestStore) async throws {
+        #expect(try await store.message(id: "m-due")?.transactional == false)
+        var urgent = makeMessage(id: "m-urgent", key: "k-urgent")
+        urgent.transactional = true
+        try await store.importMessages([urgent])
+        #expect(try await store.message(id: "m-urgent")?.transactional == true)
+        let pending = try await store.pending(after: nil, limit: 10)
+        #expect(Dictionary(uniqueKeysWithValues: pending.map { ($0.id, $0.transactional) }) == ["m-due": false, "m-urgent": true])
+    }
+
+    @Test func aVersion10SQLiteDatabaseGetsTheTransactionalColumn() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/v10.sqlite"
+            do {
+                let store = try SQLiteStore(path: path)
+                try await Self.seed(store)
+                await store.close()
+                let db = try Database(path: path, create: false, busyTimeoutMs: 1000)
+                try undoSchemaV11(db)
+                try db.execute("PRAGMA user_version = 10")
+                db.close()
+            }
+            let store = try SQLiteStore(path: path)
+            #expect(try userVersion(path) == SQLiteStore.schemaVersion)
+            try await Self.expectTransactionalKept(store)
+            await store.close()
+        }
+    }
+
+    @Test(.enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+    func aVersion7PostgresDatabaseGetsTheFairClaimIndex() async throws {
+        try await PostgresTestDatabase.withSchema { configuration in
+            let store = try await PostgresStore.open(configuration)
+            try await Self.seed(store)
+            await closeInTime(store)
+            try await PostgresTestDatabase.run([
+                "DROP INDEX messages_due_lanes",
+                "ALTER TABLE messages DROP COLUMN transactional",
+                "DELETE FROM herald_schema WHERE version >= 8",
+            ], on: configuration)
+            let reopened = try await PostgresStore.open(configuration)
+            try await Self.expectTransactionalKept(reopened)
+            #expect(try await PostgresStoreTests.scalar(configuration, """
+                SELECT count(*)::text FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'messages_due_lanes'
+                """) == "1")
             await closeInTime(reopened)
         }
     }

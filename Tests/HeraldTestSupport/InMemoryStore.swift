@@ -173,7 +173,7 @@ public actor InMemoryStore: HeraldStore {
         return Array(waitingInDueOrder.lazy
             .filter { message in cursor.map { (message.dueAt, message.id) > ($0.dueAt, $0.id) } ?? true }
             .prefix(limit)
-            .map { PendingEntry(id: $0.id, dueAt: $0.dueAt, state: $0.state, bundleID: $0.bundleID) })
+            .map { PendingEntry(id: $0.id, dueAt: $0.dueAt, state: $0.state, bundleID: $0.bundleID, transactional: $0.transactional) })
     }
 
     public func claim(id: String, from: MessageState, now: Int64) async throws -> StoredMessage? {

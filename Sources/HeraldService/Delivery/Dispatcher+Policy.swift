@@ -141,7 +141,7 @@ extension Dispatcher {
     func holdDevices(_ claimed: StoredMessage, from: MessageState, recording outcomes: [DeviceOutcome], until: Int64) async throws {
         if try await store.hold(id: claimed.id, from: from, now: clock.now(), recording: outcomes) {
             await scheduler.noteDeferred()
-            await scheduler.schedule(id: claimed.id, dueAt: until, slot: DueSlot(lane: claimed.bundleID))
+            await scheduler.schedule(id: claimed.id, dueAt: until, slot: claimed.dueSlot)
         }
         logger.debug("devices held by the delivery policy", metadata: [
             "message_id": "\(claimed.id)", "waiting": "\(outcomes.filter { $0.kind == .waiting }.count)", "until": "\(until)",

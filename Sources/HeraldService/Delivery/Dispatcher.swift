@@ -142,7 +142,7 @@ public final class Dispatcher: Sendable {
             try await conclude(claimed, from: from, push: push, prior: prior, otherwise: otherwise, ends: ends)
             return
         case .defer(let until, let reason)?:
-            try await hold(claimed.id, lane: claimed.bundleID, until: until, reason: reason)
+            try await hold(claimed.id, slot: claimed.dueSlot, until: until, reason: reason)
             return
         case nil:
             throw StoreError.illegalTransition(from: claimed.state, to: .sent, id: claimed.id)
@@ -175,7 +175,7 @@ public final class Dispatcher: Sendable {
             // whole message waits when nothing else is decided.
             assert(devices.isEmpty && decided.isEmpty, "a device action hold beside a send is not carried out")
             if devices.isEmpty && decided.isEmpty {
-                try await hold(claimed.id, lane: claimed.bundleID, until: heldUntil.at, reason: heldUntil.reason)
+                try await hold(claimed.id, slot: claimed.dueSlot, until: heldUntil.at, reason: heldUntil.reason)
                 return
             }
         }
@@ -322,10 +322,10 @@ public final class Dispatcher: Sendable {
 
     /// Holds message `id` unsent until `until` (``DeliveryDecision/defer(until:reason:)``):
     /// gives its claim back and schedules it then.
-    private func hold(_ id: String, lane: String, until: Int64, reason: HoldReason) async throws {
+    private func hold(_ id: String, slot: DueSlot, until: Int64, reason: HoldReason) async throws {
         if try await store.releaseClaim(id: id, now: clock.now()) {
             await scheduler.noteDeferred()
-            await scheduler.schedule(id: id, dueAt: until, slot: DueSlot(lane: lane))
+            await scheduler.schedule(id: id, dueAt: until, slot: slot)
         }
         logger.debug("message held", metadata: ["message_id": "\(id)", "reason": "\(reason.rawValue)", "until": "\(until)"])
     }
@@ -356,7 +356,7 @@ public final class Dispatcher: Sendable {
             let shown = try await store.outcomes(messageID: claimed.id).contains { $0.kind == .displayed }
             switch policy.afterHandoff(of: facts, displayed: shown) {
             case .displayed: try await finish(claimed, from: .handedOff, to: .displayed, error: nil)
-            case .fallback(let at): await scheduler.schedule(id: claimed.id, dueAt: at, slot: DueSlot(lane: claimed.bundleID))
+            case .fallback(let at): await scheduler.schedule(id: claimed.id, dueAt: at, slot: claimed.dueSlot)
             }
         }
         logger.info("delivered", metadata: [

@@ -1,3 +1,5 @@
+public import HeraldStorage
+
 /// Where a due message queues in the ``DueIndex``: its lane (the bundle, so
 /// one bundle's backlog never delays another's due pushes) and whether it
 /// goes before the lane's other due messages (a transactional push, SPEC
@@ -13,6 +15,16 @@ public struct DueSlot: Sendable, Hashable {
         self.lane = lane
         self.urgent = urgent
     }
+}
+
+extension StoredMessage {
+    /// Its slot in the due index: its bundle's lane, urgent when transactional.
+    public var dueSlot: DueSlot { DueSlot(lane: bundleID, urgent: transactional) }
+}
+
+extension PendingEntry {
+    /// Its slot in the due index (the rebuild at start).
+    public var dueSlot: DueSlot { DueSlot(lane: bundleID, urgent: transactional) }
 }
 
 /// Messages waiting for their next action, fair across lanes (bundles):

@@ -37,21 +37,33 @@ extension Scheduler {
                     pollLimit = wasDeferred ? max(1, pollLimit / 2) : min(Self.pollBatch, pollLimit * 2)
                     deferred = false
                     let limit = min(maxInFlight - inFlight, pollLimit)
-                    let claimed = limit > 0 ? await poll(shared, limit: limit) : []
+                    let rates = throttle.rates()
+                    let quota = sharedThrottle.quota(rates: rates, nowMicros: ThrottleSchedule.micros(clock.now()), limit: limit)
+                    let claimed = limit > 0 ? await poll(shared, limit: limit, quota: quota) : []
                     if stopped || Task.isCancelled {
                         await giveBack(claimed, to: shared)
                         break
                     }
-                    if !claimed.isEmpty {
-                        inFlight += claimed.count
-                        let leases = claimed.map { message in
-                            held.insert(message.id)
-                            return DispatchLease(scheduler: self) { held.remove(message.id) }
-                        }
+                    let plan = await pace(claimed, rates: rates)
+                    await giveBack(plan.excess, to: shared)
+                    let lease = { (message: StoredMessage) -> DispatchLease in
+                        held.insert(message.id)
+                        return DispatchLease(scheduler: self) { held.remove(message.id) }
+                    }
+                    if !plan.free.isEmpty {
+                        let free = plan.free
+                        inFlight += free.count
+                        let leases = free.map(lease)
                         group.addTask {
-                            await dispatch(claimed, leases)
+                            await dispatch(free, leases)
                             for lease in leases { await lease.finish() }
                         }
+                    }
+                    if !plan.paced.isEmpty {
+                        inFlight += plan.paced.count
+                        let paced = plan.paced.map { (at: $0.at, message: $0.message, lease: lease($0.message)) }
+                        throttle.waited(paced.map { max(0, $0.at - $0.message.dueAt) })
+                        group.addTask { await Self.dispatchAtSlots(paced, clock: clock, shared: shared, dispatch) }
                     }
                     // A full batch: more may be due at once (unless routes are saturated).
                     if limit > 0 && claimed.count == limit && !wasDeferred { continue }
@@ -62,15 +74,83 @@ extension Scheduler {
         }
     }
 
-    /// One claim of due messages; a failure is logged and retried at the next poll.
-    private func poll(_ shared: any SharedDueStore, limit: Int) async -> [StoredMessage] {
+    /// One claim of due messages (each throttled bundle at most its
+    /// `quota`); a failure is logged and retried at the next poll.
+    private func poll(_ shared: any SharedDueStore, limit: Int, quota: [String: Int]) async -> [StoredMessage] {
         let now = clock.now()
         hints.covered(by: now)
         do {
-            return try await shared.claimDue(before: now, limit: limit, now: now)
+            return try await shared.claimDue(before: now, limit: limit, now: now, quota: quota)
         } catch {
             logger.warning("polling the store for due messages failed", metadata: ["error": "\(error)"])
             return []
+        }
+    }
+
+    /// Books a slot of its bundle's throttle for each claimed message of a
+    /// throttled bundle (`rates`), in claim order (transactional first,
+    /// then due order): on the shared ledger, so the rate holds for all
+    /// replicas together, or here without one. A claim beyond its grant
+    /// (another replica booked first) is given back; so is every claim of a
+    /// bundle whose booking failed (due again at the next poll).
+    private func pace(_ claimed: [StoredMessage], rates: [String: Int]) async -> PacedClaims {
+        var plan = PacedClaims()
+        var byBundle: [String: [StoredMessage]] = [:]
+        for message in claimed {
+            if rates[message.bundleID] == nil { plan.free.append(message) } else { byBundle[message.bundleID, default: []].append(message) }
+        }
+        for (bundle, messages) in byBundle.sorted(by: { $0.key < $1.key }) {
+            let rate = rates[bundle] ?? 1, now = clock.now()
+            let grant: ThrottleGrant
+            if let ledger = throttle.ledger {
+                do {
+                    grant = try await ledger.takeThrottleSlots(bundleID: bundle, ratePerSecond: rate, count: messages.count, now: now)
+                    sharedThrottle.booked(bundle, grant)
+                } catch {
+                    logger.warning("booking throttle slots failed; the claims wait for the next poll",
+                                   metadata: ["bundle_id": "\(bundle)", "error": "\(error)"])
+                    plan.excess += messages
+                    continue
+                }
+            } else {
+                grant = sharedThrottle.bookLocally(bundle, rate: rate, count: messages.count, nowMicros: ThrottleSchedule.micros(now))
+            }
+            for (index, message) in messages.enumerated() {
+                if index < grant.count { plan.paced.append((grant.milliseconds(of: index), message)) } else { plan.excess.append(message) }
+            }
+        }
+        return plan
+    }
+
+    /// Dispatches each paced claim at its slot (those sharing a millisecond
+    /// together), without waiting for one dispatch before the next slot;
+    /// cancelled while waiting, the claims not yet dispatched are given
+    /// back unsent.
+    private static func dispatchAtSlots(
+        _ paced: [(at: Int64, message: StoredMessage, lease: DispatchLease)], clock: any HeraldClock, shared: any SharedDueStore,
+        _ dispatch: @escaping @Sendable ([StoredMessage], [DispatchLease]) async -> Void
+    ) async {
+        await withDiscardingTaskGroup { group in
+            var start = 0
+            while start < paced.count {
+                var end = start + 1
+                while end < paced.count && paced[end].at == paced[start].at { end += 1 }
+                let chunk = paced[start..<end]
+                do {
+                    try await clock.sleep(until: chunk[chunk.startIndex].at)
+                } catch {
+                    for item in paced[start...] {
+                        _ = try? await shared.releaseClaim(id: item.message.id, now: clock.now())
+                        await item.lease.finish()
+                    }
+                    return
+                }
+                group.addTask {
+                    await dispatch(chunk.map(\.message), chunk.map(\.lease))
+                    for item in chunk { await item.lease.finish() }
+                }
+                start = end
+            }
         }
     }
 

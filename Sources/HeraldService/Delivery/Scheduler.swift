@@ -70,6 +70,8 @@ public actor Scheduler {
     /// each batch, so SIGHUP applies), and where the throttled pops' waits go.
     var throttle = SchedulerThrottle()
     private var rates: [String: Int] = [:]
+    /// Polling: each throttled bundle's shared slots as last seen.
+    var sharedThrottle = SharedThrottle()
 
     /// Wakes the loop: a new earlier due time, a load, `stop()`.
     let wakeups = WakeSignal()
@@ -336,14 +338,21 @@ final class WakeSignal: Sendable {
 }
 
 /// The scheduler's per-bundle throttle (SPEC §4b `max-per-second`): the
-/// rates by bundle, read before each batch, and an observer of how long each
-/// throttled push waited past its due time (`herald_throttle_wait_seconds`).
+/// rates by bundle, read before each batch, an observer of how long each
+/// throttled push waited past its due time (`herald_throttle_wait_seconds`),
+/// and, polling a shared store, the ledger whose slots every replica books
+/// (nil: booked in this process alone).
 public struct SchedulerThrottle: Sendable {
     public var rates: @Sendable () -> [String: Int]
     public var waited: @Sendable ([Int64]) -> Void
+    public var ledger: (any PolicyLedger)?
 
-    public init(rates: @escaping @Sendable () -> [String: Int] = { [:] }, waited: @escaping @Sendable ([Int64]) -> Void = { _ in }) {
+    public init(
+        rates: @escaping @Sendable () -> [String: Int] = { [:] }, waited: @escaping @Sendable ([Int64]) -> Void = { _ in },
+        ledger: (any PolicyLedger)? = nil
+    ) {
         self.rates = rates
         self.waited = waited
+        self.ledger = ledger
     }
 }

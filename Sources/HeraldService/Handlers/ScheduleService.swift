@@ -109,7 +109,7 @@ struct ScheduleService: Sendable {
             request: ProtobufC.cleaned(
                 Herald__V1__ScheduleRequest.self, request.message,
                 droppingNumbers: message.platform == .ios ? Self.androidField : Self.iosField),
-            createdAt: now)
+            createdAt: now, transactional: message.transactional)
         return Accepted(stored: stored, key: message.idempotencyKey, sendAt: validated.plan.sendAt, message: message,
                         alert: validated.plan.firstPush == .alert)
     }
@@ -126,7 +126,7 @@ struct ScheduleService: Sendable {
                 "idempotency_key \(ErrorText.quote(key)) of \(existing.bundleID) belongs to message \(existing.id), "
                 + "already \(existing.isSending ? "being sent" : existing.state.rawValue): a key never causes a second delivery")
         case .scheduled(let message, let supersededID):
-            scheduler.enqueue(id: message.id, dueAt: message.dueAt, slot: DueSlot(lane: message.bundleID), superseding: supersededID)
+            scheduler.enqueue(id: message.id, dueAt: message.dueAt, slot: message.dueSlot, superseding: supersededID)
             let devices = devices()
             let warnings = coverage.warnings(bundleID: message.bundleID, platform: message.platform, userID: message.userID,
                                              devices: devices)

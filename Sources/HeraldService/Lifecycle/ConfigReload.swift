@@ -49,9 +49,6 @@ struct ConfigReloader: Sendable {
     /// The delivery policies in force, swapped whole when
     /// `sources.deliveryPolicies` re-reads cleanly.
     var deliveryPolicies: DeliveryPolicyHolder? = nil
-    /// A shared store: a policy with `max-per-second` is refused
-    /// (``HeraldConfiguration/throttleRefusal``).
-    var refusesThrottle = false
 
     /// Re-reads the TLS certificate, key and client CA: later connections
     /// use them, open ones keep theirs; when they are bad the ones in force stay.
@@ -76,9 +73,6 @@ struct ConfigReloader: Sendable {
         do {
             grants = try sources.tokensFile.map { try AccessPolicy.load(path: $0).grants }
             policies = deliveryPolicies == nil ? nil : try sources.deliveryPolicies?.load()
-            if refusesThrottle, let policies, let refusal = HeraldConfiguration.throttleRefusal(policies: policies) {
-                throw ConfigurationError(description: refusal)
-            }
             prepared = try routes.compactMap { try $0.prepareReload() }
         } catch {
             logger.error("reload failed; the configuration in force stays", metadata: ["error": "\(error)"])

@@ -32,23 +32,3 @@ extension HeraldConfiguration {
             + "refusing to listen on \(host) (give --tokens-file, or use 127.0.0.1)"
     }
 }
-
-extension HeraldConfiguration {
-    /// `max-per-second` is carried out by the embedded store's due index
-    /// (one process owns it); on a shared store each replica would pace
-    /// alone, so the rate would not hold "all replicas together" (SPEC §4b):
-    /// refused there until the shared throttle lands (`herald serve`,
-    /// `HeraldServer` and SIGHUP all apply it).
-    public var throttleRefusal: String? {
-        guard case .postgres? = store else { return nil }
-        return Self.throttleRefusal(policies: deliveryPolicies.current)
-    }
-
-    /// The refusal of `set`'s `max-per-second` on a shared store, or nil.
-    static func throttleRefusal(policies set: PolicySet) -> String? {
-        let throttled = set.rules.filter { $0.maxPerSecond != nil }.flatMap(\.bundles)
-        guard !throttled.isEmpty else { return nil }
-        return "max-per-second (bundles \(throttled.joined(separator: ","))) is not supported with a PostgreSQL store yet: "
-            + "replicas would each pace alone; remove it, or use the embedded store"
-    }
-}

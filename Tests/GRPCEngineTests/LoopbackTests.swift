@@ -192,7 +192,7 @@ func nghttpCall(_ server: TestServer, _ path: String, message: [UInt8] = Array("
                 headers: [String] = []) async throws -> String {
     let file = try requestFile(message)
     defer { try? FileManager.default.removeItem(atPath: file) }
-    var arguments = ["-v", "-t", "10", "-d", file, "-H", "content-type: application/grpc", "-H", "te: trailers"]
+    var arguments = ["-v", "-t", "30", "-d", file, "-H", "content-type: application/grpc", "-H", "te: trailers"]
     for header in headers { arguments += ["-H", header] }
     arguments.append(server.base + path)
     return try await runTool("/usr/bin/nghttp", arguments)

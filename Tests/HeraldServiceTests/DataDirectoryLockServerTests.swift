@@ -9,7 +9,7 @@ import Glibc
 
 @testable import HeraldService
 
-@Suite("HeraldServer: one per data directory", .timeLimit(.minutes(1)))
+@Suite("HeraldServer: one per data directory", .timeLimit(.minutes(3)))
 struct DataDirectoryLockServerTests {
     static func configuration(_ directory: String) -> HeraldConfiguration {
         var configuration = HeraldConfiguration()

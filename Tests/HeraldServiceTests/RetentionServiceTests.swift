@@ -59,10 +59,15 @@ struct RetentionServiceTests {
                 #expect(first == RetentionPass(cutoff: t0 + hour - 2 * day, messages: 0, outcomes: 0, batches: 1))
 
                 // Past the period for the 25 (finished at t0), not for "newer".
+                // Only once the service sleeps: advanced before it read the
+                // clock, it would plan its next pass an interval later
+                // (a loaded CI machine hung here, stop 33).
+                while clock.sleeperCount < 1 { await Task.yield() }
                 clock.advance(to: t0 + 2 * day + 1)
                 let second = try #require(await next.next())
                 #expect(second == RetentionPass(cutoff: t0 + 1, messages: 25, outcomes: 0, batches: 3))
 
+                while clock.sleeperCount < 1 { await Task.yield() }
                 clock.advance(to: t0 + 3 * day + 1)
                 let third = try #require(await next.next())
                 #expect(third.messages == 1 && third.batches == 1)

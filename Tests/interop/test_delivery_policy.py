@@ -324,6 +324,38 @@ def test_max_per_second_paces_a_bundle(stubs, tmp_path):
         assert server.stop() == 0
 
 
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_a_transactional_push_overtakes_its_bundles_throttled_backlog(stubs, tmp_path, store, request):
+    """A bundle paced at 5/s with 40 pushes waiting (8 s of backlog): a
+    transactional push scheduled then goes before the backlog — at most the
+    pushes already given their slots (one second's worth) leave between its
+    Schedule and its delivery — on the embedded store (the due index's
+    urgent slot) and on PostgreSQL (the claim order)."""
+    extra = ()
+    if store == "postgres":
+        extra = ("--store", request.getfixturevalue("database"), "--replica-id", "a")
+    server, record = start(tmp_path, f"bundles={BUNDLE} max-per-second=5", extra=extra)
+    api = Policy(stubs, server)
+    try:
+        u = user()
+        api.register(u, TOKEN_A, "UTC")
+        for i in range(40):
+            api.schedule(u, f"k-backlog-{i}")
+        record.wait_for(lambda d: d["payload"].get("ctx_idempotency_key", "").startswith("k-backlog-"), count=3, timeout=30)
+        before = len(record.lines())
+        api.schedule(u, "k-urgent", transactional=True)
+        record.wait_for(with_key("k-urgent"), timeout=30)
+        record.wait_for(lambda d: d["payload"].get("ctx_idempotency_key", "").startswith("k-backlog-"), count=40, timeout=60)
+        keys = [d["payload"].get("ctx_idempotency_key") for d in record.lines()]
+        between = keys.index("k-urgent") - before
+        overtaken = len(keys) - keys.index("k-urgent") - 1
+        assert between <= 6, (before, keys)
+        assert overtaken >= 30, keys  # the backlog was still there
+    finally:
+        api.close()
+        assert server.stop() == 0
+
+
 def test_max_per_second_holds_across_two_postgres_replicas(stubs, tmp_path, database):
     """600 pushes of one bundle due at one instant, two PostgreSQL replicas,
     40/s for the bundle: over every 10 s of the drain the two together send

@@ -122,6 +122,13 @@ enum MessageRows {
     /// Binds `m`'s `columns` to parameters `offset + 1 … offset + 22` (the
     /// INSERT's `funnel` is parameter `offset + 23`).
     static func bind(_ m: StoredMessage, to s: Statement, after offset: Int32) throws {
+        try bindThroughRequest(m, to: s, after: offset)
+        try s.bind(m.transactional, at: offset + 22)
+    }
+
+    /// The columns up to `request` (`offset + 1 … offset + 21`): the row as
+    /// builds before schema v11 wrote it.
+    static func bindThroughRequest(_ m: StoredMessage, to s: Statement, after offset: Int32) throws {
         try s.bind(m.id, at: offset + 1)
         try s.bind(m.bundleID, at: offset + 2)
         try s.bind(m.platform.rawValue, at: offset + 3)
@@ -143,7 +150,6 @@ enum MessageRows {
         try s.bind(m.sendStartedAt, at: offset + 19)
         try s.bind(m.pushStartedAt, at: offset + 20)
         try s.bind(m.request, at: offset + 21)
-        try s.bind(m.transactional, at: offset + 22)
     }
 
     static func decode(_ s: Statement) throws -> StoredMessage {

@@ -123,7 +123,7 @@ struct PostgresClaimedRowsTests {
             let before = try await PostgresEndsTests.scalar(configuration, prebuilt)
             let store = try await PostgresStore.open(configuration)
             #expect(try await PostgresEndsTests.scalar(configuration, predicates)
-                    == "messages_active_unclaimed,messages_campaign_unclaimed,messages_due,messages_user_unclaimed")
+                    == "messages_active_unclaimed,messages_campaign_unclaimed,messages_due,messages_due_lanes,messages_user_unclaimed")
             #expect(try await PostgresEndsTests.scalar(configuration, prebuilt) == before)  // kept, not rebuilt
             let old = "SELECT count(*)::text FROM pg_class WHERE relnamespace = '\(schema)'::regnamespace "
                 + "AND relname IN ('messages_user', 'messages_campaign', 'messages_active')"

@@ -50,8 +50,9 @@ func makeMessage(
 func insertBeforeV6(_ db: Database, _ m: StoredMessage) throws {
     let parameters = (1...21).map { "?\($0)" }.joined(separator: ", ")
     let columns = MessageRows.columns.replacingOccurrences(of: "provider_message_id", with: "apns_id")
+        .replacingOccurrences(of: ", transactional", with: "")
     try db.run("INSERT INTO messages(\(columns)) VALUES (\(parameters))") {
-        try MessageRows.bind(m, to: $0, after: 0)
+        try MessageRows.bindThroughRequest(m, to: $0, after: 0)
     }
 }
 

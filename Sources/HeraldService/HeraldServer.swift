@@ -396,5 +396,14 @@ public final class HeraldServer: Service, Sendable {
         }
         let reads = ReadAdmission(maxConcurrent: configuration.readSide.maxConcurrent, maxQueued: configuration.readSide.maxQueued)
         ReadSideAccess.register(on: server, policy: policy, store: store, reads: reads)
+        if let log = store as? any DeliveryEventLog {
+            // A shared store's events come from every replica: looked for a little less often.
+            let events = StreamEventsService(
+                policy: policy, log: log, slots: StreamSlots(capacity: configuration.readSide.maxEventStreams),
+                pollInterval: store is any SharedDueStore ? .milliseconds(200) : .milliseconds(100))
+            server.register(StreamEventsService.path, streaming: .serverStreaming { request, writer in
+                try await events.stream(request) { try await writer.send($0) }
+            }, admission: policy.admission)
+        }
     }
 }

@@ -31,6 +31,7 @@ extension ServeCommand {
             }
         }
         configuration.readSide.maxConcurrent = settings[S.maxConcurrentReads]
+        configuration.readSide.maxEventStreams = settings[S.maxEventStreams]
         configuration.readSide.maxQueued = settings[S.maxQueuedReads]
         configuration.readSide.timeout = .milliseconds(Int64(settings[S.readTimeout] * 1000))
         configuration.grpc.maxConcurrentStreams = settings[S.maxConcurrentStreams]

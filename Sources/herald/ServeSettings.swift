@@ -15,7 +15,7 @@ enum ServeSettings {
 
     /// Every setting, in the order they are checked and listed.
     static let table = SettingsTable(command: "serve", layered: true, settings: [
-        host, port, dataDirectory, store, replicaID, leaseSeconds, maxConcurrentReads, maxQueuedReads, readTimeout,
+        host, port, dataDirectory, store, replicaID, leaseSeconds, maxConcurrentReads, maxQueuedReads, readTimeout, maxEventStreams,
         durability, tokensFile, graceSeconds, contextAwareShare, simulatorRecord,
         apnsRoutes, apnsRoutesFile, fcmRoutes, fcmRoutesFile, fcmRatePerMinute, deliveryPolicies, deliveryPoliciesFile,
         simulatorUnregistered, simulatorBadTokens, fcmSimulatorUnregistered, fcmSimulatorOtherSender, fcmSimulatorFaults,
@@ -67,6 +67,10 @@ enum ServeSettings {
         "read-timeout", default: base.readSide.timeout.seconds,
         "Seconds one read-side query may run in the store before it is stopped and answered RESOURCE_EXHAUSTED."
     ) { $0 >= 0.01 && $0 <= 3600 ? nil : "must be 0.01...3600 seconds, got \($0)" }
+    static let maxEventStreams = Setting.integer(
+        "max-event-streams", default: base.readSide.maxEventStreams,
+        "StreamEvents calls open at once; more are RESOURCE_EXHAUSTED.",
+        check: SettingRules.range(1...10_000))
     static let durability = Setting.choice(
         "durability", ["full", "process"], default: base.durability == .processCrash ? "process" : "full",
         "full: fsync each group commit before answering (survives power loss); process: the write is in the OS (survives kill -9).",

@@ -13,6 +13,9 @@ public struct ReadSideLimits: Sendable, Hashable {
     /// (SQLite: interrupted; PostgreSQL: `statement_timeout`), answered
     /// RESOURCE_EXHAUSTED naming the setting.
     public var timeout: Duration = .seconds(5)
+    /// StreamEvents calls open at once; any beyond is RESOURCE_EXHAUSTED.
+    /// Each reads one page at a time, outside the bound above.
+    public var maxEventStreams = 128
 
     public init() {}
 }

@@ -187,6 +187,12 @@ extension Herald__V1__AbComparison: GeneratedMessage {
 extension Herald__V1__CampaignReportResponse: GeneratedMessage {
     static func initialized() -> Self { var m = Self(); herald__v1__campaign_report_response__init(&m); return m }
 }
+extension Herald__V1__StreamEventsRequest: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__stream_events_request__init(&m); return m }
+}
+extension Herald__V1__DeliveryEvent: GeneratedMessage {
+    static func initialized() -> Self { var m = Self(); herald__v1__delivery_event__init(&m); return m }
+}
 
 // herald/v1/types.pb-c.h
 extension Herald__V1__LocalizedText__TranslationsEntry: GeneratedMessage {

@@ -1236,6 +1236,10 @@ struct Herald__V1__PushService_Service
                           const Herald__V1__CampaignReportRequest *input,
                           Herald__V1__CampaignReportResponse_Closure closure,
                           void *closure_data);
+  void (*stream_events)(Herald__V1__PushService_Service *service,
+                        const Herald__V1__StreamEventsRequest *input,
+                        Herald__V1__DeliveryEvent_Closure closure,
+                        void *closure_data);
 };
 typedef void (*Herald__V1__PushService_ServiceDestroy)(Herald__V1__PushService_Service *);
 void herald__v1__push_service__init (Herald__V1__PushService_Service *service,
@@ -1251,7 +1255,8 @@ void herald__v1__push_service__init (Herald__V1__PushService_Service *service,
       function_prefix__ ## status,\
       function_prefix__ ## get_message,\
       function_prefix__ ## list_messages,\
-      function_prefix__ ## campaign_report  }
+      function_prefix__ ## campaign_report,\
+      function_prefix__ ## stream_events  }
 void herald__v1__push_service__schedule(ProtobufCService *service,
                                         const Herald__V1__ScheduleRequest *input,
                                         Herald__V1__ScheduleResponse_Closure closure,
@@ -1284,6 +1289,10 @@ void herald__v1__push_service__campaign_report(ProtobufCService *service,
                                                const Herald__V1__CampaignReportRequest *input,
                                                Herald__V1__CampaignReportResponse_Closure closure,
                                                void *closure_data);
+void herald__v1__push_service__stream_events(ProtobufCService *service,
+                                             const Herald__V1__StreamEventsRequest *input,
+                                             Herald__V1__DeliveryEvent_Closure closure,
+                                             void *closure_data);
 
 /* --- descriptors --- */
 

@@ -27,6 +27,8 @@ typedef struct Herald__V1__CampaignReportRequest Herald__V1__CampaignReportReque
 typedef struct Herald__V1__CampaignCohortReport Herald__V1__CampaignCohortReport;
 typedef struct Herald__V1__AbComparison Herald__V1__AbComparison;
 typedef struct Herald__V1__CampaignReportResponse Herald__V1__CampaignReportResponse;
+typedef struct Herald__V1__StreamEventsRequest Herald__V1__StreamEventsRequest;
+typedef struct Herald__V1__DeliveryEvent Herald__V1__DeliveryEvent;
 
 
 /* --- enums --- */
@@ -137,6 +139,46 @@ typedef enum _Herald__V1__Assignment {
   HERALD__V1__ASSIGNMENT__ASSIGNMENT_CALLER_CHOSEN = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HERALD__V1__ASSIGNMENT)
 } Herald__V1__Assignment;
+/*
+ * What a delivery event says happened. Message-level events (no
+ * device_token) follow the message's state; device-level events (with a
+ * device_token) follow one device's outcome.
+ */
+typedef enum _Herald__V1__EventKind {
+  HERALD__V1__EVENT_KIND__EVENT_KIND_UNSPECIFIED = 0,
+  HERALD__V1__EVENT_KIND__EVENT_KIND_SCHEDULED = 1,
+  HERALD__V1__EVENT_KIND__EVENT_KIND_SUPERSEDED = 2,
+  HERALD__V1__EVENT_KIND__EVENT_KIND_CANCELLED = 3,
+  HERALD__V1__EVENT_KIND__EVENT_KIND_HANDED_OFF = 4,
+  HERALD__V1__EVENT_KIND__EVENT_KIND_SENT = 5,
+  HERALD__V1__EVENT_KIND__EVENT_KIND_DISPLAYED = 6,
+  HERALD__V1__EVENT_KIND__EVENT_KIND_OPENED = 7,
+  HERALD__V1__EVENT_KIND__EVENT_KIND_FAILED = 8,
+  HERALD__V1__EVENT_KIND__EVENT_KIND_EXPIRED = 9,
+  HERALD__V1__EVENT_KIND__EVENT_KIND_NO_DEVICES = 10,
+  /*
+   * Held by the delivery policy (reason: the rule; SPEC §4b).
+   */
+  HERALD__V1__EVENT_KIND__EVENT_KIND_DEFERRED = 11,
+  /*
+   * Withheld by the delivery policy (reason: the rule).
+   */
+  HERALD__V1__EVENT_KIND__EVENT_KIND_SUPPRESSED = 12,
+  /*
+   * Handed to the provider without an answer before a crash: never resent.
+   */
+  HERALD__V1__EVENT_KIND__EVENT_KIND_UNCONFIRMED = 13,
+  /*
+   * The provider said the token is dead (410, BadDeviceToken, UNREGISTERED):
+   * the device was removed. Remove it on your side too.
+   */
+  HERALD__V1__EVENT_KIND__EVENT_KIND_DEVICE_REMOVED = 14,
+  /*
+   * A cancelled hand-off's background revoke push was sent.
+   */
+  HERALD__V1__EVENT_KIND__EVENT_KIND_REVOKED = 15
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HERALD__V1__EVENT_KIND)
+} Herald__V1__EventKind;
 
 /* --- messages --- */
 
@@ -577,6 +619,74 @@ struct  Herald__V1__CampaignReportResponse
     , 0,NULL, NULL }
 
 
+struct  Herald__V1__StreamEventsRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Required, at most 255 bytes.
+   */
+  char *bundle_id;
+  /*
+   * Optional: the cursor of the last event received; the stream starts
+   * after it. Empty: from now on (or from the oldest kept event with
+   * from_start).
+   */
+  char *cursor;
+  /*
+   * With an empty cursor: start from the oldest event still kept.
+   */
+  protobuf_c_boolean from_start;
+  /*
+   * Optional: only this campaign's events.
+   */
+  char *campaign_id;
+  /*
+   * Optional: only these kinds (empty: every kind).
+   */
+  size_t n_kinds;
+  Herald__V1__EventKind *kinds;
+};
+#define HERALD__V1__STREAM_EVENTS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&herald__v1__stream_events_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Herald__V1__DeliveryEvent
+{
+  ProtobufCMessage base;
+  /*
+   * Opaque: pass it back as StreamEventsRequest.cursor to resume after
+   * this event.
+   */
+  char *cursor;
+  /*
+   * RFC 3339 UTC
+   */
+  char *at;
+  Herald__V1__EventKind kind;
+  char *message_id;
+  char *idempotency_key;
+  char *user_id;
+  char *campaign_id;
+  Herald__V1__Platform platform;
+  /*
+   * Device-level events only.
+   */
+  char *device_token;
+  /*
+   * The provider's reason, or the delivery policy's rule.
+   */
+  char *reason;
+  /*
+   * The provider's HTTP status, when it answered one; 0 otherwise.
+   */
+  uint32_t http_status;
+};
+#define HERALD__V1__DELIVERY_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&herald__v1__delivery_event__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, HERALD__V1__EVENT_KIND__EVENT_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, HERALD__V1__PLATFORM__PLATFORM_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
 /* Herald__V1__DeviceDelivery methods */
 void   herald__v1__device_delivery__init
                      (Herald__V1__DeviceDelivery         *message);
@@ -786,6 +896,44 @@ Herald__V1__CampaignReportResponse *
 void   herald__v1__campaign_report_response__free_unpacked
                      (Herald__V1__CampaignReportResponse *message,
                       ProtobufCAllocator *allocator);
+/* Herald__V1__StreamEventsRequest methods */
+void   herald__v1__stream_events_request__init
+                     (Herald__V1__StreamEventsRequest         *message);
+size_t herald__v1__stream_events_request__get_packed_size
+                     (const Herald__V1__StreamEventsRequest   *message);
+size_t herald__v1__stream_events_request__pack
+                     (const Herald__V1__StreamEventsRequest   *message,
+                      uint8_t             *out);
+size_t herald__v1__stream_events_request__pack_to_buffer
+                     (const Herald__V1__StreamEventsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Herald__V1__StreamEventsRequest *
+       herald__v1__stream_events_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   herald__v1__stream_events_request__free_unpacked
+                     (Herald__V1__StreamEventsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Herald__V1__DeliveryEvent methods */
+void   herald__v1__delivery_event__init
+                     (Herald__V1__DeliveryEvent         *message);
+size_t herald__v1__delivery_event__get_packed_size
+                     (const Herald__V1__DeliveryEvent   *message);
+size_t herald__v1__delivery_event__pack
+                     (const Herald__V1__DeliveryEvent   *message,
+                      uint8_t             *out);
+size_t herald__v1__delivery_event__pack_to_buffer
+                     (const Herald__V1__DeliveryEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Herald__V1__DeliveryEvent *
+       herald__v1__delivery_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   herald__v1__delivery_event__free_unpacked
+                     (Herald__V1__DeliveryEvent *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Herald__V1__DeviceDelivery_Closure)
@@ -821,6 +969,12 @@ typedef void (*Herald__V1__AbComparison_Closure)
 typedef void (*Herald__V1__CampaignReportResponse_Closure)
                  (const Herald__V1__CampaignReportResponse *message,
                   void *closure_data);
+typedef void (*Herald__V1__StreamEventsRequest_Closure)
+                 (const Herald__V1__StreamEventsRequest *message,
+                  void *closure_data);
+typedef void (*Herald__V1__DeliveryEvent_Closure)
+                 (const Herald__V1__DeliveryEvent *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -830,6 +984,7 @@ typedef void (*Herald__V1__CampaignReportResponse_Closure)
 extern const ProtobufCEnumDescriptor    herald__v1__device_outcome__descriptor;
 extern const ProtobufCEnumDescriptor    herald__v1__timeline_event__descriptor;
 extern const ProtobufCEnumDescriptor    herald__v1__assignment__descriptor;
+extern const ProtobufCEnumDescriptor    herald__v1__event_kind__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__device_delivery__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__timeline_entry__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__message_summary__descriptor;
@@ -841,6 +996,8 @@ extern const ProtobufCMessageDescriptor herald__v1__campaign_report_request__des
 extern const ProtobufCMessageDescriptor herald__v1__campaign_cohort_report__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__ab_comparison__descriptor;
 extern const ProtobufCMessageDescriptor herald__v1__campaign_report_response__descriptor;
+extern const ProtobufCMessageDescriptor herald__v1__stream_events_request__descriptor;
+extern const ProtobufCMessageDescriptor herald__v1__delivery_event__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -2801,7 +2801,7 @@ const ProtobufCEnumDescriptor herald__v1__serving_state__descriptor =
   herald__v1__serving_state__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor herald__v1__push_service__method_descriptors[8] =
+static const ProtobufCMethodDescriptor herald__v1__push_service__method_descriptors[9] =
 {
   { "Schedule", &herald__v1__schedule_request__descriptor, &herald__v1__schedule_response__descriptor },
   { "Cancel", &herald__v1__cancel_request__descriptor, &herald__v1__cancel_response__descriptor },
@@ -2811,6 +2811,7 @@ static const ProtobufCMethodDescriptor herald__v1__push_service__method_descript
   { "GetMessage", &herald__v1__get_message_request__descriptor, &herald__v1__get_message_response__descriptor },
   { "ListMessages", &herald__v1__list_messages_request__descriptor, &herald__v1__list_messages_response__descriptor },
   { "CampaignReport", &herald__v1__campaign_report_request__descriptor, &herald__v1__campaign_report_response__descriptor },
+  { "StreamEvents", &herald__v1__stream_events_request__descriptor, &herald__v1__delivery_event__descriptor },
 };
 const unsigned herald__v1__push_service__method_indices_by_name[] = {
   7,        /* CampaignReport */
@@ -2820,7 +2821,8 @@ const unsigned herald__v1__push_service__method_indices_by_name[] = {
   2,        /* Render */
   3,        /* ReportEvent */
   0,        /* Schedule */
-  4         /* Status */
+  4,        /* Status */
+  8         /* StreamEvents */
 };
 const ProtobufCServiceDescriptor herald__v1__push_service__descriptor =
 {
@@ -2829,7 +2831,7 @@ const ProtobufCServiceDescriptor herald__v1__push_service__descriptor =
   "PushService",
   "Herald__V1__PushService",
   "herald.v1",
-  8,
+  9,
   herald__v1__push_service__method_descriptors,
   herald__v1__push_service__method_indices_by_name
 };
@@ -2896,6 +2898,14 @@ void herald__v1__push_service__campaign_report(ProtobufCService *service,
 {
   assert(service->descriptor == &herald__v1__push_service__descriptor);
   service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void herald__v1__push_service__stream_events(ProtobufCService *service,
+                                             const Herald__V1__StreamEventsRequest *input,
+                                             Herald__V1__DeliveryEvent_Closure closure,
+                                             void *closure_data)
+{
+  assert(service->descriptor == &herald__v1__push_service__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void herald__v1__push_service__init (Herald__V1__PushService_Service *service,
                                      Herald__V1__PushService_ServiceDestroy destroy)

@@ -502,6 +502,96 @@ void   herald__v1__campaign_report_response__free_unpacked
   assert(message->base.descriptor == &herald__v1__campaign_report_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   herald__v1__stream_events_request__init
+                     (Herald__V1__StreamEventsRequest         *message)
+{
+  static const Herald__V1__StreamEventsRequest init_value = HERALD__V1__STREAM_EVENTS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t herald__v1__stream_events_request__get_packed_size
+                     (const Herald__V1__StreamEventsRequest *message)
+{
+  assert(message->base.descriptor == &herald__v1__stream_events_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t herald__v1__stream_events_request__pack
+                     (const Herald__V1__StreamEventsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &herald__v1__stream_events_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t herald__v1__stream_events_request__pack_to_buffer
+                     (const Herald__V1__StreamEventsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &herald__v1__stream_events_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Herald__V1__StreamEventsRequest *
+       herald__v1__stream_events_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Herald__V1__StreamEventsRequest *)
+     protobuf_c_message_unpack (&herald__v1__stream_events_request__descriptor,
+                                allocator, len, data);
+}
+void   herald__v1__stream_events_request__free_unpacked
+                     (Herald__V1__StreamEventsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &herald__v1__stream_events_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   herald__v1__delivery_event__init
+                     (Herald__V1__DeliveryEvent         *message)
+{
+  static const Herald__V1__DeliveryEvent init_value = HERALD__V1__DELIVERY_EVENT__INIT;
+  *message = init_value;
+}
+size_t herald__v1__delivery_event__get_packed_size
+                     (const Herald__V1__DeliveryEvent *message)
+{
+  assert(message->base.descriptor == &herald__v1__delivery_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t herald__v1__delivery_event__pack
+                     (const Herald__V1__DeliveryEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &herald__v1__delivery_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t herald__v1__delivery_event__pack_to_buffer
+                     (const Herald__V1__DeliveryEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &herald__v1__delivery_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Herald__V1__DeliveryEvent *
+       herald__v1__delivery_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Herald__V1__DeliveryEvent *)
+     protobuf_c_message_unpack (&herald__v1__delivery_event__descriptor,
+                                allocator, len, data);
+}
+void   herald__v1__delivery_event__free_unpacked
+                     (Herald__V1__DeliveryEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &herald__v1__delivery_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor herald__v1__device_delivery__field_descriptors[11] =
 {
   {
@@ -1752,6 +1842,264 @@ const ProtobufCMessageDescriptor herald__v1__campaign_report_response__descripto
   (ProtobufCMessageInit) herald__v1__campaign_report_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor herald__v1__stream_events_request__field_descriptors[5] =
+{
+  {
+    "bundle_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__StreamEventsRequest, bundle_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cursor",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__StreamEventsRequest, cursor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "from_start",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__StreamEventsRequest, from_start),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "campaign_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__StreamEventsRequest, campaign_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kinds",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Herald__V1__StreamEventsRequest, n_kinds),
+    offsetof(Herald__V1__StreamEventsRequest, kinds),
+    &herald__v1__event_kind__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned herald__v1__stream_events_request__field_indices_by_name[] = {
+  0,   /* field[0] = bundle_id */
+  3,   /* field[3] = campaign_id */
+  1,   /* field[1] = cursor */
+  2,   /* field[2] = from_start */
+  4,   /* field[4] = kinds */
+};
+static const ProtobufCIntRange herald__v1__stream_events_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor herald__v1__stream_events_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "herald.v1.StreamEventsRequest",
+  "StreamEventsRequest",
+  "Herald__V1__StreamEventsRequest",
+  "herald.v1",
+  sizeof(Herald__V1__StreamEventsRequest),
+  5,
+  herald__v1__stream_events_request__field_descriptors,
+  herald__v1__stream_events_request__field_indices_by_name,
+  1,  herald__v1__stream_events_request__number_ranges,
+  (ProtobufCMessageInit) herald__v1__stream_events_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor herald__v1__delivery_event__field_descriptors[11] =
+{
+  {
+    "cursor",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, cursor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "at",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, at),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, kind),
+    &herald__v1__event_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "message_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, message_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "idempotency_key",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, idempotency_key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_id",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, user_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "campaign_id",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, campaign_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "platform",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, platform),
+    &herald__v1__platform__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_token",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, device_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "http_status",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__DeliveryEvent, http_status),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned herald__v1__delivery_event__field_indices_by_name[] = {
+  1,   /* field[1] = at */
+  6,   /* field[6] = campaign_id */
+  0,   /* field[0] = cursor */
+  8,   /* field[8] = device_token */
+  10,   /* field[10] = http_status */
+  4,   /* field[4] = idempotency_key */
+  2,   /* field[2] = kind */
+  3,   /* field[3] = message_id */
+  7,   /* field[7] = platform */
+  9,   /* field[9] = reason */
+  5,   /* field[5] = user_id */
+};
+static const ProtobufCIntRange herald__v1__delivery_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 11 }
+};
+const ProtobufCMessageDescriptor herald__v1__delivery_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "herald.v1.DeliveryEvent",
+  "DeliveryEvent",
+  "Herald__V1__DeliveryEvent",
+  "herald.v1",
+  sizeof(Herald__V1__DeliveryEvent),
+  11,
+  herald__v1__delivery_event__field_descriptors,
+  herald__v1__delivery_event__field_indices_by_name,
+  1,  herald__v1__delivery_event__number_ranges,
+  (ProtobufCMessageInit) herald__v1__delivery_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue herald__v1__device_outcome__enum_values_by_number[14] =
 {
   { "DEVICE_OUTCOME_UNSPECIFIED", "HERALD__V1__DEVICE_OUTCOME__DEVICE_OUTCOME_UNSPECIFIED", 0 },
@@ -1882,5 +2230,61 @@ const ProtobufCEnumDescriptor herald__v1__assignment__descriptor =
   herald__v1__assignment__enum_values_by_name,
   1,
   herald__v1__assignment__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue herald__v1__event_kind__enum_values_by_number[16] =
+{
+  { "EVENT_KIND_UNSPECIFIED", "HERALD__V1__EVENT_KIND__EVENT_KIND_UNSPECIFIED", 0 },
+  { "EVENT_KIND_SCHEDULED", "HERALD__V1__EVENT_KIND__EVENT_KIND_SCHEDULED", 1 },
+  { "EVENT_KIND_SUPERSEDED", "HERALD__V1__EVENT_KIND__EVENT_KIND_SUPERSEDED", 2 },
+  { "EVENT_KIND_CANCELLED", "HERALD__V1__EVENT_KIND__EVENT_KIND_CANCELLED", 3 },
+  { "EVENT_KIND_HANDED_OFF", "HERALD__V1__EVENT_KIND__EVENT_KIND_HANDED_OFF", 4 },
+  { "EVENT_KIND_SENT", "HERALD__V1__EVENT_KIND__EVENT_KIND_SENT", 5 },
+  { "EVENT_KIND_DISPLAYED", "HERALD__V1__EVENT_KIND__EVENT_KIND_DISPLAYED", 6 },
+  { "EVENT_KIND_OPENED", "HERALD__V1__EVENT_KIND__EVENT_KIND_OPENED", 7 },
+  { "EVENT_KIND_FAILED", "HERALD__V1__EVENT_KIND__EVENT_KIND_FAILED", 8 },
+  { "EVENT_KIND_EXPIRED", "HERALD__V1__EVENT_KIND__EVENT_KIND_EXPIRED", 9 },
+  { "EVENT_KIND_NO_DEVICES", "HERALD__V1__EVENT_KIND__EVENT_KIND_NO_DEVICES", 10 },
+  { "EVENT_KIND_DEFERRED", "HERALD__V1__EVENT_KIND__EVENT_KIND_DEFERRED", 11 },
+  { "EVENT_KIND_SUPPRESSED", "HERALD__V1__EVENT_KIND__EVENT_KIND_SUPPRESSED", 12 },
+  { "EVENT_KIND_UNCONFIRMED", "HERALD__V1__EVENT_KIND__EVENT_KIND_UNCONFIRMED", 13 },
+  { "EVENT_KIND_DEVICE_REMOVED", "HERALD__V1__EVENT_KIND__EVENT_KIND_DEVICE_REMOVED", 14 },
+  { "EVENT_KIND_REVOKED", "HERALD__V1__EVENT_KIND__EVENT_KIND_REVOKED", 15 },
+};
+static const ProtobufCIntRange herald__v1__event_kind__value_ranges[] = {
+{0, 0},{0, 16}
+};
+static const ProtobufCEnumValueIndex herald__v1__event_kind__enum_values_by_name[16] =
+{
+  { "EVENT_KIND_CANCELLED", 3 },
+  { "EVENT_KIND_DEFERRED", 11 },
+  { "EVENT_KIND_DEVICE_REMOVED", 14 },
+  { "EVENT_KIND_DISPLAYED", 6 },
+  { "EVENT_KIND_EXPIRED", 9 },
+  { "EVENT_KIND_FAILED", 8 },
+  { "EVENT_KIND_HANDED_OFF", 4 },
+  { "EVENT_KIND_NO_DEVICES", 10 },
+  { "EVENT_KIND_OPENED", 7 },
+  { "EVENT_KIND_REVOKED", 15 },
+  { "EVENT_KIND_SCHEDULED", 1 },
+  { "EVENT_KIND_SENT", 5 },
+  { "EVENT_KIND_SUPERSEDED", 2 },
+  { "EVENT_KIND_SUPPRESSED", 12 },
+  { "EVENT_KIND_UNCONFIRMED", 13 },
+  { "EVENT_KIND_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor herald__v1__event_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "herald.v1.EventKind",
+  "EventKind",
+  "Herald__V1__EventKind",
+  "herald.v1",
+  16,
+  herald__v1__event_kind__enum_values_by_number,
+  16,
+  herald__v1__event_kind__enum_values_by_name,
+  1,
+  herald__v1__event_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

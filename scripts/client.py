@@ -91,6 +91,12 @@ def main() -> int:
         rep.add_argument("--before", default="", help="only messages created before (RFC 3339)")
     unr = sub.add_parser("unregister")
     unr.add_argument("--token", required=True, help="device token")
+    evt = sub.add_parser("events", help="tail the bundle's delivery events (StreamEvents), one line each")
+    evt.add_argument("--cursor", default="", help="resume after this cursor (printed first on each line)")
+    evt.add_argument("--from-start", action="store_true", help="from the oldest event kept")
+    evt.add_argument("--campaign", default="")
+    evt.add_argument("--kind", action="append", default=[], help="e.g. sent, device_removed (repeatable)")
+    evt.add_argument("--count", type=int, default=0, help="stop after this many events (0: never)")
     args = parser.parse_args()
 
     import grpc
@@ -147,6 +153,23 @@ def main() -> int:
             if args.command == "campaign":
                 print_campaign(reply, t, r)
                 return 0
+        elif args.command == "events":
+            kinds = [r.EventKind.Value("EVENT_KIND_" + name.upper()) for name in args.kind]
+            stream = push.StreamEvents(r.StreamEventsRequest(
+                bundle_id=args.bundle, cursor=args.cursor, from_start=args.from_start, campaign_id=args.campaign,
+                kinds=kinds), metadata=metadata)
+            seen = 0
+            for event in stream:
+                kind = r.EventKind.Name(event.kind).removeprefix("EVENT_KIND_").lower()
+                device = f" device={event.device_token}" if event.device_token else ""
+                reason = f" reason={event.reason}" if event.reason else ""
+                print(f"{event.cursor} {event.at} {kind} message={event.message_id} key={event.idempotency_key} "
+                      f"user={event.user_id} campaign={event.campaign_id}{device}{reason}", flush=True)
+                seen += 1
+                if args.count and seen >= args.count:
+                    stream.cancel()
+                    break
+            return 0
         elif args.command == "unregister":
             reply = devices.UnregisterDevice(d.UnregisterDeviceRequest(bundle_id=args.bundle, device_token=args.token),
                                              metadata=metadata, timeout=10)

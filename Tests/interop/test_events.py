@@ -322,3 +322,40 @@ def test_a_hundred_consumers_at_once_each_get_the_whole_log(stubs, tmp_path):
         for api in apis:
             api.close()
         assert server.stop() == 0
+
+
+def test_the_readme_consumer_keeps_its_cursor_and_removes_a_dead_token(stubs, tmp_path):
+    """The README's consumer, run as written: the APNs simulator answers 410
+    for one token, the device is removed, and the consumer says so and
+    stores the cursor of the last event."""
+    import pathlib
+    import subprocess
+    import sys
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("<!-- consumer -->\n```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "consumer.py"
+    script.write_text(block)
+    dead = "de" * 32
+    server, record = start(tmp_path, "--sim-unregistered", dead)
+    api = Api(stubs, server)
+    stubs_dir = pathlib.Path(stubs.read_pb2.__file__).parents[2]
+    consumer = subprocess.Popen([sys.executable, str(script), server.address, BUNDLE], cwd=tmp_path,
+                                stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(stubs_dir)})
+    try:
+        api.register("alice", token=dead)
+        api.schedule("alice", "k-dead")
+        line = consumer.stdout.readline()
+        assert line.strip() == f"removed {dead}", line
+        api.wait_finished(["k-dead"])
+        end_key = sentinel(api)
+        whole = read_until(api.stream(from_start=True), is_sentinel_end(stubs, end_key))
+        cursor_file = tmp_path / "herald-events.cursor"
+        deadline = time.monotonic() + 30
+        while not (cursor_file.exists() and cursor_file.read_text() == whole[-1].cursor):
+            assert time.monotonic() < deadline, (cursor_file.exists() and cursor_file.read_text(), whole[-1].cursor)
+            time.sleep(0.05)
+    finally:
+        consumer.kill()
+        consumer.wait()
+        api.close()
+        assert server.stop() == 0

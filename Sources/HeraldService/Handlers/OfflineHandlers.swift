@@ -17,7 +17,7 @@ package struct OfflineHandlers: Sendable {
         DeviceHandlers.registerPath, DeviceHandlers.unregisterPath, ReportEventService.path,
         StatusService.path, HealthService.checkPath, HealthWatchService.path,
         ReflectionService.v1Path, ReflectionService.v1alphaPath,
-        GetMessageService.path, ListMessagesService.path, CampaignReportService.path,
+        GetMessageService.path, ListMessagesService.path, CampaignReportService.path, StreamEventsService.path,
     ]
 
     private let schedule: ScheduleService
@@ -32,6 +32,8 @@ package struct OfflineHandlers: Sendable {
     private let getMessage: GetMessageService
     private let listMessages: ListMessagesService
     private let campaignReport: CampaignReportService
+    /// nil when the store keeps no event log.
+    private let events: StreamEventsService?
 
     /// Handlers over `store` with an open access policy; `now` is the
     /// clock's time, `graceSeconds` Schedule's grace.
@@ -56,6 +58,12 @@ package struct OfflineHandlers: Sendable {
         getMessage = GetMessageService(policy: policy, store: store)
         listMessages = ListMessagesService(policy: policy, store: store)
         campaignReport = CampaignReportService(policy: policy, store: store)
+        // One read, then the stream ends (it would otherwise poll for more).
+        events = (store as? any DeliveryEventLog).map {
+            StreamEventsService(policy: policy, log: $0, slots: StreamSlots(capacity: 1), pollInterval: .zero) { _ in
+                throw FirstAnswer.Sent()
+            }
+        }
     }
 
     /// The handler's answer to one request message on `path`; thrown errors
@@ -91,6 +99,17 @@ package struct OfflineHandlers: Sendable {
         case GetMessageService.path: return try await getMessage.get(request)
         case ListMessagesService.path: return try await listMessages.list(request)
         case CampaignReportService.path: return try await campaignReport.report(request)
+        case StreamEventsService.path:
+            // The first event ends the stream; none (one read) answers nothing.
+            guard let events else { throw GRPCStatus(.unimplemented, "method not found: \(path)") }
+            let first = FirstAnswer()
+            do {
+                try await events.stream(request) { answer in
+                    first.bytes = answer
+                    throw FirstAnswer.Sent()
+                }
+            } catch is FirstAnswer.Sent {}
+            return first.bytes
         default: throw GRPCStatus(.unimplemented, "method not found: \(path)")
         }
     }

@@ -18,13 +18,16 @@ extension PostgresStore: SharedDueStore {
     /// The bundles with a waiting message are walked one index probe each
     /// (`lanes`, a loose index scan of `messages_due_lanes`); each bundle's
     /// due messages are read in its order from the same index, at most its
-    /// quota (two range scans: transactional, then the rest); the turns are
-    /// ranked and the first `limit` locked and claimed. Only the picked rows
-    /// are locked: locking every bundle's candidates would write a row lock
-    /// into hundreds of rows per poll. The picked rows are materialized
-    /// once: as a subquery joined to the UPDATE, a plan that rescans it per
-    /// row picked the next unlocked row each time and claimed every due
-    /// message, whatever `limit`.
+    /// quota (two range scans: transactional, then the rest), locked as
+    /// they are read (`SKIP LOCKED`: two replicas polling at once take
+    /// different rows — picking first and locking after, the second found
+    /// the first's picks locked and claimed nothing, which halved two
+    /// replicas' dispatch); the turns are ranked and the first `limit`
+    /// claimed. The cost: with k bundles due at once, up to k × `limit` rows
+    /// are locked for the statement's length though `limit` are claimed.
+    /// The picked rows are materialized once: as a subquery joined to the
+    /// UPDATE, a plan that rescans it per row picked the next unlocked row
+    /// each time and claimed every due message, whatever `limit`.
     public func claimDue(before: Int64, limit: Int, now: Int64, quota: [String: Int]) async throws -> [StoredMessage] {
         let leaseUntil = now + configuration.leaseMilliseconds
         let limit = max(0, limit)
@@ -49,28 +52,26 @@ extension PostgresStore: SharedDueStore {
                         SELECT p.id, p.due_at, p.transactional, q.b,
                                row_number() OVER (PARTITION BY q.b ORDER BY p.transactional DESC, p.due_at, p.id) AS turn
                         FROM quota q CROSS JOIN LATERAL (
-                            (SELECT id, due_at, transactional FROM messages
-                             WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
-                               AND bundle_id = q.b AND transactional AND due_at <= \(before)
-                             ORDER BY due_at, id LIMIT q.n)
+                            SELECT tx.id, tx.due_at, tx.transactional FROM (
+                                SELECT id, due_at, transactional FROM messages
+                                WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
+                                  AND bundle_id = q.b AND transactional AND due_at <= \(before)
+                                ORDER BY due_at, id LIMIT q.n FOR UPDATE SKIP LOCKED) AS tx
                             UNION ALL
-                            (SELECT id, due_at, transactional FROM messages
-                             WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
-                               AND bundle_id = q.b AND NOT transactional AND due_at <= \(before)
-                             ORDER BY due_at, id LIMIT q.n)
+                            SELECT rest.id, rest.due_at, rest.transactional FROM (
+                                SELECT id, due_at, transactional FROM messages
+                                WHERE state IN ('scheduled', 'handed_off') AND sending_since IS NULL
+                                  AND bundle_id = q.b AND NOT transactional AND due_at <= \(before)
+                                ORDER BY due_at, id LIMIT q.n FOR UPDATE SKIP LOCKED) AS rest
                             LIMIT q.n) AS p
                         WHERE q.n > 0) AS c
-                    ORDER BY c.turn, c.b, c.transactional DESC, c.due_at, c.id LIMIT \(limit)),
-                due AS MATERIALIZED (
-                    SELECT id FROM messages
-                    WHERE id IN (SELECT id FROM picked) AND state IN ('scheduled', 'handed_off') AND sending_since IS NULL
-                    FOR UPDATE SKIP LOCKED)
+                    ORDER BY c.turn, c.b, c.transactional DESC, c.due_at, c.id LIMIT \(limit))
                 UPDATE messages AS m
                 SET sending_since = \(now), send_started_at = coalesce(m.send_started_at, \(now)),
                     push_started_at = coalesce(m.push_started_at, \(now)), attempts = m.attempts + 1, updated_at = \(now),
                     owner = \(self.configuration.replicaID), lease_until = \(leaseUntil)
-                FROM due
-                WHERE m.id = due.id AND m.sending_since IS NULL
+                FROM picked
+                WHERE m.id = picked.id AND m.sending_since IS NULL
                 RETURNING \(unescaped: Self.qualifiedColumns)
                 """, logger: self.logger, PostgresRows.message)
         }

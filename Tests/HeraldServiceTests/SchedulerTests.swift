@@ -7,6 +7,27 @@ import Testing
 
 @Suite("Due index", .timeLimit(.minutes(1)))
 struct DueIndexTests {
+    /// A lane re-queued up to the heads' compaction bound (1,024 ever
+    /// earlier entries, each moving its head: the last push compacts) while
+    /// another lane's earlier head sits at the top: every entry still pops
+    /// when due. The compaction
+    /// dropped the head being pushed (its lane is out of the table while
+    /// queued) and the lane never came due again (found by
+    /// bench/policy-release.sh --b-from -2).
+    @Test func aLaneRequeuedPastTheCompactionBoundStillPops() {
+        var index = DueIndex()
+        index.insert(id: "b", dueAt: 10, slot: DueSlot(lane: "com.b"))
+        for i in 0..<1_024 {
+            index.insert(id: "a\(i)", dueAt: Int64(100_000 - i), slot: DueSlot(lane: "com.a"))
+        }
+        var popped: [String] = []
+        for _ in 0..<100 where popped.count < 1_025 {
+            popped += index.popDue(now: 200_000, limit: 256)
+        }
+        #expect(popped.count == 1_025 && Set(popped).count == 1_025)
+        #expect(index.count == 0)
+    }
+
     @Test func popsInDueOrderWithTiesByID() {
         var index = DueIndex()
         index.insert(id: "c", dueAt: 30)

@@ -399,11 +399,17 @@ struct DueIndex {
         }
     }
 
-    private mutating func pushHead(_ head: Head) {
-        heads.push(head)
+    private mutating func pushHead(_ pushed: Head) {
+        heads.push(pushed)
         // Stale heads are bounded: compacted when they outnumber the lanes.
+        // The pushed head is kept by identity: its lane is out of `lanes`
+        // while its caller queues it, so the lookup would call it stale and
+        // the lane would wait, unqueued, for good (a held campaign's lane
+        // stalled so behind another bundle's earlier head).
         if heads.count > 1024 && heads.count > 4 * max(lanes.count, 1) {
-            heads.rebuild { head in lanes[head.lane].map { !$0.isReady && $0.stamp == head.stamp } ?? false }
+            heads.rebuild { head in
+                head == pushed || (lanes[head.lane].map { !$0.isReady && $0.stamp == head.stamp } ?? false)
+            }
         }
     }
 

@@ -1,4 +1,4 @@
-public import HeraldCore
+import HeraldCore
 
 // The delivery event log on SQLite (schema v12): the triggers append; this
 // file reads it (on the read-side threads, like GetMessage), appends the

@@ -1,4 +1,4 @@
-public import HeraldCore
+import HeraldCore
 
 /// The SQL both stores' event log shares (SQLite schema v12, PostgreSQL v9):
 /// how a device outcome becomes a device-level event. Frozen text: shipped

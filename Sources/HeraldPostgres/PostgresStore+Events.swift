@@ -71,6 +71,18 @@ extension PostgresStore: DeliveryEventLog, EventLogPruning {
         }
     }
 
+    /// Whether every committed event is readable now: false while a
+    /// transaction older than the newest committed event is still running
+    /// (anywhere in the cluster: the snapshot's xmin is the cluster's), so
+    /// that event waits for it. Tests wait on it after their writes.
+    func eventLogSettled() async throws -> Bool {
+        try await connection(on: .reads) { connection in
+            try await Self.first(connection, """
+                SELECT coalesce((SELECT max(txid) FROM events) < pg_snapshot_xmin(pg_current_snapshot()), true)
+                """, logger: self.logger) { try $0.decode(Bool.self) } ?? true
+        }
+    }
+
     /// `removeDevice`'s event (SQLite's `appendDeviceRemoved`), in its
     /// transaction.
     static func appendDeviceRemoved(

@@ -1,4 +1,4 @@
-public import HeraldCore
+import HeraldCore
 public import HeraldStorage
 import HeraldPrimitives
 

@@ -7,7 +7,7 @@ import Testing
 
 /// Back to what a build before schema v12 wrote: no delivery event log.
 func undoSchemaV12(_ db: Database) throws {
-    for trigger in ["events_message_insert", "events_message_state", "events_message_opened", "events_message_deferred",
+    for trigger in ["events_message_state", "events_message_opened", "events_message_deferred",
                     "events_outcome"] {
         try db.execute("DROP TRIGGER \(trigger)")
     }

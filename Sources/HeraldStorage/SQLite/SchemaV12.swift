@@ -1,17 +1,19 @@
 /// Version 12: the delivery event log (issue 27, SPEC §3 StreamEvents).
 ///
 /// - `events`: one row per message state change and per device outcome,
-///   appended by triggers in the same statement (and so the same
-///   transaction, and the same group commit) as the change itself: no
+///   in the same transaction (and so the same group commit) as the change:
+///   the inserted messages by `MessageInsertBatch`'s multi-row INSERT
+///   beside theirs (no per-row INSERT trigger on `messages`, as since v6),
+///   every other change by a trigger in the statement that makes it (no
 ///   write path can forget one, and the dispatcher runs no extra statement
-///   per push. `seq` is the rowid: the single writer commits in `seq`
+///   per push). `seq` is the rowid: the single writer commits in `seq`
 ///   order, so the cursor is (`seq`, 0). Retention never deletes the
 ///   newest row, so a `seq` is never reused.
 /// - `event_horizon`: per bundle, the cursor through which retention
 ///   deleted events (a cursor before it is OUT_OF_RANGE).
 ///
 /// What appends what (`kind`):
-/// - a message inserted (Schedule): its state (`scheduled`);
+/// - a message inserted (Schedule, `MessageInsertBatch`): its state (`scheduled`);
 /// - `messages.state` changed: the new state (`superseded`, `cancelled`,
 ///   `handed_off`, `sent`, `displayed`, `failed`, `expired`,
 ///   `no_devices`, `suppressed`);
@@ -23,6 +25,8 @@
 /// app's own unregistration is not a dead token).
 ///
 /// Self-contained: new tables and triggers; older rows have no events.
+/// The trigger names end in the table's change, never in `insert` on
+/// `messages` (InsertBatchTests pins that none is left there since v6).
 enum SchemaV12 {
     static let sql = """
         CREATE TABLE events (
@@ -46,12 +50,6 @@ enum SchemaV12 {
             pruned_major INTEGER NOT NULL,
             pruned_minor INTEGER NOT NULL
         ) WITHOUT ROWID;
-
-        CREATE TRIGGER events_message_insert AFTER INSERT ON messages BEGIN
-            INSERT INTO events(bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform)
-            VALUES (NEW.bundle_id, NEW.created_at, NEW.state, NEW.id, NEW.idempotency_key, NEW.user_id,
-                    NEW.campaign_id, NEW.platform);
-        END;
 
         CREATE TRIGGER events_message_state AFTER UPDATE OF state ON messages
             WHEN OLD.state <> NEW.state BEGIN

@@ -51,10 +51,10 @@ extension SQLiteStore {
             try statement.bind(bundleID, at: 1)
             try statement.bind(deviceToken, at: 2)
             try statement.bind(timestamp, at: 3)
+            defer { statement.reset() }
             guard try statement.step() else { return false }
             let userID = statement.string(0), platform = statement.string(1)
             try statement.run()
-            statement.reset()
             // The event log's `device_removed`: at APNs' timestamp, or now
             // for a refusal that removes the token whenever it registered.
             try Self.appendDeviceRemoved(

@@ -39,7 +39,7 @@ import PostgresNIO
 ///   estimates finished states from the planner's statistics on big tables
 ///   (`PostgresStore.countsByState`).
 enum PostgresSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, PostgresSchemaV7.sql, PostgresSchemaV8.sql]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, PostgresSchemaV7.sql, PostgresSchemaV8.sql, PostgresSchemaV9.sql]
 
     /// The schema version this build writes.
     static var version: Int { migrations.count }

@@ -1,5 +1,6 @@
 public import HeraldCore
 public import HeraldStorage
+import HeraldPrimitives
 import PostgresNIO
 
 extension PostgresStore {
@@ -31,10 +32,16 @@ extension PostgresStore {
 
     public func removeDevice(bundleID: String, deviceToken: String, ifRegisteredBefore timestamp: Int64) async throws -> Bool {
         try await transaction { connection in
-            try await Self.run(connection, """
+            guard let (userID, platform) = try await Self.first(connection, """
                 DELETE FROM devices WHERE bundle_id = \(bundleID) AND device_token = \(deviceToken) AND updated_at < \(timestamp)
-                RETURNING 1
-                """, logger: self.logger) > 0
+                RETURNING user_id, platform
+                """, logger: self.logger, { try $0.decode((String, String).self) }) else { return false }
+            // The event log's `device_removed`: at APNs' timestamp, or now
+            // for a refusal that removes the token whenever it registered.
+            try await Self.appendDeviceRemoved(
+                connection, bundleID: bundleID, deviceToken: deviceToken, userID: userID, platform: platform,
+                at: min(timestamp, Timestamp.nowMilliseconds()), logger: self.logger)
+            return true
         }
     }
 

@@ -184,7 +184,9 @@ public protocol HeraldStore: Sendable {
     func devices(bundleID: String, platform: Platform, userID: String) async throws -> [Device]
 
     /// 410 Unregistered handling: removes the registration only if it was last
-    /// registered before `timestamp` (APNs' timestamp, in milliseconds).
+    /// registered before `timestamp` (APNs' timestamp, in milliseconds). A
+    /// removal appends `device_removed` to the delivery event log, in the
+    /// same write (`DeliveryEventLog`).
     func removeDevice(bundleID: String, deviceToken: String, ifRegisteredBefore timestamp: Int64) async throws -> Bool
 
     // MARK: Operators

@@ -1,7 +1,8 @@
 import HeraldCore
 
 /// The messages one group-commit transaction inserts, written together:
-/// one multi-row INSERT into `messages` per chunk, one multi-row upsert into
+/// one multi-row INSERT into `messages` per chunk, one into `events` (their
+/// first event), one multi-row upsert into
 /// `message_keys`, one `state_counts` change per state (issue 14: "group
 /// commit writes each batch as one multi-row statement").
 ///
@@ -47,6 +48,19 @@ final class MessageInsertBatch {
             try MessageRows.bind(messages[row], to: s, after: offset)
             try s.bind(MessageFunnel.atInsert(messages[row].state), at: offset + 23)
         }
+        // The delivery event log (schema v12): each message's first event,
+        // one multi-row INSERT beside the messages'.
+        try Self.chunked(messages.count, width: 8, sql: Self.eventSQL, db) { s, offset, row in
+            let message = messages[row]
+            try s.bind(message.bundleID, at: offset + 1)
+            try s.bind(message.createdAt, at: offset + 2)
+            try s.bind(message.state.rawValue, at: offset + 3)
+            try s.bind(message.id, at: offset + 4)
+            try s.bind(message.idempotencyKey, at: offset + 5)
+            try s.bind(message.userID, at: offset + 6)
+            try s.bind(message.campaignID, at: offset + 7)
+            try s.bind(message.platform.rawValue, at: offset + 8)
+        }
         let keyed = messages.indices.filter { messages[$0].idempotencyKey != nil }
         try Self.chunked(keyed.count, width: 3, sql: Self.keySQL, db) { s, offset, row in
             let message = messages[keyed[row]]
@@ -71,6 +85,10 @@ final class MessageInsertBatch {
     /// `count / 64 + 6` statements and seven cached statements per table.
     private static let sizes = [64, 32, 16, 8, 4, 2, 1]
     private static let messageSQL = sizes.map { MessageRows.insertSQL(rows: $0) }
+    private static let eventSQL = sizes.map { rows in
+        "INSERT INTO events(bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+    }
     private static let keySQL = sizes.map { rows in
         "INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES "
             + Array(repeating: "(?, ?, ?)", count: rows).joined(separator: ", ")

@@ -1,4 +1,5 @@
 public import HeraldCore
+import HeraldPrimitives
 
 extension SQLiteStore {
     public func registerDevice(_ device: Device) async throws -> Bool {
@@ -43,12 +44,23 @@ extension SQLiteStore {
 
     public func removeDevice(bundleID: String, deviceToken: String, ifRegisteredBefore timestamp: Int64) async throws -> Bool {
         try await write { db in
-            try db.run("DELETE FROM devices WHERE bundle_id = ?1 AND device_token = ?2 AND updated_at < ?3") {
-                try $0.bind(bundleID, at: 1)
-                try $0.bind(deviceToken, at: 2)
-                try $0.bind(timestamp, at: 3)
-            }
-            return db.changes > 0
+            let statement = try db.cached("""
+                DELETE FROM devices WHERE bundle_id = ?1 AND device_token = ?2 AND updated_at < ?3
+                RETURNING user_id, platform
+                """)
+            try statement.bind(bundleID, at: 1)
+            try statement.bind(deviceToken, at: 2)
+            try statement.bind(timestamp, at: 3)
+            defer { statement.reset() }
+            guard try statement.step() else { return false }
+            let userID = statement.string(0), platform = statement.string(1)
+            try statement.run()
+            // The event log's `device_removed`: at APNs' timestamp, or now
+            // for a refusal that removes the token whenever it registered.
+            try Self.appendDeviceRemoved(
+                db, bundleID: bundleID, deviceToken: deviceToken, userID: userID, platform: platform,
+                at: min(timestamp, Timestamp.nowMilliseconds()))
+            return true
         }
     }
 

@@ -5,8 +5,30 @@ import HeraldTestSupport
 import Testing
 @testable import HeraldStorage
 
-/// Back to what a build before schema v11 wrote: no `messages.transactional`.
+/// Back to what a build before schema v12 wrote: no delivery event log.
+func undoSchemaV12(_ db: Database) throws {
+    for trigger in ["events_message_state", "events_message_opened", "events_message_deferred",
+                    "events_outcome"] {
+        try db.execute("DROP TRIGGER \(trigger)")
+    }
+    try db.execute("DROP TABLE events")
+    try db.execute("DROP TABLE event_horizon")
+}
+
+/// Back to what a PostgreSQL build before schema v9 wrote: no delivery
+/// event log (its `deferred_at` trigger would keep v7's column).
+let undoPostgresSchemaV9 = [
+    "DROP TRIGGER events_messages_inserted ON messages", "DROP TRIGGER events_outcomes_inserted ON outcomes",
+    "DROP TRIGGER events_message_state ON messages", "DROP TRIGGER events_message_opened ON messages",
+    "DROP TRIGGER events_message_deferred ON messages", "DROP FUNCTION herald_events_messages_inserted()",
+    "DROP FUNCTION herald_events_outcomes_inserted()", "DROP FUNCTION herald_events_message_changed()",
+    "DROP TABLE events", "DROP TABLE event_horizon", "DROP SEQUENCE events_seq",
+]
+
+/// Back to what a build before schema v11 wrote: no `messages.transactional`
+/// (nor v12's event log).
 func undoSchemaV11(_ db: Database) throws {
+    try undoSchemaV12(db)
     try db.execute("ALTER TABLE messages DROP COLUMN transactional")
 }
 
@@ -77,7 +99,7 @@ struct DeliveryPolicyMigrationTests {
             let store = try await PostgresStore.open(configuration)
             try await Self.seed(store)
             await closeInTime(store)
-            try await PostgresTestDatabase.run([
+            try await PostgresTestDatabase.run(undoPostgresSchemaV9 + [
                 "DROP INDEX messages_policy",
                 "ALTER TABLE outcomes DROP COLUMN not_before",
                 "ALTER TABLE messages DROP COLUMN deferred_at",
@@ -128,7 +150,7 @@ struct DeliveryPolicyMigrationTests {
             let store = try await PostgresStore.open(configuration)
             try await Self.seed(store)
             await closeInTime(store)
-            try await PostgresTestDatabase.run([
+            try await PostgresTestDatabase.run(undoPostgresSchemaV9 + [
                 "DROP INDEX messages_due_lanes",
                 "ALTER TABLE messages DROP COLUMN transactional",
                 "DELETE FROM herald_schema WHERE version >= 8",

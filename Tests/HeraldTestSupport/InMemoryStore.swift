@@ -43,6 +43,11 @@ public actor InMemoryStore: HeraldStore {
     var countedSendTable: [Key: CountedSend] = [:]
     /// Each bundle's next free throttle slot, µs (InMemoryStore+Ledger.swift).
     var throttleNextFree: [String: Int64] = [:]
+    /// The delivery event log (InMemoryStore+Events.swift), the events
+    /// retention trimmed off its front, and each bundle's prune watermark.
+    var eventLog: [DeliveryEvent] = []
+    var eventsTrimmed = 0
+    var eventHorizon: [String: EventCursor] = [:]
     /// Set by `close()`: later calls throw `StoreError.closed`.
     var closed = false
     /// The ids of each `renewLeases` call (InMemoryStore+Shared.swift).
@@ -60,6 +65,7 @@ public actor InMemoryStore: HeraldStore {
     }
 
     func put(_ message: StoredMessage) {
+        appendStateEvent(old: messages[message.id], new: message)
         messages[message.id] = message
         var ready: [(CheckedContinuation<StoredMessage, Never>, StoredMessage)] = []
         waiters.removeAll { waiter in
@@ -196,7 +202,7 @@ public actor InMemoryStore: HeraldStore {
     ) async throws -> Bool {
         try checkOpen()
         try Self.check(id: id, from: from, to: to)
-        for outcome in outcomes { outcomeLog[outcome.messageID, default: []].append(outcome) }
+        for outcome in outcomes { record(outcome) }
         handOverMarks = handOverMarks.filter { $0.key.messageID != id }
         guard var message = messages[id], message.state == from else { return false }
         message.state = to
@@ -214,7 +220,7 @@ public actor InMemoryStore: HeraldStore {
     public func hold(id: String, from: MessageState, now: Int64, recording outcomes: [DeviceOutcome]) async throws -> Bool {
         try checkOpen()
         let hold = try DeviceHold(id: id, outcomes: outcomes)
-        for outcome in hold.final { outcomeLog[outcome.messageID, default: []].append(outcome) }
+        for outcome in hold.final { record(outcome) }
         guard var message = messages[id], message.state == from, message.sendingSince != nil else { return false }
         let touched = pushTouched(message)
         if message.sendStartedAt == message.sendingSince && !touched { message.sendStartedAt = nil }
@@ -224,7 +230,8 @@ public actor InMemoryStore: HeraldStore {
         message.updatedAt = now
         leases[id] = nil
         deferredAt[id] = deferredAt[id] ?? now
-        outcomeLog[id, default: []].append(contentsOf: hold.waiting)
+        appendEvent(.deferred, of: message, at: now)
+        for outcome in hold.waiting { record(outcome) }
         put(message)
         return true
     }
@@ -232,7 +239,7 @@ public actor InMemoryStore: HeraldStore {
     public func recordOutcome(_ outcome: DeviceOutcome) async throws {
         try checkOpen()
         try requireMessages([outcome.messageID])
-        outcomeLog[outcome.messageID, default: []].append(outcome)
+        record(outcome)
     }
 
     public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
@@ -291,7 +298,7 @@ public actor InMemoryStore: HeraldStore {
             guard let push = message.pushStartedAt else { continue }
             let answered = Set((outcomeLog[message.id] ?? []).filter { $0.at >= push && $0.kind.isFinal }.map(\.deviceToken))
             for token in try await handOvers(messageID: message.id, push: push) where !answered.contains(token) {
-                outcomeLog[message.id, default: []].append(DeviceOutcome(
+                record(DeviceOutcome(
                     messageID: message.id, deviceToken: token, kind: .unconfirmed,
                     reason: DeviceOutcomeKind.unconfirmedReason, at: now))
                 unconfirmed += 1
@@ -343,6 +350,7 @@ public actor InMemoryStore: HeraldStore {
         let key = Key(bundleID: bundleID, key: deviceToken)
         guard let device = deviceTable[key], device.updatedAt < timestamp else { return false }
         deviceTable[key] = nil
+        appendDeviceRemoved(device, at: timestamp)
         return true
     }
 

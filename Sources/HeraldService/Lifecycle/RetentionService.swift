@@ -97,6 +97,23 @@ struct RetentionService: Service {
             if batch.messages < policy.batchSize { break }
             guard await pause() else { break }
         }
+        if let log = store as? any EventLogPruning {
+            // The delivery event log (issue 27), by the same cutoff and batches.
+            var events = 0
+            while !Task.isCancelled {
+                let deleted: Int
+                do {
+                    deleted = try await log.pruneEvents(before: result.cutoff, limit: policy.batchSize)
+                } catch {
+                    result.error = String(describing: error)
+                    return result
+                }
+                events += deleted
+                if deleted < policy.batchSize { break }
+                guard await pause() else { break }
+            }
+            if events > 0 { logger.info("retention: deleted delivery events", metadata: ["events": "\(events)"]) }
+        }
         if let horizon = policy.countedSendsHorizon(), let ledger = store as? any PolicyLedger {
             while !Task.isCancelled {
                 let deleted: Int

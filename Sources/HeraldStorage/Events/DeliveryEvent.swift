@@ -108,7 +108,11 @@ public struct EventPage: Sendable, Hashable {
 public protocol DeliveryEventLog: Sendable {
     /// At most `limit` events of `bundleID` after `cursor` (nil: from the
     /// oldest kept), in order, matching `filter`; never an event that a
-    /// transaction still running could order before one returned.
+    /// transaction still running could order before one returned. One read
+    /// returns at most 10,000 events and, with a filter, examines a bounded
+    /// stretch of the log (8× the events asked): fewer than `limit` does not
+    /// mean the end; the end is a page with `reached` nil or unchanged. A
+    /// `limit` of 0 or less reads nothing (`reached` nil).
     func events(bundleID: String, after cursor: EventCursor?, filter: EventFilter, limit: Int) async throws -> EventPage
 
     /// The position after the last event of `bundleID` readable now (a

@@ -402,7 +402,11 @@ public final class HeraldServer: Service, Sendable {
                 policy: policy, log: log, slots: StreamSlots(capacity: configuration.readSide.maxEventStreams),
                 pollInterval: store is any SharedDueStore ? .milliseconds(200) : .milliseconds(100))
             server.register(StreamEventsService.path, streaming: .serverStreaming { request, writer in
-                try await events.stream(request) { try await writer.send($0) }
+                do {
+                    try await events.stream(request) { try await writer.send($0) }
+                } catch {
+                    throw DomainStatus.status(for: error) ?? error
+                }
             }, admission: policy.admission)
         }
     }

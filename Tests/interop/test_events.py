@@ -336,7 +336,9 @@ def test_the_readme_consumer_keeps_its_cursor_and_removes_a_dead_token(stubs, tm
     script = tmp_path / "consumer.py"
     script.write_text(block)
     dead = "de" * 32
-    server, record = start(tmp_path, "--sim-unregistered", dead)
+    # Unregistered as of an hour from now: after the device registers, so
+    # Herald removes it (a 410 older than the registration would not).
+    server, record = start(tmp_path, "--sim-unregistered", f"{dead}:{int(time.time() * 1000) + 3_600_000}")
     api = Api(stubs, server)
     stubs_dir = pathlib.Path(stubs.read_pb2.__file__).parents[2]
     consumer = subprocess.Popen([sys.executable, str(script), server.address, BUNDLE], cwd=tmp_path,
@@ -344,7 +346,10 @@ def test_the_readme_consumer_keeps_its_cursor_and_removes_a_dead_token(stubs, tm
     try:
         api.register("alice", token=dead)
         api.schedule("alice", "k-dead")
-        line = consumer.stdout.readline()
+        import queue
+        lines = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in consumer.stdout], daemon=True).start()
+        line = lines.get(timeout=60)
         assert line.strip() == f"removed {dead}", line
         api.wait_finished(["k-dead"])
         end_key = sentinel(api)

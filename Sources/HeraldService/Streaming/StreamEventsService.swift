@@ -107,8 +107,11 @@ struct StreamEventsService: Sendable {
             let page = try await log.events(bundleID: asked.bundleID, after: position, filter: asked.filter, limit: Self.pageSize)
             if let position { try await checkKept(position, bundleID: asked.bundleID) }
             for event in page.events { try await send(event.packed()) }
+            // Caught up when the read examined nothing new; a filtered page
+            // can be short and still have moved on: read again at once.
+            let moved = page.reached.map { reached in position.map { reached > $0 } ?? true } ?? false
             if let reached = page.reached { position = reached }
-            if page.events.count < Self.pageSize { try await sleep(pollInterval) }
+            if !moved { try await sleep(pollInterval) }
         }
     }
 

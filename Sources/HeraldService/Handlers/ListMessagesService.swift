@@ -37,21 +37,9 @@ struct ListMessagesService: Sendable {
         var decoder = RequestDecoder()
         let bundleID = decoder.required(wire.bundle_id, "bundle_id", maxBytes: Validator.Limits.bundleID)
         let userID = decoder.required(wire.user_id, "user_id", maxBytes: Validator.Limits.userID)
-        let campaignID = decoder.optionalString(wire.campaign_id, "campaign_id")
-        if let campaignID, campaignID.utf8.count > Validator.Limits.campaignID {
-            decoder.check("is \(campaignID.utf8.count) bytes; the limit is \(Validator.Limits.campaignID)", "campaign_id")
-        }
-        var states: Set<MessageState> = []
-        if wire.n_states > MessageState.allCases.count * 2 {
-            decoder.check("has \(wire.n_states) entries; the limit is \(MessageState.allCases.count * 2)", "states")
-        } else {
-            for index in 0..<wire.n_states {
-                if let state = MessageState(wire: wire.states[index]) {
-                    states.insert(state)
-                } else {
-                    decoder.check("unknown or unspecified value \(wire.states[index].rawValue)", "states")
-                }
-            }
+        let campaignID = decoder.optionalCampaignID(wire.campaign_id)
+        let states = decoder.enumSet(wire.states, count: wire.n_states, limit: MessageState.allCases.count * 2, "states") {
+            MessageState(wire: $0)
         }
         let size = wire.page_size
         if size < 0 || size > Int32(maxPageSize) {

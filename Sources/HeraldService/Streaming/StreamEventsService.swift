@@ -64,21 +64,9 @@ struct StreamEventsService: Sendable {
             if cursor != nil && wire.from_start != 0 {
                 decoder.check("set a cursor or from_start, not both", "from_start")
             }
-            let campaignID = decoder.optionalString(wire.campaign_id, "campaign_id")
-            if let campaignID, campaignID.utf8.count > Validator.Limits.campaignID {
-                decoder.check("is \(campaignID.utf8.count) bytes; the limit is \(Validator.Limits.campaignID)", "campaign_id")
-            }
-            var kinds: Set<EventKind> = []
-            if wire.n_kinds > EventKind.allCases.count * 2 {
-                decoder.check("has \(wire.n_kinds) entries; the limit is \(EventKind.allCases.count * 2)", "kinds")
-            } else {
-                for index in 0..<wire.n_kinds {
-                    if let kind = EventKind(wire: wire.kinds[index]) {
-                        kinds.insert(kind)
-                    } else {
-                        decoder.check("unknown or unspecified value \(wire.kinds[index].rawValue)", "kinds")
-                    }
-                }
+            let campaignID = decoder.optionalCampaignID(wire.campaign_id)
+            let kinds = decoder.enumSet(wire.kinds, count: wire.n_kinds, limit: EventKind.allCases.count * 2, "kinds") {
+                EventKind(wire: $0)
             }
             try decoder.finish()
             return Request(bundleID: bundleID, cursor: cursor, fromStart: wire.from_start != 0,

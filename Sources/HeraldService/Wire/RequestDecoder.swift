@@ -267,6 +267,32 @@ extension RequestDecoder {
         return value
     }
 
+    /// An optional campaign id: a violation names the field when it is too long.
+    mutating func optionalCampaignID(_ pointer: UnsafeMutablePointer<CChar>?, _ field: String = "campaign_id") -> String? {
+        let campaignID = optionalString(pointer, field)
+        if let campaignID, campaignID.utf8.count > Validator.Limits.campaignID {
+            check("is \(campaignID.utf8.count) bytes; the limit is \(Validator.Limits.campaignID)", field)
+        }
+        return campaignID
+    }
+
+    /// A repeated enum filter as a set: at most `limit` entries, each a
+    /// known, specified value (`element` nil otherwise: a violation).
+    mutating func enumSet<Wire: RawRepresentable, Value: Hashable>(
+        _ values: UnsafeMutablePointer<Wire>?, count: Int, limit: Int, _ field: String, _ element: (Wire) -> Value?
+    ) -> Set<Value> {
+        guard count <= limit else {
+            check("has \(count) entries; the limit is \(limit)", field)
+            return []
+        }
+        var set: Set<Value> = []
+        for index in 0..<count {
+            guard let wire = values?[index] else { break }
+            if let value = element(wire) { set.insert(value) } else { check("unknown or unspecified value \(wire.rawValue)", field) }
+        }
+        return set
+    }
+
     mutating func check(_ problem: String?, _ field: String) {
         if let problem { violations.append(FieldViolation(field: field, reason: problem)) }
     }

@@ -254,14 +254,14 @@ def fcm_token_for(i: int) -> str:
 
 
 def register_users(h: Herald, users: list[str], environment="APNS_ENVIRONMENT_SANDBOX", platform="PLATFORM_IOS",
-                   bundle=BUNDLE):
-    """One device per user (token_for(index), fcm_token_for on Android); futures, bounded by the list."""
+                   bundle=BUNDLE, first=0):
+    """One device per user (token_for(first + index), fcm_token_for on Android); futures, bounded by the list."""
     s = stubs()
     stub = h.devices()
     android = platform == "PLATFORM_ANDROID"
     futures = [stub.RegisterDevice.future(s.d.RegisterDeviceRequest(
         bundle_id=bundle, platform=getattr(s.t, platform), user_id=u,
-        device_token=fcm_token_for(i) if android else token_for(i), locale="en-US",
+        device_token=fcm_token_for(first + i) if android else token_for(first + i), locale="en-US",
         timezone="Europe/Zurich", **({} if android else {"environment": getattr(s.t, environment)})), timeout=30)
         for i, u in enumerate(users)]
     for f in futures:

@@ -39,7 +39,7 @@ import threading
 import time
 from zoneinfo import ZoneInfo
 
-from herald_bench import (BUNDLE, Herald, bench_tmp, loadavg, pct, register_users, rfc3339, rmtree, schedule_bulk,
+from herald_bench import (BUNDLE, Herald, Perf, bench_tmp, loadavg, pct, register_users, rfc3339, rmtree, schedule_bulk,
                           schedule_request, stubs, tail_lines, thread_cpu, thread_cpu_delta, wait_for)
 
 OTHER = "com.example.other"  # bundle B: no policy
@@ -132,7 +132,6 @@ def phase(a, release: bool, sched_rate: float, ref_rate: float) -> dict:
     tail.start()
     out = {"n": n}
     try:
-        s = stubs()
         users = [f"release-user-{i:05d}" for i in range(a.users)]
         register_users(h, users)
         register_users(h, [f"release-tx-{i:02d}" for i in range(tx)], first=a.users)
@@ -175,10 +174,10 @@ def phase(a, release: bool, sched_rate: float, ref_rate: float) -> dict:
                   f"(E = {rfc3339(t0)})", flush=True)
             valid = valid and bool(held) and outcome == "DEVICE_OUTCOME_WAITING"
         if not valid:
-            print("WARNING: scheduling or holding ran past T0/E: this phase's figures are invalid "
-                  "(raise --lead / --quiet-lead / --hold-factor)", flush=True)
+            print("WARNING: scheduling ran past T0/E, or due A messages were left unheld before E (Status "
+                  "oldest_due_lag_ms > 0: too little time — raise --lead / --quiet-lead / --hold-factor — or the "
+                  "server stopped taking A's lane): this phase's figures are invalid", flush=True)
         out["valid"] = valid
-        out["late_sched"] = not valid
 
         wait_for(lambda: time.time() >= t0 - 0.5, max(1.0, t0 - time.time() + 1), 0.05)
         la0 = loadavg()
@@ -203,17 +202,21 @@ def phase(a, release: bool, sched_rate: float, ref_rate: float) -> dict:
         txt.start()
         deadline = time.monotonic() + max(0.0, t0 - time.time()) + a.timeout
         cpu1 = None
+        perf = Perf(h.proc.pid, f"{a.perf}-{'release' if release else 'reference'}.data" if a.perf else None).__enter__()
         while time.monotonic() < deadline:
             if cpu1 is None and d.a >= n:
                 cpu1, rss1 = server_usage(h)
                 tc1 = thread_cpu(h.proc.pid)
+                pushes = d.a + len(d.b) + len(d.tx_at)
             if d.a >= n and len(d.b) >= b_ok and len(d.tx_at) >= tx:
                 break
             time.sleep(0.05)
+        perf.__exit__(None, None, None)
         txt.join(5)
         if cpu1 is None:
             cpu1, rss1 = server_usage(h)
             tc1 = thread_cpu(h.proc.pid)
+            pushes = d.a + len(d.b) + len(d.tx_at)
         la1 = loadavg()
         stop.set()
         tail.join(5)
@@ -224,11 +227,12 @@ def phase(a, release: bool, sched_rate: float, ref_rate: float) -> dict:
         a_last = d.a_last or time.time()
         out["rate"] = d.a / max(1e-9, a_last - t0)
         out["rate_first"] = d.a / max(1e-9, a_last - (d.a_first or t0))
-        out["cpu_us"] = (cpu1 - cpu0) / max(1, d.a) * 1e6
+        # Per push of every bundle sent meanwhile (the release's B and transactional ones too).
+        out["cpu_us"] = (cpu1 - cpu0) / max(1, pushes) * 1e6
         out["hwm"] = st.get("VmHWM")
         print(f"{name}: {d.a}/{n} A pushes; {'E' if release else 'T0'} -> first {((d.a_first or t0) - t0):.2f} s, "
               f"-> last {a_last - t0:.2f} s: {out['rate']:,.0f} msg/s (first -> last {out['rate_first']:,.0f} msg/s); "
-              f"server CPU {cpu1 - cpu0:.1f} s = {out['cpu_us']:.0f} us/msg; VmRSS {rss0} at T0, {rss1} after; "
+              f"server CPU {cpu1 - cpu0:.1f} s / {pushes} pushes = {out['cpu_us']:.0f} us/push; VmRSS {rss0} at T0, {rss1} after; "
               f"VmHWM {out['hwm']}; loadavg {la0} -> {la1}", flush=True)
         print(f"{name}: server threads: {thread_cpu_delta(tc0, tc1)}", flush=True)
         if release:
@@ -279,6 +283,7 @@ def main():
     ap.add_argument("--sched-rate", type=float, default=4000, help="reference: the schedule rate guessed for T0")
     ap.add_argument("--timeout", type=float, default=900, help="seconds after T0/E to wait for the pushes")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--perf", default="", help="perf record the server from T0/E to the drain's end into PREFIX-{reference,release}.data")
     a = ap.parse_args()
     if a.users < 1 or a.n < a.users or a.tx < 0 or a.tx > 99 or a.b_rate < 1 or a.b_step <= 0:
         ap.error("need -n >= --users >= 1, 0 <= --tx <= 99, --b-rate >= 1, --b-step > 0")
@@ -296,8 +301,8 @@ def main():
           f"dispatch {ref['rate']:,.0f} msg/s = {ratio:.2f}x (budget >= 0.90x: {verdict(ok_rate)}; first -> last push "
           f"{rel['rate_first'] / ref['rate_first']:.2f}x); {OTHER} p99 lateness during the drain {rel['b_p99']:.3f} s over "
           f"{rel['b_n']} pushes (budget <= 1 s: {verdict(ok_b)}); transactional max {rel['tx_max']:.3f} s, "
-          f"{rel['tx_during']}/{a.tx} sent during the drain (budget <= 1 s: {verdict(ok_tx)}); server CPU per message "
-          f"{rel['cpu_us']:.0f} vs {ref['cpu_us']:.0f} us; VmHWM {rel['hwm']} vs {ref['hwm']}; "
+          f"{rel['tx_during']}/{a.tx} sent during the drain (budget <= 1 s: {verdict(ok_tx)}); server CPU per push "
+          f"{rel['cpu_us']:.0f} vs {ref['cpu_us']:.0f} us ({rel['cpu_us'] / ref['cpu_us']:.2f}x); VmHWM {rel['hwm']} vs {ref['hwm']}; "
           f"{'valid' if ref['valid'] and rel['valid'] else 'INVALID (see the warnings above)'}", flush=True)
 
 

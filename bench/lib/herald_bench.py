@@ -284,12 +284,13 @@ def schedule_bulk(h: Herald, tmp: str, user: str, n: int, after: float, c=16, m=
 class Perf:
     """`perf record -g` on one PID for the duration of a `with` block (optional)."""
 
-    def __init__(self, pid: int, out: str | None, freq=499):
+    def __init__(self, pid: int, out: str | None, freq=499, call_graph: str | None = "dwarf,16384"):
         self.pid, self.out, self.freq, self.proc = pid, out, freq, None
+        self.call_graph = ["--call-graph", call_graph] if call_graph else []  # None: a flat profile
 
     def __enter__(self):
         if self.out:
-            self.proc = subprocess.Popen(["perf", "record", "-F", str(self.freq), "--call-graph", "dwarf,16384",
+            self.proc = subprocess.Popen(["perf", "record", "-F", str(self.freq), *self.call_graph,
                                           "-o", self.out, "-p", str(self.pid)],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)

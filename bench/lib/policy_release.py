@@ -18,14 +18,20 @@ arrival stamped, its device token naming who it was for):
    Drain rate = N / (last A push - E), the same definition as the
    reference's, and the ratio. Meanwhile bundle B (no policy) has
    --b-rate pushes due per second (buckets of --b-step s, scheduled before
-   with deliver_after, from E + --b-from s to past the expected drain end): its
-   lateness = arrival - due, p50/p99/max over the pushes due during the
-   drain [E, last A push]. --b-from -2 starts B's pushes 2 s before E. And --tx transactional pushes of A are Scheduled
-   (due now) at even intervals during the drain: due -> arrival, from just
-   before the RPC (so it includes the Schedule call).
+   with deliver_after, from E + --b-from s to past the expected drain
+   end): lateness = arrival - due, p50/p99/max over B's pushes due during
+   the drain [E, last A push]. And --tx transactional pushes of A are
+   Scheduled (due now) at even intervals of the expected drain: Schedule
+   call -> arrival (so it includes the Schedule RPC).
 
-Server CPU per message (user + sys over the drain / N) and peak RSS (VmHWM)
-of both phases. Every loop is bounded in count and time; loopback only.
+--b-from -2 (B's pushes due from 2 s before E) shows the DueIndex lane
+stall of 2026-11-27 (bench/RESULTS.md, "Release of held messages"): A's
+messages are not all held before E and none is sent after it.
+
+Server CPU per push (user + sys over [T0/E, last A push] / every push sent
+meanwhile) and peak RSS (VmHWM) of both phases; --perf PREFIX records a flat
+perf profile of each drain. Every loop is bounded in count and time;
+loopback only.
 
 Usage: bench/policy-release.sh [-n 1000000] [--users 1000] [--b-rate 200] [--tx 5]"""
 from __future__ import annotations

@@ -254,14 +254,14 @@ def fcm_token_for(i: int) -> str:
 
 
 def register_users(h: Herald, users: list[str], environment="APNS_ENVIRONMENT_SANDBOX", platform="PLATFORM_IOS",
-                   bundle=BUNDLE):
-    """One device per user (token_for(index), fcm_token_for on Android); futures, bounded by the list."""
+                   bundle=BUNDLE, first=0):
+    """One device per user (token_for(first + index), fcm_token_for on Android); futures, bounded by the list."""
     s = stubs()
     stub = h.devices()
     android = platform == "PLATFORM_ANDROID"
     futures = [stub.RegisterDevice.future(s.d.RegisterDeviceRequest(
         bundle_id=bundle, platform=getattr(s.t, platform), user_id=u,
-        device_token=fcm_token_for(i) if android else token_for(i), locale="en-US",
+        device_token=fcm_token_for(first + i) if android else token_for(first + i), locale="en-US",
         timezone="Europe/Zurich", **({} if android else {"environment": getattr(s.t, environment)})), timeout=30)
         for i, u in enumerate(users)]
     for f in futures:
@@ -284,12 +284,13 @@ def schedule_bulk(h: Herald, tmp: str, user: str, n: int, after: float, c=16, m=
 class Perf:
     """`perf record -g` on one PID for the duration of a `with` block (optional)."""
 
-    def __init__(self, pid: int, out: str | None, freq=499):
+    def __init__(self, pid: int, out: str | None, freq=499, call_graph: str | None = "dwarf,16384"):
         self.pid, self.out, self.freq, self.proc = pid, out, freq, None
+        self.call_graph = ["--call-graph", call_graph] if call_graph else []  # None: a flat profile
 
     def __enter__(self):
         if self.out:
-            self.proc = subprocess.Popen(["perf", "record", "-F", str(self.freq), "--call-graph", "dwarf,16384",
+            self.proc = subprocess.Popen(["perf", "record", "-F", str(self.freq), *self.call_graph,
                                           "-o", self.out, "-p", str(self.pid)],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)

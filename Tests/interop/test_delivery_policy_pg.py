@@ -32,7 +32,8 @@ from test_postgres import database, psql  # noqa: F401 (the fixture)
 
 #: Setting-up takes a few seconds (two replicas, a sent message, two holds): the quiet period ends after that.
 SETUP_SECONDS = 20
-#: The cap-held message's hold ends this long before the quiet period does (room for the kill, B's send, A's restart).
+#: The cap-held message's hold ends about this long before the quiet period does (room for B's send and A's restart);
+#: on a slow machine it may end after it, and the quiet-held message then goes first, by B: the checks hold either way.
 CAP_BEFORE_QUIET_SECONDS = 8
 
 
@@ -97,7 +98,6 @@ def test_kill_9_while_messages_are_held_loses_none_and_counts_none_twice(stubs, 
                                                        dt.timezone.utc)
         sent_at = rfc3339(first.devices[0].at)
         assert dt.timedelta(0) <= sent_at - (not_before - dt.timedelta(seconds=period)) < dt.timedelta(seconds=5)
-        assert not_before < end
 
         # kill -9 of A while both are held (neither hold has ended yet).
         assert utc_now() < not_before, "setting up took longer than the cap's period: raise SETUP_SECONDS"

@@ -52,8 +52,8 @@ def postgres(a):
             server_args = [] if side == "without" else ["--delivery-policy", policy_spec(throttle)]
             print(f"== round {round_ + 1}/{a.rounds}, {side} a policy, {a.replicas} PostgreSQL replicas "
                   f"(loadavg {loadavg()})", flush=True)
-            # Scheduling costs about 30 ms a user (an h2load run each) at load 6: T0 leaves about twice that.
-            lead = a.users * 0.05 + a.n / 2_000 + 5
+            # Scheduling costs 22–30 ms a user (an h2load run each) at load 2–6: T0 leaves about twice that.
+            lead = a.users * 0.04 + a.n / 2_000 + 5
             runs[side].append(replicas.dispatch_run(a, a.replicas, server_args=server_args, lead=lead))
 
     def med(side, key):

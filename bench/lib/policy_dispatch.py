@@ -76,6 +76,13 @@ def postgres(a):
     if any(uncounted):
         print(f"WARNING: pushes delivered but not counted against their users' caps, per run with the policy: {uncounted}")
     ratio = r_with / r_without
+    # Load drifts between rounds on a shared machine: each round's own ratio too.
+    per_round = [w["rate"] / o["rate"] for o, w in zip(runs["without"], runs["with"])]
+    totals = [(w["cpu_us"] + (w["pg_cpu_us"] or 0)) / (o["cpu_us"] + (o["pg_cpu_us"] or 0))
+              for o, w in zip(runs["without"], runs["with"])]
+    print(f"per round, with/without: rate {' '.join(f'{x:.2f}' for x in per_round)} (median "
+          f"{statistics.median(per_round):.2f}); CPU per message, replicas + PostgreSQL "
+          f"{' '.join(f'{x:.2f}' for x in totals)} (median {statistics.median(totals):.2f})")
     met = ratio >= 0.85 and dups == 0 and missing == 0 and in_force
     print(f"policy dispatch, {a.replicas} PostgreSQL replicas: medians of {a.rounds}: "
           f"without {r_without:,.0f} msg/s (CPU/msg replicas {c_without:.0f} µs + PostgreSQL {p_without:.0f} µs), "

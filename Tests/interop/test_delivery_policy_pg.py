@@ -48,8 +48,6 @@ def quiet_until_next_minute(at_least):
     minute boundary at least `at_least` seconds away; its end."""
     now = utc_now()
     end = (now + dt.timedelta(seconds=at_least + 59)).replace(second=0, microsecond=0)
-    if (end - now).total_seconds() >= at_least + 60:
-        end -= dt.timedelta(minutes=1)
     assert at_least <= (end - now).total_seconds() < at_least + 60
     return f"{end - dt.timedelta(hours=2):%H:%M}-{end:%H:%M}", end
 

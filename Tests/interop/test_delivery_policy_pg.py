@@ -47,7 +47,7 @@ def quiet_until_next_minute(at_least):
     """A UTC quiet period `HH:MM-HH:MM` holding now and ending at the first
     minute boundary at least `at_least` seconds away; its end."""
     now = utc_now()
-    end = (now + dt.timedelta(seconds=at_least + 59)).replace(second=0, microsecond=0)
+    end = (now + dt.timedelta(seconds=at_least + 60, microseconds=-1)).replace(second=0, microsecond=0)  # ceiling
     assert at_least <= (end - now).total_seconds() < at_least + 60
     return f"{end - dt.timedelta(hours=2):%H:%M}-{end:%H:%M}", end
 

@@ -43,6 +43,11 @@ class Database:
     def psql(sql: str):
         subprocess.run(["psql", URL, "-Xq", "-c", sql], check=True, capture_output=True, timeout=60)
 
+    def scalar(self, sql: str) -> str:
+        """One value from this database."""
+        return subprocess.run(["psql", self.url, "-XqAt", "-c", sql], check=True, capture_output=True, text=True,
+                              timeout=60).stdout.strip()
+
     def drop(self):
         self.psql(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)")
 
@@ -95,8 +100,40 @@ def record_lines(paths):
     return out
 
 
-def dispatch_run(a, replicas: int) -> dict:
-    """SQLite with replicas == 1 and no database; PostgreSQL otherwise."""
+def postgres_cpu_seconds() -> float | None:
+    """user + sys seconds of the throwaway cluster's processes (the postmaster,
+    its live children, and the children it has reaped), or None without
+    HERALD_TEST_POSTGRES_DIR."""
+    pg_dir = os.environ.get("HERALD_TEST_POSTGRES_DIR", "")
+    try:
+        with open(os.path.join(pg_dir, "data", "postmaster.pid")) as f:
+            postmaster = int(f.readline())
+    except (OSError, ValueError):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile: its time is in the postmaster's reaped children's
+        if int(pid) == postmaster:
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        elif int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / hz
+
+
+def dispatch_run(a, replicas: int, server_args=(), lead: float | None = None) -> dict:
+    """SQLite with replicas == 1 and no database; PostgreSQL otherwise.
+    `server_args` go to every replica; `lead` is T0's distance from the first
+    Schedule (default n/3,000 + 5 s). Returns the rate, duplicates, and the CPU
+    per delivered message (µs) of the replicas (`cpu_us`) and of the
+    PostgreSQL server (`pg_cpu_us`, None when unknown) from T0 − 0.5 s to
+    the last delivery."""
     label = "sqlite, 1 replica" if replicas == 0 else f"postgres, {replicas} replicas"
     tmp = bench_tmp("herald-bench-replicas-")
     db = Database(f"herald_bench_disp_{os.getpid()}") if replicas else None
@@ -104,7 +141,7 @@ def dispatch_run(a, replicas: int) -> dict:
     servers = []
     try:
         for i, rec in enumerate(recs):
-            args = ["--grace-seconds", "0", "--log-level", "warning", "--sim-record", rec]
+            args = ["--grace-seconds", "0", "--log-level", "warning", "--sim-record", rec, *server_args]
             if db:
                 args += ["--store", db.url, "--replica-id", f"r{i}"]
             servers.append(Herald(os.path.join(tmp, f"data-{i}"), *args))
@@ -112,13 +149,17 @@ def dispatch_run(a, replicas: int) -> dict:
         register_users(servers[0], users)
         per = a.n // a.users
         n = per * a.users
-        t0 = time.time() + n / 3_000 + 5
+        t0 = time.time() + (lead or n / 3_000 + 5)
+        t_sched = time.monotonic()
         ok = 0
         for j, u in enumerate(users):
             ok += schedule_bulk(servers[j % len(servers)], tmp, u, per, after=t0)["succeeded"]
+        print(f"  scheduled {ok}/{n} in {time.monotonic() - t_sched:.1f} s; T0 in {t0 - time.time():.1f} s")
         if time.time() >= t0:
             print(f"  WARNING: scheduling ran past T0; use a smaller -n")
         wait_for(lambda: time.time() >= t0 - 0.5, 300, 0.05)
+        cpu0 = [h.cpu_seconds() for h in servers]
+        pg0 = postgres_cpu_seconds() if db else None
         samples = []
         deadline = time.monotonic() + a.timeout
         while time.monotonic() < deadline:
@@ -127,6 +168,8 @@ def dispatch_run(a, replicas: int) -> dict:
             if v >= ok:
                 break
             time.sleep(0.1)
+        cpu1 = [h.cpu_seconds() for h in servers]
+        pg1 = postgres_cpu_seconds() if db else None
         lines = record_lines(recs)
         keys = [json.loads(line)["payload"].get("ctx_idempotency_key") for line in lines]
         dups = len(keys) - len(set(keys))
@@ -134,9 +177,18 @@ def dispatch_run(a, replicas: int) -> dict:
         t_first = samples[first - 1][0] if first else t0
         t_last = samples[-1][0]
         rate = len(set(keys)) / max(1e-9, t_last - t_first)
+        # Pushes counted against their users' caps (a policy with a cap counts every one).
+        counted = int(db.scalar("SELECT count(*) FROM counted_sends")) if db else None
+        done = max(1, len(set(keys)))
+        cpu_us = sum(c1[0] - c0[0] + c1[1] - c0[1] for c0, c1 in zip(cpu0, cpu1)) / done * 1e6
+        pg_cpu_us = (pg1 - pg0) / done * 1e6 if pg0 is not None and pg1 is not None else None
+        pg_text = (f", PostgreSQL {pg_cpu_us:.0f} µs; {counted} counted sends" if pg_cpu_us is not None else
+                   f"; {counted} counted sends" if counted is not None else "")
         print(f"  dispatch {label}: {len(set(keys))}/{ok} delivered, {dups} duplicates, first progress→all "
-              f"{t_last - t_first:.2f} s → {rate:,.0f} msg/s  loadavg {loadavg()}")
-        return {"rate": rate, "dups": dups, "delivered": len(set(keys)), "ok": ok}
+              f"{t_last - t_first:.2f} s → {rate:,.0f} msg/s; CPU per message: replicas {cpu_us:.0f} µs{pg_text}  "
+              f"loadavg {loadavg()}")
+        return {"rate": rate, "dups": dups, "delivered": len(set(keys)), "ok": ok, "cpu_us": cpu_us,
+                "pg_cpu_us": pg_cpu_us, "counted": counted}
     finally:
         for h in servers:
             h.stop()

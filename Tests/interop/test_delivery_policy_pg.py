@@ -14,7 +14,9 @@ holds one counted send per message, at the instant it was first counted.
 
 The second test is hostile to the ledger: routes that take one push at a
 time defer most reserved pushes, and the caps must stay exact across the
-replicas (xfail: it found a race, named in its mark).
+replicas. It found a race (fixed): a deferred push's claim was given back
+before its reservation, so the other replica could send the message and
+then lose its count to the late release.
 
 Time is real: quiet hours end at the next minute boundary at least 20 s
 away and the cap's period ends a few seconds before that, so the test waits
@@ -157,12 +159,6 @@ def test_kill_9_while_messages_are_held_loses_none_and_counts_none_twice(stubs, 
             assert server.stop() == 0
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "issue 26 item 4, found by this test (2026-11-27): Dispatcher.admit gives a deferred push's claim back "
-    "(releaseClaim) before the dispatcher gives its reservation back (releaseReservation): the other replica "
-    "claims the message, finds the reservation (idempotent by message) and sends it, then the DELETE removes "
-    "the counted send; 1-48 of 240 sent uncounted, users sent 4 times under cap=3/2h. Give the reservation "
-    "back before the claim; then remove this mark"))
 def test_caps_stay_exact_on_two_replicas_when_saturated_routes_defer_reserved_pushes(stubs, tmp_path, database):
     # Hostile: each replica's APNs route takes one push at a time and queues none, so most claimed
     # pushes are deferred (claim given back) after the policy reserved their counted send. A

@@ -207,10 +207,13 @@ public final class Dispatcher: Sendable {
             case .failure(let why): unrouted.append((device, .failed(why.description)))
             }
         }
-        guard let entered = await admit(claimed.id, to: Array(routes.keys)) else {  // deferred
-            if ruling.reserved { await releaseReservation(claimed, records: prior) }
-            return
-        }
+        // Deferred: the counted send reserved for this push goes back while
+        // the claim is still held — given back after, another replica could
+        // claim the message, find the reservation, send, and then lose its
+        // count to this late release (a cap leak across replicas).
+        guard let entered = await admit(claimed.id, to: Array(routes.keys), beforeDeferring: {
+            if ruling.reserved { await self.releaseReservation(claimed, records: prior) }
+        }) else { return }
         await lease.release()  // admitted: the send holds only its routes' slots
 
         // Rendered by each route's provider before the sends (once per locale where it can).
@@ -261,11 +264,13 @@ public final class Dispatcher: Sendable {
     }
 
     /// Admits message `id` on each of its routes. When one is saturated,
-    /// gives the claim back, parks the message on that route (it is
-    /// rescheduled when the route has room) and returns nil. A message on
+    /// runs `beforeDeferring`, gives the claim back, parks the message on
+    /// that route (it is rescheduled when the route has room) and returns nil. A message on
     /// several routes never waits (holding one route's slot while waiting
     /// for another's could deadlock two such messages).
-    private func admit(_ id: String, to routes: [ObjectIdentifier]) async -> [RouteGate]? {
+    private func admit(
+        _ id: String, to routes: [ObjectIdentifier], beforeDeferring: () async -> Void
+    ) async -> [RouteGate]? {
         var entered: [(gate: RouteGate, ticket: Int?)] = []
         var saturated: RouteGate?
         for route in routes {
@@ -291,6 +296,7 @@ public final class Dispatcher: Sendable {
         }
         guard let saturated else { return entered.map(\.gate) }
         for entry in entered { await reschedule(entry.gate.leave(ticket: entry.ticket, now: clock.now())) }
+        await beforeDeferring()
         do {
             if try await store.releaseClaim(id: id, now: clock.now()) {
                 await scheduler.noteDeferred()

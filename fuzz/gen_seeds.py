@@ -22,7 +22,7 @@ CORPUS = ROOT / "fuzz" / "corpus"
 
 # The selector byte of the `requests` target (RequestsTarget.RPC).
 (SCHEDULE, CANCEL, RENDER, REGISTER, UNREGISTER, REPORT, STATUS, HEALTH_CHECK, HEALTH_WATCH, REFLECTION_V1,
- REFLECTION_V1ALPHA, GET_MESSAGE, LIST_MESSAGES, CAMPAIGN_REPORT) = range(14)
+ REFLECTION_V1ALPHA, GET_MESSAGE, LIST_MESSAGES, CAMPAIGN_REPORT, STREAM_EVENTS) = range(15)
 
 
 def field(number: int, value: bytes | int) -> bytes:
@@ -160,6 +160,9 @@ def request_seeds(push, device, types) -> list[tuple[str, bytes]]:
                   + field(4, 1) + field(4, 2) + field(5, 10)))
     seeds.append(("campaign-report", bytes([CAMPAIGN_REPORT]) + field(1, b"com.example.app") + field(2, b"c1")
                   + field(3, b"2025-12-31T00:00:00Z")))
+    seeds.append(("stream-events-from-start", bytes([STREAM_EVENTS]) + field(1, b"com.example.app") + field(3, 1)))
+    seeds.append(("stream-events-filtered", bytes([STREAM_EVENTS]) + field(1, b"com.example.app") + field(2, b"e1.5.0")
+                  + field(4, b"welcome") + field(5, 5) + field(5, 14)))
     return seeds
 
 

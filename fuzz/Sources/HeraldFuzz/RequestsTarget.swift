@@ -20,7 +20,7 @@ enum RequestsTarget {
     enum RPC: UInt8, CaseIterable {
         case schedule, cancel, render, registerDevice, unregisterDevice, reportEvent
         case status, healthCheck, healthWatch, reflectionV1, reflectionV1Alpha
-        case getMessage, listMessages, campaignReport
+        case getMessage, listMessages, campaignReport, streamEvents
 
         /// The route's path on the server (`OfflineHandlers.paths` lists
         /// them in this order).

@@ -660,14 +660,32 @@ struct  Herald__V1__DeliveryEvent
    */
   char *cursor;
   /*
-   * RFC 3339 UTC
+   * RFC 3339 UTC: when it happened
    */
   char *at;
+  /*
+   * What happened (message-level without device_token, device-level with one).
+   */
   Herald__V1__EventKind kind;
+  /*
+   * The message it happened to (empty for EVENT_KIND_DEVICE_REMOVED).
+   */
   char *message_id;
+  /*
+   * The message's idempotency key.
+   */
   char *idempotency_key;
+  /*
+   * The message's user (for EVENT_KIND_DEVICE_REMOVED: the device's).
+   */
   char *user_id;
+  /*
+   * The message's campaign.
+   */
   char *campaign_id;
+  /*
+   * The message's platform (for EVENT_KIND_DEVICE_REMOVED: the device's).
+   */
   Herald__V1__Platform platform;
   /*
    * Device-level events only.

@@ -20,11 +20,9 @@ struct SharedThrottle {
         nextFree = nextFree.filter { rates[$0.key] != nil }
         var quota: [String: Int] = [:]
         for (bundle, rate) in rates {
-            let spacing = ThrottleSchedule.spacing(ratePerSecond: rate)
-            let start = max(nextFree[bundle] ?? nowMicros, nowMicros)
-            let room = nowMicros + ThrottleSchedule.horizonMicros - start
-            let slots = room > 0 ? (room + spacing - 1) / spacing : 0
-            quota[bundle] = Int(min(slots, Int64(max(limit, 0))))
+            // What the ledger would grant now, by its own arithmetic.
+            quota[bundle] = ThrottleSchedule.grant(
+                nextFree: nextFree[bundle], nowMicros: nowMicros, ratePerSecond: rate, count: max(limit, 0)).grant.count
         }
         return quota
     }

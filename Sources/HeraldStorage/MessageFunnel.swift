@@ -1,8 +1,9 @@
 import HeraldCore
 
 /// A message's state and milestones in one small integer (the `funnel`
-/// column, written by the INSERT and kept by an UPDATE trigger; see
-/// `SchemaV4`, `SchemaV6`): bits 0–3 say whether it was handed off, sent,
+/// column, written by the INSERT and by a transition's UPDATE, and kept by
+/// an UPDATE trigger for every other change; see `SchemaV4`, `SchemaV6`,
+/// `SchemaV13`): bits 0–3 say whether it was handed off, sent,
 /// displayed, opened; bits 4–6 how it ended (0 for every state that is not
 /// one of the ends counted, or superseded).
 public struct MessageFunnel: Hashable, Sendable {
@@ -22,6 +23,18 @@ public struct MessageFunnel: Hashable, Sendable {
         + 4 * (\(prefix)displayed_at IS NOT NULL) + 8 * (\(prefix)opened_at IS NOT NULL))
         """
     }
+
+    /// The funnel after `SQLiteStore.endSQL`'s UPDATE (?3 = the new state,
+    /// milestones as `MessageMilestones.onTransition` sets them), over the
+    /// row's old values — an UPDATE's SET terms read the old row. Equal to
+    /// `expression` over the new row, so `SchemaV13`'s trigger finds
+    /// nothing to fix and the row is written once, not twice.
+    static let afterTransition = """
+        ((CASE ?3 WHEN 'cancelled' THEN 1 WHEN 'failed' THEN 2 WHEN 'expired' THEN 3 \
+        WHEN 'no_devices' THEN 4 WHEN 'superseded' THEN 5 ELSE 0 END) * 16 \
+        + (?3 = 'handed_off' OR handed_off_at IS NOT NULL) + 2 * (?3 = 'sent' OR sent_at IS NOT NULL) \
+        + 4 * (?3 = 'displayed' OR displayed_at IS NOT NULL) + 8 * (opened_at IS NOT NULL))
+        """
 
     /// The funnel of a row as it is inserted: its state's end, no milestone
     /// (the milestone columns are not written by an INSERT). Equal to

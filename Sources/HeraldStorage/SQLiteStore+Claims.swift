@@ -42,13 +42,7 @@ extension SQLiteStore {
         let forget = try db.cached("DELETE FROM handovers WHERE message_id = ?1")
         try forget.bind(item.id, at: 1)
         try forget.run()
-        try db.run("""
-            UPDATE messages
-            SET state = ?3, due_at = coalesce(?4, due_at), provider_message_id = coalesce(?5, provider_message_id),
-                last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7,
-                \(MessageMilestones.onTransition)
-            WHERE id = ?1 AND state = ?2
-            """) {
+        try db.run(endSQL) {
             try $0.bind(item.id, at: 1)
             try $0.bind(item.from.rawValue, at: 2)
             try $0.bind(item.to.rawValue, at: 3)
@@ -59,4 +53,16 @@ extension SQLiteStore {
         }
         return db.changes > 0
     }
+
+    /// The compare-and-set of a transition: state, milestones and funnel in
+    /// one write of the row (`SchemaV13`'s trigger then has nothing to fix).
+    /// Built once; `Database.cached` keys on the text.
+    static let endSQL = """
+        UPDATE messages
+        SET state = ?3, due_at = coalesce(?4, due_at), provider_message_id = coalesce(?5, provider_message_id),
+            last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7,
+            \(MessageMilestones.onTransition),
+            funnel = \(MessageFunnel.afterTransition)
+        WHERE id = ?1 AND state = ?2
+        """
 }

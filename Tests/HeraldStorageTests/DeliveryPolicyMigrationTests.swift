@@ -7,12 +7,24 @@ import Testing
 
 /// Back to what a build before schema v12 wrote: no delivery event log.
 func undoSchemaV12(_ db: Database) throws {
+    try undoSchemaV13(db)
     for trigger in ["events_message_state", "events_message_opened", "events_message_deferred",
                     "events_outcome"] {
         try db.execute("DROP TRIGGER \(trigger)")
     }
     try db.execute("DROP TABLE events")
     try db.execute("DROP TABLE event_horizon")
+}
+
+/// Back to what a build before schema v13 wrote: v4's unguarded funnel trigger.
+func undoSchemaV13(_ db: Database) throws {
+    try db.execute("""
+        DROP TRIGGER messages_funnel_update;
+        CREATE TRIGGER messages_funnel_update
+            AFTER UPDATE OF state, handed_off_at, sent_at, displayed_at, opened_at ON messages BEGIN
+            UPDATE messages SET funnel = \(MessageFunnel.expression("NEW.")) WHERE rowid = NEW.rowid;
+        END;
+        """)
 }
 
 /// Back to what a PostgreSQL build before schema v9 wrote: no delivery

@@ -150,8 +150,8 @@ public struct DeliveryPolicy: Sendable {
     public func end<R: DeliveryRecord>(
         of push: DeliveryPush, for message: DeliveryFacts, records all: [R], otherwise: MessageEnd
     ) -> MessageEnd {
-        let records = all.contains(where: { !$0.kind.isFinal }) ? all.filter(\.kind.isFinal) : all
-        if records.contains(where: \.kind.reachedDevice) {
+        let records = all.contains(where: { !$0.kind.isFinal }) ? all.filter { $0.kind.isFinal } : all
+        if records.contains(where: { $0.kind.reachedDevice }) {
             return push == .alert ? MessageEnd(.sent) : MessageEnd(.handedOff, dueAt: message.windowEnd)
         }
         if records.isEmpty { return otherwise }

@@ -1,0 +1,230 @@
+import CInterop
+import GRPCEngine
+import HTTP2Core
+import NIOCore
+import TLSTransport
+
+/// One gRPC call in flight: its reply messages go to `continuation`, its
+/// headers and trailers are kept for the status.
+final class GRPCClientCall {
+    let continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+    /// Alive until the stream closes (nghttp2 reads it).
+    let body: HTTP2OutboundBody
+    var deframer = GRPCMessageDeframer(maxMessageBytes: GRPCClient.maximumMessageBytes)
+    var headers: [(name: String, value: String)] = []
+    var failure: GRPCStatus?
+
+    init(continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation, body: HTTP2OutboundBody) {
+        self.continuation = continuation
+        self.body = body
+    }
+
+    func header(_ name: String) -> String? { headers.last { $0.name == name }?.value }
+
+    /// The call's status once its stream closed (`errorCode`: the HTTP/2 reset code, 0 if none).
+    func status(errorCode: UInt32) -> GRPCStatus {
+        if let failure { return failure }
+        if let text = header("grpc-status") {
+            let code = Int(text).map(GRPCStatus.Code.init(rawValue:)) ?? .unknown
+            return GRPCStatus(code, GRPCClientCall.percentDecoded(header("grpc-message") ?? ""))
+        }
+        if errorCode != 0 {
+            return GRPCStatus(.unavailable, "the server reset the call (HTTP/2 error \(errorCode))")
+        }
+        let http = header(":status").flatMap { Int($0) } ?? 0
+        // gRPC's HTTP-to-gRPC table (doc/http-grpc-status-mapping.md).
+        let code: GRPCStatus.Code = switch http {
+        case 400: .internalError
+        case 401: .unauthenticated
+        case 403: .permissionDenied
+        case 404: .unimplemented
+        case 429, 502, 503, 504: .unavailable
+        default: .unknown
+        }
+        return GRPCStatus(code, http == 200 ? "the answer had no grpc-status" : "HTTP status \(http) without a gRPC status")
+    }
+
+    /// `%XX` decoded (grpc-message's encoding); anything else kept.
+    static func percentDecoded(_ text: String) -> String {
+        let utf8 = Array(text.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = 0
+        while index < utf8.count {
+            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count,
+               let value = UInt8(String(decoding: utf8[(index + 1)...(index + 2)], as: UTF8.self), radix: 16) {
+                bytes.append(value)
+                index += 3
+            } else {
+                bytes.append(utf8[index])
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// The client end of one HTTP/2 connection: an nghttp2 client session
+/// (HTTP2Core) behind an optional ``OpenSSLHandler``. Lives on its channel's
+/// event loop; every entry point runs there.
+final class GRPCClientHandler: ChannelInboundHandler, HTTP2SessionDelegate, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// Succeeds once the session is up (after the TLS handshake with TLS).
+    let ready: EventLoopPromise<Void>
+    private let usesTLS: Bool
+    private let authority: String
+    private var context: ChannelHandlerContext?
+    private var session: HTTP2Session?
+    private var calls: [Int32: GRPCClientCall] = [:]
+    /// The first error the pipeline reported (e.g. a TLS failure).
+    private(set) var failure: (any Error)?
+    private var isReady = false
+
+    init(ready: EventLoopPromise<Void>, usesTLS: Bool, authority: String) {
+        self.ready = ready
+        self.usesTLS = usesTLS
+        self.authority = authority
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if !usesTLS { startSession() }
+        context.fireChannelActive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is TLSHandshakeCompleted { startSession() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func startSession() {
+        do {
+            let session = try HTTP2Session(role: .client, delegate: self)
+            self.session = session
+            try session.submitSettings([])
+            isReady = true
+            flush()
+            ready.succeed(())
+        } catch {
+            fail(error)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let session else { return }
+        do {
+            try session.receive(unwrapInboundIn(data))
+        } catch {
+            fail(error)
+            return
+        }
+        flush()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let reason = failure.map { "\($0)" } ?? "the server closed the connection"
+        for (_, call) in calls {
+            call.continuation.finish(throwing: GRPCStatus(.unavailable, reason))
+        }
+        calls.removeAll()
+        if !isReady {
+            ready.fail(failure ?? GRPCStatus(.unavailable, reason))
+            isReady = true  // (the promise is completed)
+        }
+        context.fireChannelInactive()
+    }
+
+    private func fail(_ error: any Error) {
+        if failure == nil { failure = error }
+        context?.close(promise: nil)
+    }
+
+    /// Starts a call: HEADERS and the one framed request message.
+    func start(path: String, message: [UInt8], metadata: [(String, String)], timeout: Duration?,
+               continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation) {
+        guard let session, context != nil else {
+            continuation.finish(throwing: GRPCStatus(.unavailable, failure.map { "\($0)" } ?? "the connection is closed"))
+            return
+        }
+        var headers: [(String, String)] = [
+            (":method", "POST"), (":scheme", usesTLS ? "https" : "http"), (":path", path), (":authority", authority),
+            ("content-type", "application/grpc"), ("te", "trailers"), ("user-agent", "herald-cli"),
+        ]
+        if let timeout {
+            let milliseconds = max(1, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+            headers.append(("grpc-timeout", "\(min(milliseconds, 99_999_999))m"))
+        }
+        headers += metadata
+        let body = HTTP2OutboundBody()
+        body.enqueue(GRPCMessageFramer.frame(message), prefixed: false)
+        body.finish(trailers: nil)
+        let call = GRPCClientCall(continuation: continuation, body: body)
+        do {
+            let id = try NGHTTP2Headers.with(headers) { headers, count in
+                Result { () throws(HTTP2SessionError) in
+                    try session.submitRequest(headers: headers, count: count, body: body, streamData: nil)
+                }
+            }.get()
+            calls[id] = call
+        } catch {
+            continuation.finish(throwing: GRPCStatus(.internalError, "cannot start the call: \(error)"))
+            return
+        }
+        flush()
+    }
+
+    /// Closes the connection (GOAWAY is not needed: the client is done).
+    func close() {
+        context?.close(promise: nil)
+    }
+
+    private func flush() {
+        guard let session, let context else { return }
+        var buffer = context.channel.allocator.buffer(capacity: 0)
+        do {
+            try session.drainOutput(into: &buffer)
+        } catch {
+            fail(error)
+            return
+        }
+        if buffer.readableBytes > 0 { context.writeAndFlush(wrapOutboundOut(buffer), promise: nil) }
+    }
+
+    // MARK: HTTP2SessionDelegate
+
+    func http2Session(_ session: HTTP2Session, event: HTTP2SessionEvent) {
+        switch event {
+        case .header(let streamID, _, _, let name, let value):
+            guard let call = calls[streamID], call.headers.count < 64 else { return }
+            call.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        case .dataChunk(let streamID, _, let bytes):
+            guard let call = calls[streamID], call.failure == nil else { return }
+            do {
+                try call.deframer.append(bytes) { compressed, message in
+                    if compressed { throw GRPCStatus(.internalError, "the server sent a compressed message") }
+                    call.continuation.yield(message)
+                }
+            } catch {
+                call.failure = (error as? GRPCStatus) ?? GRPCStatus(.internalError, "\(error)")
+                try? session.submitRSTStream(streamID: streamID, errorCode: NGHTTP2_CANCEL)
+            }
+        case .streamClosed(let streamID, _, let errorCode):
+            guard let call = calls.removeValue(forKey: streamID) else { return }
+            let status = call.status(errorCode: errorCode)
+            if status.code == .ok {
+                call.continuation.finish()
+            } else {
+                call.continuation.finish(throwing: status)
+            }
+        default:
+            break
+        }
+    }
+}

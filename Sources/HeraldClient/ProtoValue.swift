@@ -1,0 +1,66 @@
+public import HeraldPrimitives
+
+/// A field value of a request message, by the field's proto name: what
+/// ``ProtoMessage/pack(_:_:)`` turns into a protoc-c struct and packs.
+public indirect enum ProtoValue: Sendable, Equatable {
+    case string(String)
+    case int(Int64)
+    case uint(UInt64)
+    case bool(Bool)
+    /// An enum value by its proto name, e.g. `PLATFORM_IOS`.
+    case enumName(String)
+    /// A sub-message (or a map entry: `key` and `value`).
+    case message([(String, ProtoValue)])
+    /// A repeated field (a map is a list of entry messages).
+    case list([ProtoValue])
+
+    public static func == (a: ProtoValue, b: ProtoValue) -> Bool {
+        switch (a, b) {
+        case (.string(let x), .string(let y)): x == y
+        case (.int(let x), .int(let y)): x == y
+        case (.uint(let x), .uint(let y)): x == y
+        case (.bool(let x), .bool(let y)): x == y
+        case (.enumName(let x), .enumName(let y)): x == y
+        case (.message(let x), .message(let y)): x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        case (.list(let x), .list(let y)): x == y
+        default: false
+        }
+    }
+}
+
+/// A decoded reply message: the fields protoc-c unpacked, in declaration
+/// order, for a table (``ProtoTable``) or the proto3 JSON mapping (``ProtoJSON``).
+public indirect enum ProtoNode: Sendable, Equatable {
+    /// A scalar: its JSON value and its text for a table.
+    case scalar(json: JSONValue, text: String)
+    /// A message: its set fields in order (proto names).
+    case message([ProtoField])
+    case list([ProtoNode])
+    /// A map field (string keys).
+    case map([ProtoField])
+    /// google.protobuf.Struct / Value / ListValue, already JSON.
+    case json(JSONValue)
+
+    /// The field named `name` of a message.
+    public subscript(name: String) -> ProtoNode? {
+        guard case .message(let fields) = self else { return nil }
+        return fields.first { $0.name == name }?.node
+    }
+
+    /// A scalar's table text ("" for anything else).
+    public var text: String {
+        if case .scalar(_, let text) = self { return text }
+        return ""
+    }
+}
+
+/// One field of a ``ProtoNode`` message.
+public struct ProtoField: Sendable, Equatable {
+    public var name: String
+    public var node: ProtoNode
+
+    public init(_ name: String, _ node: ProtoNode) {
+        self.name = name
+        self.node = node
+    }
+}

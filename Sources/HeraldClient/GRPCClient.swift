@@ -55,6 +55,11 @@ public final class GRPCClient: Sendable {
                     }
                 }
                 .connect(host: target.host, port: target.port).get()
+            // A peer that accepts TCP but never speaks HTTP/2 (a TLS port without --tls) must not hang the client.
+            let expiry = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+                ready.fail(GRPCStatus(.unavailable, "no HTTP/2 answer within \(timeout)"))
+            }
+            defer { expiry.cancel() }
             do {
                 try await ready.futureResult.get()
             } catch {

@@ -105,9 +105,7 @@ final class GRPCClientHandler: ChannelInboundHandler, HTTP2SessionDelegate, @unc
             let session = try HTTP2Session(role: .client, delegate: self)
             self.session = session
             try session.submitSettings([])
-            isReady = true
-            flush()
-            ready.succeed(())
+            flush()  // ready once the server's SETTINGS arrive: it speaks HTTP/2
         } catch {
             fail(error)
         }
@@ -173,6 +171,16 @@ final class GRPCClientHandler: ChannelInboundHandler, HTTP2SessionDelegate, @unc
                 }
             }.get()
             calls[id] = call
+            if let timeout, let context {
+                // The client's own deadline: the server's grpc-timeout may never come (a peer that is not Herald).
+                let marker = ObjectIdentifier(call)
+                context.eventLoop.scheduleTask(in: TimeAmount(timeout) + .milliseconds(500)) { [weak self] in
+                    guard let self, let call = self.calls[id], ObjectIdentifier(call) == marker, let session = self.session else { return }
+                    call.failure = GRPCStatus(.deadlineExceeded, "no answer within \(timeout)")
+                    try? session.submitRSTStream(streamID: id, errorCode: NGHTTP2_CANCEL)
+                    self.flush()
+                }
+            }
         } catch {
             continuation.finish(throwing: GRPCStatus(.internalError, "cannot start the call: \(error)"))
             return
@@ -214,6 +222,11 @@ final class GRPCClientHandler: ChannelInboundHandler, HTTP2SessionDelegate, @unc
             } catch {
                 call.failure = (error as? GRPCStatus) ?? GRPCStatus(.internalError, "\(error)")
                 try? session.submitRSTStream(streamID: streamID, errorCode: NGHTTP2_CANCEL)
+            }
+        case .settings:
+            if !isReady {
+                isReady = true
+                ready.succeed(())
             }
         case .streamClosed(let streamID, _, let errorCode):
             guard let call = calls.removeValue(forKey: streamID) else { return }

@@ -40,4 +40,10 @@ public struct HeraldRPC: Sendable {
     public static let streamEvents = push("StreamEvents", {
         var m = Herald__V1__StreamEventsRequest(); herald__v1__stream_events_request__init(&m); return m.base.descriptor }(), {
         var m = Herald__V1__DeliveryEvent(); herald__v1__delivery_event__init(&m); return m.base.descriptor }())
+    public static let registerDevice = HeraldRPC(path: "/herald.v1.DeviceService/RegisterDevice", request: type({
+        var m = Herald__V1__RegisterDeviceRequest(); herald__v1__register_device_request__init(&m); return m.base.descriptor }()),
+        reply: type({ var m = Herald__V1__RegisterDeviceResponse(); herald__v1__register_device_response__init(&m); return m.base.descriptor }()))
+    public static let unregisterDevice = HeraldRPC(path: "/herald.v1.DeviceService/UnregisterDevice", request: type({
+        var m = Herald__V1__UnregisterDeviceRequest(); herald__v1__unregister_device_request__init(&m); return m.base.descriptor }()),
+        reply: type({ var m = Herald__V1__UnregisterDeviceResponse(); herald__v1__unregister_device_response__init(&m); return m.base.descriptor }()))
 }

@@ -57,7 +57,7 @@ public enum ProtoTable {
             let name = prefix + field.name
             switch field.node {
             case .scalar(_, let text):
-                pairs.append((name, text))
+                if !text.isEmpty { pairs.append((name, text)) }  // (--json keeps empty strings)
             case .json(let json):
                 var writer = JSONWriter()
                 writer.writeLenient(json)

@@ -50,10 +50,11 @@ struct ClientOptions: ParsableArguments {
     /// The token from --token-file, else HERALD_TOKEN; nil when neither.
     func token() throws(ClientFailure) -> String? {
         if let tokenFile {
-            let token = try GRPCClient.readText(tokenFile, what: "--token-file").trimmingSpaces()
+            let token = String(try GRPCClient.readText(tokenFile, what: "--token-file").split(separator: "\n", omittingEmptySubsequences: false)
+                .first ?? "").trimmingSpaces().filter { $0 != "\r" }
             guard !token.isEmpty else { throw .local("--token-file \(tokenFile) is empty") }
-            guard !token.contains(where: \.isNewline), token.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
-                throw .local("--token-file \(tokenFile) must hold one token on one line (printable ASCII, no spaces)")
+            guard token.allSatisfy({ $0.isASCII && !$0.isWhitespace && !$0.isNewline }) else {
+                throw .local("--token-file \(tokenFile) must hold the token on its first line (printable ASCII, no spaces)")
             }
             return token
         }

@@ -13,6 +13,7 @@ struct HeraldCommand: AsyncParsableCommand {
             SettingsCommand.self,
             ScheduleClientCommand.self, CancelClientCommand.self, RenderClientCommand.self, GetClientCommand.self,
             ListClientCommand.self, ReportClientCommand.self, EventsClientCommand.self, StatusClientCommand.self,
+            RegisterClientCommand.self, UnregisterClientCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )

@@ -26,9 +26,12 @@ public enum ProtoMessage {
     public static func pack(_ type: MessageType, _ fields: [(String, ProtoValue)]) throws(ClientFailure) -> [UInt8] {
         let memory = CMemory()
         let message = try memory.build(type.descriptor, fields)
-        let size = protobuf_c_message_get_packed_size(message)
-        return [UInt8](unsafeUninitializedCapacity: max(size, 1)) { buffer, count in
-            count = protobuf_c_message_pack(message, buffer.baseAddress!)
+        // The struct points into `memory`: keep it alive until packed.
+        return withExtendedLifetime(memory) {
+            let size = protobuf_c_message_get_packed_size(message)
+            return [UInt8](unsafeUninitializedCapacity: max(size, 1)) { buffer, count in
+                count = protobuf_c_message_pack(message, buffer.baseAddress!)
+            }
         }
     }
 

@@ -236,3 +236,17 @@ def test_tls_trust_and_mtls(pki, other_pki):
         assert half.returncode == 1 and "--client-key" in half.stderr
     finally:
         assert mtls.stop() == 0
+
+
+def test_list_all_follows_every_page_and_json_is_one_document_a_page(secured):
+    for index in range(3):
+        ok_json(herald("schedule", "--user", "bob", "--key", f"page-{index}", "--title", "t", "--body", "b",
+                       "--after", "3600", "--json", address=secured.address, token=TOKEN))
+    result = herald("list", "--user", "bob", "--page-size", "1", "--all", "--json", address=secured.address, token=TOKEN)
+    assert result.returncode == 0, result.stderr
+    pages = [json.loads(line) for line in result.stdout.splitlines()]
+    keys = [m["idempotencyKey"] for page in pages for m in page["messages"]]
+    assert sorted(keys) == ["page-0", "page-1", "page-2"] and len(pages) >= 3
+    assert pages[-1]["nextPageToken"] == ""
+    one = herald("list", "--user", "bob", "--page-size", "1", "--json", address=secured.address, token=TOKEN)
+    assert len(one.stdout.splitlines()) == 1 and json.loads(one.stdout)["nextPageToken"]

@@ -89,6 +89,8 @@ final class CMemory {
             at.storeBytes(of: number, as: Int64.self)
         case (PROTOBUF_C_TYPE_UINT64, .uint(let number)), (PROTOBUF_C_TYPE_FIXED64, .uint(let number)):
             at.storeBytes(of: number, as: UInt64.self)
+        case (PROTOBUF_C_TYPE_DOUBLE, .double(let number)):
+            at.storeBytes(of: number, as: Double.self)
         case (PROTOBUF_C_TYPE_ENUM, .enumName(let valueName)):
             let descriptor = field.descriptor.assumingMemoryBound(to: ProtobufCEnumDescriptor.self)
             guard let known = protobuf_c_enum_descriptor_get_value_by_name(descriptor, valueName) else {

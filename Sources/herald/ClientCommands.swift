@@ -27,9 +27,7 @@ struct ScheduleClientCommand: AsyncParsableCommand {
     @Option(help: "The user to push to.") var user: String
     @Option(help: "The campaign id.") var campaign = "manual"
     @Option(help: "The idempotency key (generated when empty; then the message cannot be cancelled).") var key = ""
-    @Option(help: "The title.") var title: String
-    @Option(help: "The body.") var body: String
-    @Option(help: "The subtitle.") var subtitle: String?
+    @OptionGroup var message: ContentOptions
     @Option(help: "Hours the delivery window lasts (1 to 168).") var hours: UInt32?
     @Option(name: .customLong("target-time"), help: ArgumentHelp("The end of the window instead of --hours (RFC 3339).", valueName: "time"))
     var targetTime: String?
@@ -42,11 +40,6 @@ struct ScheduleClientCommand: AsyncParsableCommand {
     @Option(name: .customLong("local-send-time"), help: ArgumentHelp("Deliver at this HH:MM in each device's time zone.", valueName: "HH:MM"))
     var localSendTime: String?
     @Flag(help: "Exempt from quiet hours and frequency caps (receipts, codes).") var transactional = false
-    @Option var sound: String?
-    @Option var badge: Int32?
-    @Option(name: .customLong("thread-id")) var threadID: String?
-    @Option(name: .customLong("image-url")) var imageURL: String?
-    @Option var category: String?
 
     enum Method: String, ExpressibleByArgument, CaseIterable {
         case traditional, context_aware, ab
@@ -57,20 +50,11 @@ struct ScheduleClientCommand: AsyncParsableCommand {
     }
 
     func fields() throws -> [(String, ProtoValue)] {
-        var content: [(String, ProtoValue)] = [
-            ("title", .message([("text", .string(title))])), ("body", .message([("text", .string(body))])),
-        ]
-        if let subtitle { content.append(("subtitle", .message([("text", .string(subtitle))]))) }
-        if let sound { content.append(("sound", .string(sound))) }
-        if let badge { content.append(("badge", .int(Int64(badge)))) }
-        if let threadID { content.append(("thread_id", .string(threadID))) }
-        if let imageURL { content.append(("image_url", .string(imageURL))) }
-        if let category { content.append(("category", .string(category))) }
         var fields: [(String, ProtoValue)] = [
             ("bundle_id", .string(scope.bundle)), ("platform", .enumName(scope.platform.protoName)),
             ("user_id", .string(user)), ("campaign_id", .string(campaign)), ("idempotency_key", .string(key)),
-            ("content", .message(content)),
-        ]
+            ("content", try message.content()),
+        ] + (try message.overrides())
         switch method {
         case .traditional: fields.append(("delivery_method", .enumName("DELIVERY_METHOD_TRADITIONAL")))
         case .context_aware: fields.append(("delivery_method", .enumName("DELIVERY_METHOD_CONTEXT_AWARE")))
@@ -134,8 +118,7 @@ struct RenderClientCommand: AsyncParsableCommand {
 
     @OptionGroup var client: ClientOptions
     @OptionGroup var scope: BundleOptions
-    @Option(help: "The title.") var title: String
-    @Option(help: "The body.") var body: String
+    @OptionGroup var message: ContentOptions
     @Option(help: "The device locale to resolve translations for.") var locale = ""
     @Option(name: .customLong("device-token"), help: "A device token (a placeholder when empty).") var deviceToken = ""
     @Option(help: "low, normal or high.") var priority: String?
@@ -145,9 +128,8 @@ struct RenderClientCommand: AsyncParsableCommand {
     func run() async throws {
         var fields: [(String, ProtoValue)] = [
             ("bundle_id", .string(scope.bundle)), ("platform", .enumName(scope.platform.protoName)),
-            ("content", .message([("title", .message([("text", .string(title))])), ("body", .message([("text", .string(body))]))])),
-            ("locale", .string(locale)), ("device_token", .string(deviceToken)),
-        ]
+            ("content", try message.content()), ("locale", .string(locale)), ("device_token", .string(deviceToken)),
+        ] + (try message.overrides())
         if let priority { fields.append(("priority", .enumName(ProtoMessage.enumName(priority, prefix: "PRIORITY_")))) }
         if let ttl { fields.append(("ttl_seconds", .uint(UInt64(ttl)))) }
         if let collapseID { fields.append(("collapse_id", .string(collapseID))) }

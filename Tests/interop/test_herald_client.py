@@ -250,3 +250,24 @@ def test_list_all_follows_every_page_and_json_is_one_document_a_page(secured):
     assert pages[-1]["nextPageToken"] == ""
     one = herald("list", "--user", "bob", "--page-size", "1", "--json", address=secured.address, token=TOKEN)
     assert len(one.stdout.splitlines()) == 1 and json.loads(one.stdout)["nextPageToken"]
+
+
+def test_translations_user_info_and_overrides_reach_the_payload(secured):
+    result = herald("render", "--title-in", "de=Hallo", "--title-in", "en=Hello", "--body-in", "de=Welt",
+                    "--body-in", "en=World", "--default-locale", "en", "--locale", "de-CH",
+                    "--user-info", '{"deep": {"a": [1, true, null, "x"]}, "n": 2.5}',
+                    "--ios", '{"aps": {"sound": "ping.caf"}}', "--json", address=secured.address, token=TOKEN)
+    rendered = ok_json(result)
+    payload = json.loads(rendered["apns"]["payloadJson"])
+    assert payload["aps"]["alert"] == {"title": "Hallo", "body": "Welt"} and payload["aps"]["sound"] == "ping.caf"
+    assert payload["deep"] == {"a": [1, True, None, "x"]} and payload["n"] == 2.5
+    assert rendered["resolvedLocale"] == "de"
+    for args, needle in ((["--title-in", "de"], "LOCALE=TEXT"), (["--title", "t", "--user-info", "[1]"], "JSON object"),
+                         (["--title", "t", "--ios", "{bad"], "--ios: invalid JSON")):
+        bad = herald("render", *args, "--body", "b", address=secured.address, token=TOKEN)
+        assert bad.returncode == 1 and needle in bad.stderr, bad.stderr
+    both = herald("render", "--title", "t", "--title-in", "de=x", "--body", "b", address=secured.address, token=TOKEN)
+    assert both.returncode == 64
+    reserved = herald("render", "--title", "t", "--body", "b", "--user-info", '{"aps": 1}',
+                      address=secured.address, token=TOKEN)
+    assert reserved.returncode == 13 and "user_info" in reserved.stderr

@@ -94,4 +94,14 @@ import Testing
             no_devices  3
             """)
     }
+
+    @Test func structsRoundTripAsPlainJSON() throws {
+        let json = try JSONParser.parse(#"{"a":[1.5,true,null,"x",{"b":{}}],"c":"d","e":-3}"#)
+        let bytes = try ProtoMessage.pack(HeraldRPC.render.request, [("ios", try ProtoValue.structValue(json, flag: "--ios"))])
+        let node = try ProtoMessage.read(HeraldRPC.render.request, bytes)
+        #expect(node["ios"] == .json(json))
+        #expect(ProtoJSON.value(node)["ios"] == json)
+        #expect(throws: ClientFailure.self) { try ProtoValue.structValue(.array([]), flag: "--ios") }
+        #expect(throws: ClientFailure.self) { try ProtoValue.structValue(.string("x"), flag: "--ios") }
+    }
 }

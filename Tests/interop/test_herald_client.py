@@ -271,3 +271,23 @@ def test_translations_user_info_and_overrides_reach_the_payload(secured):
     reserved = herald("render", "--title", "t", "--body", "b", "--user-info", '{"aps": 1}',
                       address=secured.address, token=TOKEN)
     assert reserved.returncode == 13 and "user_info" in reserved.stderr
+
+
+def test_events_follow_ends_unavailable_when_the_server_drains(secured):
+    environment = {k: v for k, v in os.environ.items() if k not in ("HERALD_ADDRESS", "HERALD_TOKEN")}
+    environment.update(HERALD_ADDRESS=secured.address, HERALD_TOKEN=TOKEN)
+    tail = subprocess.Popen([herald_binary(), "events", "--from-start", "--follow"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=environment)
+    try:
+        ok_json(herald("schedule", "--user", "carol", "--key", "drain-1", "--title", "t", "--body", "b", "--after", "3600",
+                       "--json", address=secured.address, token=TOKEN))
+        first = tail.stdout.readline()  # the stream is live: the scheduled event arrives
+        assert " scheduled " in first and "key=drain-1" in first, first
+        assert secured.stop() == 0
+        _, stderr = tail.communicate(timeout=60)
+        assert tail.returncode == 24, stderr  # UNAVAILABLE: rerun with --cursor
+        assert "UNAVAILABLE" in stderr
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+            tail.wait()

@@ -112,15 +112,15 @@ def test_every_subcommand_against_the_real_server(secured):
     assert isinstance(ok_json(run("status", "--json"))["messages"], list)
 
     # events with a cursor: every later event exactly once, in order.
-    everything = run("events", "--from-start", "--json")
+    everything = run("events", "--from-start", "--json", "--idle", "3")  # stops 3 to 6 s after the last event
     assert everything.returncode == 0, everything.stderr
     events = [json.loads(line) for line in everything.stdout.splitlines()]
     kinds = [e["kind"] for e in events]
     assert kinds[0] == "EVENT_KIND_SCHEDULED" and "EVENT_KIND_SENT" in kinds and "EVENT_KIND_CANCELLED" in kinds
-    resumed = run("events", "--cursor", events[0]["cursor"], "--json")
+    resumed = run("events", "--cursor", events[0]["cursor"], "--json", "--follow", "--count", str(len(events) - 1))
     assert resumed.returncode == 0, resumed.stderr
     assert [json.loads(line) for line in resumed.stdout.splitlines()] == events[1:]
-    lines = run("events", "--cursor", events[-2]["cursor"]).stdout.splitlines()
+    lines = run("events", "--cursor", events[-2]["cursor"], "--follow", "--count", "1").stdout.splitlines()
     assert len(lines) == 1 and lines[0].startswith(events[-1]["cursor"] + " ")
 
     assert ok_json(run("unregister", "--device-token", DEVICE, "--json")) == {"removed": True}

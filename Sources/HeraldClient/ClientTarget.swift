@@ -6,11 +6,14 @@ public struct ClientTarget: Sendable, Equatable {
     /// The address when neither `--addr` nor HERALD_ADDRESS gives one.
     public static let defaultAddress = "127.0.0.1:50051"
 
+    /// A DNS name or an IP address (IPv6 without brackets).
     public var host: String
+    /// 1 to 65535.
     public var port: Int
     /// nil: cleartext HTTP/2 (h2c), as `herald serve` answers by default.
     public var tls: ClientTLS?
 
+    /// A target; `tls` nil for cleartext h2c.
     public init(host: String, port: Int, tls: ClientTLS? = nil) {
         self.host = host
         self.port = port
@@ -61,24 +64,6 @@ public struct ClientTarget: Sendable, Equatable {
             port = value
         }
         return (String(host), port)
-    }
-}
-
-/// TLS for the client: whom to trust, and the client certificate for mTLS.
-public struct ClientTLS: Sendable, Equatable {
-    /// PEM file of the CAs to trust; nil: the system's store.
-    public var caFile: String?
-    /// PEM client certificate and key (the server's `--tls-client-ca`).
-    public var clientCertificateFile: String?
-    public var clientKeyFile: String?
-    /// The name the server's certificate must match (default: the host).
-    public var serverName: String?
-
-    public init(caFile: String? = nil, clientCertificateFile: String? = nil, clientKeyFile: String? = nil, serverName: String? = nil) {
-        self.caFile = caFile
-        self.clientCertificateFile = clientCertificateFile
-        self.clientKeyFile = clientKeyFile
-        self.serverName = serverName
     }
 }
 

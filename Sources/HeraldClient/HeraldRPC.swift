@@ -4,7 +4,9 @@ import HeraldProtos
 public struct HeraldRPC: Sendable {
     /// `/herald.v1.PushService/Schedule` etc.
     public let path: String
+    /// The request message type.
     public let request: ProtoMessage.MessageType
+    /// The reply message type (of each message, for a stream).
     public let reply: ProtoMessage.MessageType
 
     private static func type(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> ProtoMessage.MessageType {
@@ -16,6 +18,7 @@ public struct HeraldRPC: Sendable {
         HeraldRPC(path: "/herald.v1.PushService/\(method)", request: type(request), reply: type(reply))
     }
 
+    /// PushService.Schedule and its siblings below: one per RPC the client calls.
     public static let schedule = push("Schedule", {
         var m = Herald__V1__ScheduleRequest(); herald__v1__schedule_request__init(&m); return m.base.descriptor }(), {
         var m = Herald__V1__ScheduleResponse(); herald__v1__schedule_response__init(&m); return m.base.descriptor }())

@@ -3,10 +3,15 @@ public import HeraldPrimitives
 /// A field value of a request message, by the field's proto name: what
 /// ``ProtoMessage/pack(_:_:)`` turns into a protoc-c struct and packs.
 public indirect enum ProtoValue: Sendable, Equatable {
+    /// string fields.
     case string(String)
+    /// int32/sint32/sfixed32/int64/… fields (range-checked when packed).
     case int(Int64)
+    /// uint32/fixed32/uint64/fixed64 fields (range-checked when packed).
     case uint(UInt64)
+    /// bool fields.
     case bool(Bool)
+    /// double fields (google.protobuf.Value's number_value).
     case double(Double)
     /// An enum value by its proto name, e.g. `PLATFORM_IOS`.
     case enumName(String)
@@ -15,6 +20,7 @@ public indirect enum ProtoValue: Sendable, Equatable {
     /// A repeated field (a map is a list of entry messages).
     case list([ProtoValue])
 
+    /// Field by field (names and values in order).
     public static func == (a: ProtoValue, b: ProtoValue) -> Bool {
         switch (a, b) {
         case (.string(let x), .string(let y)): x == y
@@ -52,42 +58,5 @@ extension ProtoValue {
                 .message([("key", .string($0.key)), ("value", value($0.value))])
             }))]))])
         }
-    }
-}
-
-/// A decoded reply message: the fields protoc-c unpacked, in declaration
-/// order, for a table (``ProtoTable``) or the proto3 JSON mapping (``ProtoJSON``).
-public indirect enum ProtoNode: Sendable, Equatable {
-    /// A scalar: its JSON value and its text for a table.
-    case scalar(json: JSONValue, text: String)
-    /// A message: its set fields in order (proto names).
-    case message([ProtoField])
-    case list([ProtoNode])
-    /// A map field (string keys).
-    case map([ProtoField])
-    /// google.protobuf.Struct / Value / ListValue, already JSON.
-    case json(JSONValue)
-
-    /// The field named `name` of a message.
-    public subscript(name: String) -> ProtoNode? {
-        guard case .message(let fields) = self else { return nil }
-        return fields.first { $0.name == name }?.node
-    }
-
-    /// A scalar's table text ("" for anything else).
-    public var text: String {
-        if case .scalar(_, let text) = self { return text }
-        return ""
-    }
-}
-
-/// One field of a ``ProtoNode`` message.
-public struct ProtoField: Sendable, Equatable {
-    public var name: String
-    public var node: ProtoNode
-
-    public init(_ name: String, _ node: ProtoNode) {
-        self.name = name
-        self.node = node
     }
 }

@@ -65,20 +65,13 @@ struct ScheduleClientCommand: AsyncParsableCommand {
         } else {
             fields.append(("deliver_within_hours", .uint(UInt64(hours ?? 1))))
         }
-        if let after { fields.append(("deliver_after", .string(try Self.time(after, flag: "--after")))) }
+        if let after { fields.append(("deliver_after", .string(try ClientInput.time(after, flag: "--after", nowMilliseconds: Timestamp.nowMilliseconds())))) }
         if let priority { fields.append(("priority", .enumName(ProtoMessage.enumName(priority, prefix: "PRIORITY_")))) }
         if let ttl { fields.append(("ttl_seconds", .uint(UInt64(ttl)))) }
         if let collapseID { fields.append(("collapse_id", .string(collapseID))) }
         if let localSendTime { fields.append(("local_send_time", .string(localSendTime))) }
         if transactional { fields.append(("transactional", .bool(true))) }
         return fields
-    }
-
-    /// Seconds from now (a number) as RFC 3339, or the text as given.
-    static func time(_ text: String, flag: String) throws(ClientFailure) -> String {
-        guard let seconds = Double(text) else { return text }
-        guard seconds.isFinite, abs(seconds) <= 400 * 24 * 3600 else { throw .local("\(flag) \(text): too far from now") }
-        return RFC3339.format(Timestamp(milliseconds: Timestamp.nowMilliseconds() + Int64(seconds * 1000)))
     }
 
     func run() async throws {

@@ -50,15 +50,10 @@ struct ClientOptions: ParsableArguments {
     /// The token from --token-file, else HERALD_TOKEN; nil when neither.
     func token() throws(ClientFailure) -> String? {
         if let tokenFile {
-            let token = String(try GRPCClient.readText(tokenFile, what: "--token-file").split(separator: "\n", omittingEmptySubsequences: false)
-                .first ?? "").trimmingSpaces().filter { $0 != "\r" }
-            guard !token.isEmpty else { throw .local("--token-file \(tokenFile) is empty") }
-            guard token.allSatisfy({ $0.isASCII && !$0.isWhitespace && !$0.isNewline }) else {
-                throw .local("--token-file \(tokenFile) must hold the token on its first line (printable ASCII, no spaces)")
-            }
-            return token
+            return try ClientInput.token(GRPCClient.readText(tokenFile, what: "--token-file"), source: "--token-file \(tokenFile)")
         }
-        return environmentValue("HERALD_TOKEN").map { $0.trimmingSpaces() }.flatMap { $0.isEmpty ? nil : $0 }
+        guard let value = environmentValue("HERALD_TOKEN"), !value.isEmpty else { return nil }
+        return try ClientInput.token(value, source: "HERALD_TOKEN")
     }
 
     /// Connects, runs `body`, and turns every failure into one line on

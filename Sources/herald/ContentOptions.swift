@@ -1,6 +1,5 @@
 import ArgumentParser
 import HeraldClient
-import HeraldPrimitives
 
 /// The message content flags `schedule` and `render` share: plain or
 /// translated texts, the other Content fields, and the ios/android overrides.
@@ -32,52 +31,27 @@ struct ContentOptions: ParsableArguments {
         if subtitle != nil && !subtitleIn.isEmpty { throw ValidationError("give --subtitle or --subtitle-in, not both") }
     }
 
-    /// A LocalizedText from a plain text or LOCALE=TEXT translations.
-    static func text(_ plain: String?, _ translations: [String], flag: String) throws(ClientFailure) -> ProtoValue? {
-        if let plain { return .message([("text", .string(plain))]) }
-        guard !translations.isEmpty else { return nil }
-        var entries: [ProtoValue] = []
-        for item in translations {
-            guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
-                throw .local("\(flag) \(item): give LOCALE=TEXT, e.g. \(flag) de=Hallo")
-            }
-            entries.append(.message([("key", .string(String(item[..<equals]))),
-                                     ("value", .string(String(item[item.index(after: equals)...])))]))
-        }
-        return .message([("translations", .list(entries))])
-    }
-
-    static func json(_ text: String, flag: String) throws(ClientFailure) -> ProtoValue {
-        do {
-            return try ProtoValue.structValue(try JSONParser.parse(text), flag: flag)
-        } catch let failure as ClientFailure {
-            throw failure
-        } catch {
-            throw .local("\(flag): \(error)")
-        }
-    }
-
     /// The Content message.
     func content() throws(ClientFailure) -> ProtoValue {
         var content: [(String, ProtoValue)] = []
-        if let title = try Self.text(title, titleIn, flag: "--title-in") { content.append(("title", title)) }
-        if let subtitle = try Self.text(subtitle, subtitleIn, flag: "--subtitle-in") { content.append(("subtitle", subtitle)) }
-        if let body = try Self.text(body, bodyIn, flag: "--body-in") { content.append(("body", body)) }
+        if let title = try ClientInput.localizedText(plain: title, translations: titleIn, flag: "--title-in") { content.append(("title", title)) }
+        if let subtitle = try ClientInput.localizedText(plain: subtitle, translations: subtitleIn, flag: "--subtitle-in") { content.append(("subtitle", subtitle)) }
+        if let body = try ClientInput.localizedText(plain: body, translations: bodyIn, flag: "--body-in") { content.append(("body", body)) }
         if let defaultLocale { content.append(("default_locale", .string(defaultLocale))) }
         if let sound { content.append(("sound", .string(sound))) }
         if let badge { content.append(("badge", .int(Int64(badge)))) }
         if let threadID { content.append(("thread_id", .string(threadID))) }
         if let imageURL { content.append(("image_url", .string(imageURL))) }
         if let category { content.append(("category", .string(category))) }
-        if let userInfo { content.append(("user_info", try Self.json(userInfo, flag: "--user-info"))) }
+        if let userInfo { content.append(("user_info", try ClientInput.jsonObject(userInfo, flag: "--user-info"))) }
         return .message(content)
     }
 
     /// `ios` and `android` overrides, when given.
     func overrides() throws(ClientFailure) -> [(String, ProtoValue)] {
         var fields: [(String, ProtoValue)] = []
-        if let ios { fields.append(("ios", try Self.json(ios, flag: "--ios"))) }
-        if let android { fields.append(("android", try Self.json(android, flag: "--android"))) }
+        if let ios { fields.append(("ios", try ClientInput.jsonObject(ios, flag: "--ios"))) }
+        if let android { fields.append(("android", try ClientInput.jsonObject(android, flag: "--android"))) }
         return fields
     }
 }

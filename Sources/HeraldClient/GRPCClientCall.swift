@@ -23,7 +23,7 @@ final class GRPCClientCall {
         if let failure { return failure }
         if let text = header("grpc-status") {
             let code = Int(text).map(GRPCStatus.Code.init(rawValue:)) ?? .unknown
-            return GRPCStatus(code, GRPCClientCall.percentDecoded(header("grpc-message") ?? ""))
+            return GRPCStatus(code, GRPCPercentEncoding.decode(header("grpc-message") ?? ""))
         }
         if errorCode != 0 {
             return GRPCStatus(.unavailable, "the server reset the call (HTTP/2 error \(errorCode))")
@@ -39,24 +39,5 @@ final class GRPCClientCall {
         default: .unknown
         }
         return GRPCStatus(code, http == 200 ? "the answer had no grpc-status" : "HTTP status \(http) without a gRPC status")
-    }
-
-    /// `%XX` decoded (grpc-message's encoding); anything else kept.
-    static func percentDecoded(_ text: String) -> String {
-        let utf8 = Array(text.utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count)
-        var index = 0
-        while index < utf8.count {
-            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count,
-               let value = UInt8(String(decoding: utf8[(index + 1)...(index + 2)], as: UTF8.self), radix: 16) {
-                bytes.append(value)
-                index += 3
-            } else {
-                bytes.append(utf8[index])
-                index += 1
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -43,11 +43,11 @@ import Testing
     }
 
     @Test func grpcMessageIsPercentDecoded() {
-        #expect(GRPCClientCall.percentDecoded("a%20b%25c") == "a b%c")
-        #expect(GRPCClientCall.percentDecoded("%E2%9C%93") == "✓")
-        #expect(GRPCClientCall.percentDecoded("100%") == "100%")
-        #expect(GRPCClientCall.percentDecoded("%zz%4") == "%zz%4")
-        #expect(GRPCClientCall.percentDecoded("%FF") == "\u{FFFD}")
+        #expect(GRPCPercentEncoding.decode("a%20b%25c") == "a b%c")
+        #expect(GRPCPercentEncoding.decode("%E2%9C%93") == "✓")
+        #expect(GRPCPercentEncoding.decode("100%") == "100%")
+        #expect(GRPCPercentEncoding.decode("%zz%4") == "%zz%4")
+        #expect(GRPCPercentEncoding.decode("%FF") == "\u{FFFD}")
         let message = call([("grpc-status", "3"), ("grpc-message", "bundle_id%3A%20required")]).status(errorCode: 0)
         #expect(message == GRPCStatus(.invalidArgument, "bundle_id: required"))
     }

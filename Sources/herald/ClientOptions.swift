@@ -62,8 +62,9 @@ struct ClientOptions: ParsableArguments {
         do {
             let target = try target()
             let token = try token()
-            let client = try await GRPCClient.connect(to: target)
-            let session = ClientSession(client: client, token: token, json: json, timeout: .milliseconds(Int64(timeout * 1000)))
+            let deadline = Duration.milliseconds(Int64(timeout * 1000))
+            let client = try await GRPCClient.connect(to: target, timeout: min(.seconds(10), deadline))
+            let session = ClientSession(client: client, token: token, json: json, timeout: deadline)
             do {
                 try await body(session)
             } catch {

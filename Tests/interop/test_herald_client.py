@@ -291,3 +291,61 @@ def test_events_follow_ends_unavailable_when_the_server_drains(secured):
         if tail.poll() is None:
             tail.kill()
             tail.wait()
+
+
+class SilentPeer:
+    """A loopback listener that accepts and then says nothing (`h2`: it
+    answers the HTTP/2 preface and SETTINGS, then never a request)."""
+
+    def __init__(self, h2: bool):
+        import threading
+        self.h2 = h2
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        self.connections: list[socket.socket] = []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        import threading
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections.append(connection)
+            if self.h2:
+                threading.Thread(target=self.speak_h2, args=(connection,), daemon=True).start()
+
+    def speak_h2(self, connection):
+        import h2.config
+        import h2.connection
+        peer = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False))
+        peer.initiate_connection()
+        try:
+            connection.sendall(peer.data_to_send())
+            while data := connection.recv(65536):
+                peer.receive_data(data)  # requests arrive; none is answered
+                connection.sendall(peer.data_to_send())
+        except OSError:
+            return
+
+    def close(self):
+        self.listener.close()
+        for connection in self.connections:
+            connection.close()
+
+
+@pytest.mark.parametrize("h2,code,needle", [(False, 24, "no HTTP/2 answer"), (True, 14, "DEADLINE_EXCEEDED")])
+def test_a_peer_that_never_answers_is_bounded_by_the_timeout(h2, code, needle):
+    peer = SilentPeer(h2)
+    try:
+        result = herald("status", "--addr", f"127.0.0.1:{peer.port}", "--timeout", "1", timeout=30)
+        assert result.returncode == code, result.stderr  # 10 + the gRPC code
+        assert needle in result.stderr
+        if not h2:
+            assert f"127.0.0.1:{peer.port}" in result.stderr and "--tls" in result.stderr
+    finally:
+        peer.close()

@@ -89,7 +89,7 @@ struct ClientOptions: ParsableArguments {
                 : "check the token in \(tokenFile.map { "--token-file \($0)" } ?? "HERALD_TOKEN")"
             return ClientFailure(.unauthenticated, "the server refused the call: UNAUTHENTICATED\(detail) (\(given))")
         case .permissionDenied:
-            return ClientFailure(.permissionDenied, "the token may not do this: PERMISSION_DENIED\(detail) (the server's --tokens file lists the bundles each token allows)")
+            return ClientFailure(.permissionDenied, "the token may not do this: PERMISSION_DENIED\(detail) (the server's --tokens-file lists the bundles each token allows)")
         case .deadlineExceeded:
             return ClientFailure(.deadlineExceeded, "no answer in time: DEADLINE_EXCEEDED\(detail) (--timeout \(timeout))")
         default:

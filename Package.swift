@@ -234,6 +234,17 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // The `herald` client subcommands' engine: gRPC calls over HTTP2Core
+        // (h2c, or TLS through TLSTransport), protoc-c messages built and read
+        // through their descriptors, replies as tables or proto3 JSON.
+        .target(
+            name: "HeraldClient",
+            dependencies: [
+                "CInterop", "HeraldProtos", "HeraldPrimitives", "HTTP2Core", "GRPCEngine", "TLSTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         // Micro-benchmarks of the pure core (bench/core.sh runs it in release).
         .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldPrimitives", "TimeZones"]),
         .executableTarget(
@@ -251,6 +262,7 @@ let package = Package(
                 "TLSTransport",
                 "APNsProvider",
                 "FCMProvider",
+                "HeraldClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -329,6 +341,7 @@ let package = Package(
             "HeraldStorage", "HeraldPostgres", "HeraldCore", "HeraldPrimitives", "HeraldTestSupport",
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
+        .testTarget(name: "HeraldClientTests", dependencies: ["HeraldClient", "GRPCEngine", "HeraldPrimitives"]),
         .testTarget(name: "HeraldServiceTests", dependencies: [
             "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport", "HeraldCore",
             "PushProviders", "APNsProvider", "FCMProvider",

@@ -11,6 +11,9 @@ struct HeraldCommand: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, APNsSimCommand.self, FCMSimCommand.self, BackupCommand.self, TLSSelfSignedCommand.self,
             SettingsCommand.self,
+            ScheduleClientCommand.self, CancelClientCommand.self, RenderClientCommand.self, GetClientCommand.self,
+            ListClientCommand.self, ReportClientCommand.self, EventsClientCommand.self, StatusClientCommand.self,
+            RegisterClientCommand.self, UnregisterClientCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )
@@ -29,6 +32,8 @@ struct HeraldCommand: AsyncParsableCommand {
         } catch {
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) }
+            // A client subcommand already printed its one line (ClientOptions.run).
+            if error is ExitCode { exit(withError: error) }
             let text = message(for: error).split(whereSeparator: \.isNewline).map { $0.trimmingSpaces() }.joined(separator: " ")
             writeUnbuffered("herald: error: \(text.isEmpty ? "\(error)" : text)\n", to: 2)
             exit(withError: ExitCode(code.rawValue == 0 ? 1 : code.rawValue))

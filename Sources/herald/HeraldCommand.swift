@@ -34,9 +34,23 @@ struct HeraldCommand: AsyncParsableCommand {
             if code == .success { exit(withError: error) }
             // A client subcommand already printed its one line (ClientOptions.run).
             if error is ExitCode { exit(withError: error) }
-            let text = message(for: error).split(whereSeparator: \.isNewline).map { $0.trimmingSpaces() }.joined(separator: " ")
+            var text = message(for: error).split(whereSeparator: \.isNewline).map { $0.trimmingSpaces() }.joined(separator: " ")
+            text += subcommandHint(for: text)
             writeUnbuffered("herald: error: \(text.isEmpty ? "\(error)" : text)\n", to: 2)
             exit(withError: ExitCode(code.rawValue == 0 ? 1 : code.rawValue))
         }
+    }
+
+    /// "; did you mean `herald serve`?" when the error is the first
+    /// argument unexpected (`herald serv`: taken as `serve`'s argument) and
+    /// it is a few edits from a subcommand's name; else "".
+    static func subcommandHint(for text: String) -> String {
+        let arguments = CommandLine.arguments.dropFirst()
+        guard let first = arguments.first, !first.hasPrefix("-"), text.contains("Unexpected argument '\(first)'") else { return "" }
+        let names = configuration.subcommands.compactMap { $0.configuration.commandName }
+        let limit = max(1, min(3, first.count / 3))
+        let near = names.map { ($0, SettingsTable.editDistance(first.lowercased(), $0, limit: limit)) }
+            .filter { $0.1 <= limit }.min { $0.1 < $1.1 }
+        return near.map { "; did you mean `herald \($0.0)`?" } ?? ""
     }
 }

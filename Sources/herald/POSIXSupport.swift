@@ -17,6 +17,18 @@ func environmentValue(_ name: String) -> String? {
     getenv(name).map { String(cString: $0) }
 }
 
+/// The names of the process's environment variables.
+func environmentNames() -> [String] {
+    var names: [String] = []
+    var entry = environ
+    while let pointer = entry.pointee {
+        let text = String(cString: pointer)
+        names.append(String(text.prefix { $0 != "=" }))
+        entry += 1
+    }
+    return names
+}
+
 /// printf-style formatting through `vsnprintf` (what `String(format:)` did).
 func cFormat(_ format: String, _ arguments: any CVarArg...) -> String {
     withVaList(arguments) { list in

@@ -43,6 +43,9 @@ struct ServeCommand: AsyncParsableCommand {
         let format = LogFormat(rawValue: settings[ServeSettings.logFormat]) ?? .text
         LoggingSystem.bootstrap { label in HeraldLogHandler(label: label, format: format, level: level) }
         let logger = Logger(label: "herald")
+        // A misspelled variable (HERALD_GRACE_SECOND) is said, not ignored in silence.
+        let unknown = ServeSettings.table.unknownVariables(environmentNames())
+        for warning in unknown { logger.warning("\(warning)") }
         if !pinMallocMmapThreshold() {
             logger.warning("mallopt(M_MMAP_THRESHOLD) failed; large request buffers may stay resident after release")
         }
@@ -53,7 +56,7 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = try makeConfiguration(settings, logger: logger)
         if checkConfig {
             try HeraldServer.checkDataDirectory(configuration.dataDirectory)
-            print("configuration OK")
+            print(unknown.isEmpty ? "configuration OK" : "configuration OK, with \(unknown.count) warning(s) above")
             return
         }
         // Port in use, data dir not a directory: said before anything starts.

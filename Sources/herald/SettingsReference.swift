@@ -21,7 +21,8 @@ enum SettingsReference {
                 Each setting is a flag, an environment variable HERALD_<NAME> (capitals, _ for -) and a \
                 config-file key (--config FILE or HERALD_CONFIG: `name = value` lines; list settings repeat \
                 there and have no variable). Precedence: flag, environment, config file, default. Every value \
-                of every layer is checked.
+                of every layer is checked; an unknown flag or key is refused and an unknown HERALD_* variable \
+                warned about, each with the nearest setting's name.
                 """)
             lines.append("")
         }

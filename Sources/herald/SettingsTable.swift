@@ -52,7 +52,9 @@ struct SettingArguments: Sendable {
             let body = argument.dropFirst(2)
             let parts = body.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0])
-            guard let setting = table.setting(named: name) else { throw ValidationError("Unknown option '--\(name)'") }
+            guard let setting = table.setting(named: name) else {
+                throw ValidationError("Unknown option '--\(name)'" + table.didYouMean("--" + name) { "'--\($0.name)'" })
+            }
             let value: String
             if setting.shape == .switch {
                 guard parts.count == 1 else { throw ValidationError("The flag '--\(name)' does not take a value") }
@@ -106,7 +108,9 @@ struct ConfigFile: Sendable {
             let parts = line.split(separator: "=", maxSplits: 1)
             guard parts.count == 2 else { throw ValidationError("\(path):\(number): expected key = value") }
             let key = parts[0].trimmingSpaces()
-            guard let setting = table.setting(named: key) else { throw ValidationError("\(path):\(number): unknown key \"\(key)\"") }
+            guard let setting = table.setting(named: key) else {
+                throw ValidationError("\(path):\(number): unknown key \"\(key)\"" + table.didYouMean(key) { "\"\($0.name)\"" })
+            }
             if setting.shape != .list, let first = firstLine[key] {
                 throw ValidationError("\(path):\(number): \(key): given twice (first on line \(first)); only list keys repeat")
             }

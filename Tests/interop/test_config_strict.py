@@ -208,3 +208,60 @@ def test_the_default_data_dir_is_systemds_state_directory_when_set(tmp_path):
     err = _serve_until_listening([], cwd=tmp_path, env={"STATE_DIRECTORY": str(state)})
     assert f"data directory path={state}" in err, err
     assert (state / "herald.sqlite").exists() and not (tmp_path / "data").exists()
+
+
+# Misspellings (issue 28): refused or warned, never ignored in silence, with
+# the nearest setting named in the spelling of the place it was given.
+
+@pytest.mark.parametrize("args,needle", [
+    (["--grace-second", "3"], "did you mean '--grace-seconds'?"),
+    (["--Port", "3"], "did you mean '--port'?"),
+    (["--grace_seconds=3"], "did you mean '--grace-seconds'?"),
+])
+def test_a_misspelled_flag_names_the_nearest_setting(tmp_path, args, needle):
+    error = one_error_line(run_serve([*args, "--data-dir", str(tmp_path)]))
+    assert needle in error, error
+
+
+def test_a_flag_far_from_every_setting_gets_no_guess(tmp_path):
+    error = one_error_line(run_serve(["--zzqqxxyy", "3", "--data-dir", str(tmp_path)]))
+    assert "Unknown option '--zzqqxxyy'" in error and "did you mean" not in error, error
+
+
+@pytest.mark.parametrize("line,needle", [
+    ("grace_seconds = 3", 'did you mean "grace-seconds"?'),
+    ("HERALD_PORT = 3", 'did you mean "port"?'),
+    ("portt = 3", 'did you mean "port"?'),
+])
+def test_a_config_key_in_another_spelling_names_the_key(tmp_path, line, needle):
+    config = tmp_path / "herald.conf"
+    config.write_text(line + "\n")
+    error = one_error_line(run_serve(["--check-config", "--config", str(config), "--data-dir", str(tmp_path / "d")]))
+    assert "herald.conf:1" in error and needle in error, error
+
+
+def test_an_unknown_herald_variable_is_warned_with_the_nearest(tmp_path):
+    result = run_serve(["--check-config", "--data-dir", str(tmp_path / "d")],
+                       env={"HERALD_GRACE_SECOND": "3", "HERALD_NOT_A_THING_AT_ALL": "1",
+                            "HERALD_APNS_ROUTE": "x", "HERALD_BIN": "/bin/true", "HERALD_CONFIG": ""})
+    assert result.returncode == 0, result.stderr
+    assert "configuration OK, with 3 warning(s) above" in result.stdout, result.stdout
+    err = result.stderr
+    assert "HERALD_GRACE_SECOND is not a setting" in err and "did you mean HERALD_GRACE_SECONDS?" in err, err
+    assert "HERALD_NOT_A_THING_AT_ALL is not a setting" in err, err
+    assert "--apns-route is a list" in err, err
+    # The repository's own tooling variables and the config path are not settings and not warned about.
+    assert "HERALD_BIN" not in err and "HERALD_CONFIG" not in err, err
+
+
+def test_known_variables_give_no_warning(tmp_path):
+    result = run_serve(["--check-config", "--data-dir", str(tmp_path / "d")], env={"HERALD_GRACE_SECONDS": "3"})
+    assert result.returncode == 0, result.stderr
+    assert "configuration OK" in result.stdout and "warning" not in result.stdout + result.stderr
+
+
+def test_a_mistyped_subcommand_names_the_subcommand(tmp_path):
+    result = subprocess.run([herald_binary(), "serv"], capture_output=True, text=True, timeout=60,
+                            env={k: v for k, v in os.environ.items() if not k.startswith("HERALD_")})
+    error = one_error_line(result)
+    assert "did you mean `herald serve`?" in error, error

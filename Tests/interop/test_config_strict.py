@@ -265,3 +265,15 @@ def test_a_mistyped_subcommand_names_the_subcommand(tmp_path):
                             env={k: v for k, v in os.environ.items() if not k.startswith("HERALD_")})
     error = one_error_line(result)
     assert "did you mean `herald serve`?" in error, error
+
+
+def test_run_script_refuses_a_taken_port_before_building(taken_port):
+    """scripts/run.sh checks the port before installing or building (a long
+    first build must not end in "Address already in use")."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run(["bash", os.path.join(root, "scripts", "run.sh"), "--port", str(taken_port)],
+                            capture_output=True, text=True, timeout=60, cwd=root,
+                            env={k: v for k, v in os.environ.items() if not k.startswith("HERALD_")})
+    assert result.returncode == 1, result
+    assert f"127.0.0.1:{taken_port}" in result.stderr and "--port 50052" in result.stderr, result.stderr
+    assert "swift build" not in result.stdout + result.stderr

@@ -28,7 +28,9 @@ extension PostgresStore: SharedDueStore {
     /// The picked rows are materialized once: as a subquery joined to the
     /// UPDATE, a plan that rescans it per row picked the next unlocked row
     /// each time and claimed every due message, whatever `limit`.
-    public func claimDue(before: Int64, limit: Int, now: Int64, quota: [String: Int]) async throws -> [StoredMessage] {
+    public func claimDue(
+        before: Int64, limit: Int, now: Int64, quota: [String: Int], after: String?
+    ) async throws -> [StoredMessage] {
         let leaseUntil = now + configuration.leaseMilliseconds
         let limit = max(0, limit)
         let capped = quota.sorted { $0.key < $1.key }
@@ -65,7 +67,9 @@ extension PostgresStore: SharedDueStore {
                                 ORDER BY due_at, id LIMIT q.n FOR UPDATE SKIP LOCKED) AS rest
                             LIMIT q.n) AS p
                         WHERE q.n > 0) AS c
-                    ORDER BY c.turn, c.b, c.transactional DESC, c.due_at, c.id LIMIT \(limit))
+                    ORDER BY c.turn, coalesce(c.b COLLATE "C" <= \(after)::text, false), c.b COLLATE "C",
+                             c.transactional DESC, c.due_at, c.id
+                    LIMIT \(limit))
                 UPDATE messages AS m
                 SET sending_since = \(now), send_started_at = coalesce(m.send_started_at, \(now)),
                     push_started_at = coalesce(m.push_started_at, \(now)), attempts = m.attempts + 1, updated_at = \(now),
@@ -76,7 +80,7 @@ extension PostgresStore: SharedDueStore {
                 """, logger: self.logger, PostgresRows.message)
         }
         // The statement's order is lost in the UPDATE: the same turns again.
-        return DueTurns.pick(claimed, limit: limit)
+        return DueTurns.pick(claimed, limit: limit, after: after)
     }
 
     /// `PostgresRows.columns`, each prefixed with `m.`.

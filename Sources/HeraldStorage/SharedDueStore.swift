@@ -24,8 +24,11 @@ public protocol SharedDueStore: HeraldStore {
     /// bundles (``DueTurns``): each bundle with a due message takes a turn
     /// in each round, its transactional messages first, then oldest due
     /// first; `quota[bundle]` caps a bundle's claims (0: none; its throttle
-    /// has no slot free). Returned in ``DueTurns`` order.
-    func claimDue(before: Int64, limit: Int, now: Int64, quota: [String: Int]) async throws -> [StoredMessage]
+    /// has no slot free); within a turn, bundles after `after` go first
+    /// (the poller passes the last bundle of its previous claim, so no
+    /// bundle waits behind the same others at every poll). Returned in
+    /// ``DueTurns`` order.
+    func claimDue(before: Int64, limit: Int, now: Int64, quota: [String: Int], after: String?) async throws -> [StoredMessage]
 
     /// Extends to `now + leaseMilliseconds` the leases of those of `ids`
     /// this replica still holds; returns their ids (a missing one was
@@ -43,6 +46,11 @@ public protocol SharedDueStore: HeraldStore {
 extension SharedDueStore {
     /// `claimDue` with no bundle capped.
     public func claimDue(before: Int64, limit: Int, now: Int64) async throws -> [StoredMessage] {
-        try await claimDue(before: before, limit: limit, now: now, quota: [:])
+        try await claimDue(before: before, limit: limit, now: now, quota: [:], after: nil)
+    }
+
+    /// `claimDue` starting its turns at the lowest bundle id.
+    public func claimDue(before: Int64, limit: Int, now: Int64, quota: [String: Int]) async throws -> [StoredMessage] {
+        try await claimDue(before: before, limit: limit, now: now, quota: quota, after: nil)
     }
 }

@@ -31,4 +31,20 @@ struct DueTurnsTests {
         #expect(DueTurns.pick(due, limit: 3).map(\.id) == ["atx", "b1", "c0"])
         #expect(DueTurns.pick(due, limit: 100, quota: ["a": 2, "c": 0]).map(\.id) == ["atx", "b1", "a1"])
     }
+
+    /// Within a turn, bundles after `after` go first, then the others
+    /// (wrapping), each bundle's order kept: a poll that cannot take every
+    /// bundle's turn starts the next one where it stopped.
+    @Test func turnsStartAfterTheLastBundleServed() {
+        let due = ["a", "b", "c", "d", "e"].flatMap { bundle in
+            (1...3).map { Self.m("\(bundle)\($0)", bundle, due: Int64($0)) }
+        }
+        #expect(DueTurns.pick(due, limit: 2).map(\.id) == ["a1", "b1"])
+        #expect(DueTurns.pick(due, limit: 2, after: "b").map(\.id) == ["c1", "d1"])
+        #expect(DueTurns.pick(due, limit: 2, after: "d").map(\.id) == ["e1", "a1"])
+        #expect(DueTurns.pick(due, limit: 7, after: "c").map(\.id) == ["d1", "e1", "a1", "b1", "c1", "d2", "e2"])
+        // An `after` past every bundle, or before all of them: plain id order.
+        #expect(DueTurns.pick(due, limit: 3, after: "zzz").map(\.id) == ["a1", "b1", "c1"])
+        #expect(DueTurns.pick(due, limit: 3, after: "").map(\.id) == ["a1", "b1", "c1"])
+    }
 }

@@ -11,9 +11,11 @@ extension InMemoryStore: SharedDueStore {
 
     public nonisolated var leaseMilliseconds: Int64 { 3_000 }
 
-    public func claimDue(before: Int64, limit: Int, now: Int64, quota: [String: Int]) async throws -> [StoredMessage] {
+    public func claimDue(
+        before: Int64, limit: Int, now: Int64, quota: [String: Int], after: String?
+    ) async throws -> [StoredMessage] {
         var claimed: [StoredMessage] = []
-        for message in DueTurns.pick(try await due(before: before, limit: .max), limit: limit, quota: quota) {
+        for message in DueTurns.pick(try await due(before: before, limit: .max), limit: limit, quota: quota, after: after) {
             if let message = try await claim(id: message.id, from: message.state, now: now) { claimed.append(message) }
         }
         return claimed

@@ -32,6 +32,9 @@ extension Scheduler {
                 await Self.keepLeases(shared, held: held, clock: clock, logger: logger) { await self.wake() }
             }
             await withDiscardingTaskGroup { group in
+                // Where the next poll's turns start (`DueTurns`): after the
+                // last bundle this one claimed from.
+                var rotation: String?
                 while !stopped && !Task.isCancelled {
                     let wasDeferred = deferred
                     pollLimit = wasDeferred ? max(1, pollLimit / 2) : min(Self.pollBatch, pollLimit * 2)
@@ -39,7 +42,8 @@ extension Scheduler {
                     let limit = min(maxInFlight - inFlight, pollLimit)
                     let rates = throttle.rates()
                     let quota = sharedThrottle.quota(rates: rates, nowMicros: ThrottleSchedule.micros(clock.now()), limit: limit)
-                    let claimed = limit > 0 ? await poll(shared, limit: limit, quota: quota) : []
+                    let claimed = limit > 0 ? await poll(shared, limit: limit, quota: quota, after: rotation) : []
+                    rotation = claimed.last?.bundleID ?? rotation
                     if stopped || Task.isCancelled {
                         await giveBack(claimed, to: shared)
                         break
@@ -76,11 +80,11 @@ extension Scheduler {
 
     /// One claim of due messages (each throttled bundle at most its
     /// `quota`); a failure is logged and retried at the next poll.
-    private func poll(_ shared: any SharedDueStore, limit: Int, quota: [String: Int]) async -> [StoredMessage] {
+    private func poll(_ shared: any SharedDueStore, limit: Int, quota: [String: Int], after: String?) async -> [StoredMessage] {
         let now = clock.now()
         hints.covered(by: now)
         do {
-            return try await shared.claimDue(before: now, limit: limit, now: now, quota: quota)
+            return try await shared.claimDue(before: now, limit: limit, now: now, quota: quota, after: after)
         } catch {
             logger.warning("polling the store for due messages failed", metadata: ["error": "\(error)"])
             return []

@@ -45,6 +45,28 @@ struct FairClaimContractTests {
         }
     }
 
+    /// More bundles due than a poll takes: each poll starts its turns after
+    /// the last bundle the previous one claimed from (the poller passes it),
+    /// so every bundle is served within ceil(bundles / limit) polls — in id
+    /// order as Swift compares them (PostgreSQL with `COLLATE "C"`), punctuation included.
+    @Test(arguments: StoreKind.shared) func aPollStartsWhereTheLastOneStopped(_ kind: StoreKind) async throws {
+        try await withSharedStore(kind) { store in
+            let bundles = ["com.a", "com.a-b", "com.ab", "com.b", "com.c"]
+            for (n, bundle) in bundles.enumerated() {
+                try await store.importMessages(Self.backlog(bundle, 5, dueAt: now - 1_000, prefix: "p\(n)"))
+            }
+            var after: String?
+            var served: [String] = []
+            for _ in 0..<3 {
+                let claimed = try await store.claimDue(before: now, limit: 2, now: now, quota: [:], after: after)
+                #expect(claimed.count == 2)
+                served += claimed.map(\.bundleID)
+                after = claimed.last?.bundleID
+            }
+            #expect(served == ["com.a", "com.a-b", "com.ab", "com.b", "com.c", "com.a"])
+        }
+    }
+
     /// A transactional message due after its bundle's 300 others goes first.
     @Test(arguments: StoreKind.shared) func aTransactionalMessageGoesBeforeItsBundlesBacklog(_ kind: StoreKind) async throws {
         try await withSharedStore(kind) { store in

@@ -30,7 +30,9 @@ import datetime as dt
 import importlib
 import multiprocessing
 import os
+import re
 import statistics
+import subprocess
 import threading
 import time
 
@@ -104,21 +106,95 @@ class Consumers:
             p.join(timeout=30)
 
 
+class H2loadConsumers:
+    """C consumers as one h2load process (`-c C -n C -m 1`: C connections,
+    one StreamEvents stream each, read in C and discarded, so the consumers'
+    own CPU stays small beside the server's). The streams end at their
+    gRPC deadline (`grpc-timeout`, `deadline` s), when h2load reports the
+    DATA bytes each received."""
+
+    def __init__(self, address: str, c: int, deadline: float, body_file: str):
+        request = read_pb2().StreamEventsRequest(bundle_id=BUNDLE, from_start=True)
+        with open(body_file, "wb") as f:
+            f.write(herald_bench.framed(request))
+        self.c = c
+        self.proc = subprocess.Popen(
+            ["h2load", "-n", str(c), "-c", str(c), "-m", "1", "-t", "1", "-d", body_file,
+             "-H", "content-type: application/grpc", "-H", "te: trailers", "-H", f"grpc-timeout: {int(deadline)}S",
+             f"http://{address}{PATH}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def finish(self, timeout: float) -> tuple[int | None, float]:
+        """Waits (bounded) for h2load's end: (DATA bytes received by all
+        streams, h2load's CPU seconds); (None, cpu) if it did not end."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            if pid:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                out = self.proc.stdout.read()
+                match = re.search(r"\((\d+)\) data", out)
+                done = re.search(r"requests: .*", out)
+                print(f"h2load consumers: {done.group(0) if done else out[-300:]}")
+                return (int(match.group(1)) if match else None), usage.ru_utime + usage.ru_stime
+            time.sleep(0.1)
+        self.proc.kill()
+        self.proc.wait()
+        return None, float("nan")
+
+
+def log_bytes(address: str, count: int, timeout: float) -> int:
+    """DATA bytes of the first `count` events of a stream from the start (a
+    gRPC frame each: 5 + the message)."""
+    import grpc
+    request = read_pb2().StreamEventsRequest(bundle_id=BUNDLE, from_start=True).SerializeToString()
+    channel = grpc.insecure_channel(address)
+    call = channel.unary_stream(PATH)(request, timeout=timeout)
+    total = n = 0
+    try:
+        for message in call:
+            total += 5 + len(message)
+            n += 1
+            if n == count:
+                break
+    finally:
+        call.cancel()
+        channel.close()
+    return total if n == count else -1
+
+
 # MARK: 1. dispatch with and without consumers
 
 class HeraldWithConsumers(Herald):
-    """dispatch.measure()'s server with CONSUMERS[0] consumers attached from
-    its start; at stop, waits (bounded) until each has every event."""
+    """dispatch.measure()'s server with `consumers` consumers attached from
+    its start; at stop, checks (bounded) that each got every event."""
     consumers = 0
+    kind = "h2load"
+    deadline = 120.0  # h2load consumers: their streams' gRPC deadline
     timeout = 300.0
     results: list[dict] = []
 
     def __init__(self, data_dir, *args):
         super().__init__(data_dir, *args)
-        self.attached = Consumers(self.address, self.consumers, self.timeout + 600) if self.consumers else None
+        self.attached = None
+        if self.consumers and self.kind == "h2load":
+            body = os.path.join(os.path.dirname(data_dir), "stream-events-request.bin")
+            self.attached = H2loadConsumers(self.address, self.consumers, self.deadline, body)
+        elif self.consumers:
+            self.attached = Consumers(self.address, self.consumers, self.timeout + 600)
 
     def stop(self, timeout=60) -> int:
-        if self.attached:
+        if isinstance(self.attached, H2loadConsumers):
+            sent = self.counts().get("SENT", 0)
+            expected = EVENTS_PER_MESSAGE * sent
+            data, cpu = self.attached.finish(self.deadline + 60)
+            want = log_bytes(self.address, expected, self.timeout)
+            complete = data is not None and want > 0 and data == self.attached.c * want
+            print(f"consumers: {self.attached.c} h2load streams until their deadline ({self.deadline:.0f} s): "
+                  f"{data} DATA bytes, {self.attached.c} × the log's {expected} events ({want} bytes) = "
+                  f"{self.attached.c * want}: {'every consumer got every event' if complete else 'INCOMPLETE'}; "
+                  f"h2load CPU {cpu:.1f} s")
+            HeraldWithConsumers.results.append({"complete": complete, "lag": None})
+        elif self.attached:
             try:
                 sent = self.counts().get("SENT", 0)
                 expected = EVENTS_PER_MESSAGE * sent
@@ -144,7 +220,10 @@ def dispatch_part(a):
     for round_ in range(a.rounds):
         for side in ("without", "with"):
             HeraldWithConsumers.consumers = a.consumers if side == "with" else 0
+            HeraldWithConsumers.kind = a.consumer
             HeraldWithConsumers.timeout = a.timeout
+            # The streams outlive T0 (the lead) and the dispatch (n/2,500 s) with 20 s to spare.
+            HeraldWithConsumers.deadline = base["lead"] + a.n / 2_500 + 20
             print(f"== round {round_ + 1}/{a.rounds}, {side} {a.consumers} event consumers (loadavg {loadavg()})",
                   flush=True)
             rates[side].append(dispatch.measure(argparse.Namespace(**base), android=0))
@@ -196,6 +275,7 @@ def latency_run(label: str, reader: Herald, writer: Herald, a) -> dict:
     deadline = start + a.seconds + a.timeout
     after = time.time() + 3600  # due in an hour: nothing dispatches
     late = 0
+    began = time.monotonic()
     for i in range(n):
         if time.monotonic() > deadline:
             break
@@ -207,6 +287,7 @@ def latency_run(label: str, reader: Herald, writer: Herald, a) -> dict:
         key = f"lat-{label}-{i:06d}"
         push.Schedule(schedule_request(user=f"lat-user-{i % 50:02d}", key=key, after=after), timeout=30)
         returned[key] = time.time()
+    pace = len(returned) / max(1e-9, time.monotonic() - began)
     end = time.monotonic() + a.timeout
     while len(consumer.arrivals) < len(returned) and time.monotonic() < end:
         time.sleep(0.05)  # polling the consumer's count, bounded
@@ -218,7 +299,8 @@ def latency_run(label: str, reader: Herald, writer: Herald, a) -> dict:
     out = {"n": len(returned), "missing": missing, "p50": pct(from_return, 50), "p99": pct(from_return, 99),
            "max": from_return[-1] if from_return else float("nan"), "at_p50": pct(from_at, 50),
            "at_p99": pct(from_at, 99)}
-    print(f"{label}: {len(returned)} Schedules at {a.rate:g}/s ({late} behind the pace), {missing} events missing; "
+    print(f"{label}: {len(returned)} Schedules, one at a time, at {a.rate:g}/s asked, {pace:.0f}/s done ({late} behind "
+          f"the pace), {missing} events missing; "
           f"latency Schedule return → receipt p50 {out['p50'] * 1000:.0f} ms p99 {out['p99'] * 1000:.0f} ms max "
           f"{out['max'] * 1000:.0f} ms; event `at` → receipt p50 {out['at_p50'] * 1000:.0f} ms p99 "
           f"{out['at_p99'] * 1000:.0f} ms (budget p99 <= 1 s: "
@@ -265,6 +347,8 @@ def main():
     ap.add_argument("-n", type=int, default=50_000, help="dispatch: messages per run")
     ap.add_argument("--users", type=int, default=200, help="dispatch: users, one device each")
     ap.add_argument("--consumers", type=int, default=10)
+    ap.add_argument("--consumer", choices=("h2load", "grpcio"), default="h2load",
+                    help="dispatch: the consumers as one h2load process (default) or as grpcio processes")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rate", type=float, default=200, help="latency: Schedules per second")
     ap.add_argument("--seconds", type=float, default=20, help="latency: seconds of Schedules")

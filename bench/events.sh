@@ -6,7 +6,7 @@
 # (with HERALD_TEST_POSTGRES_URL) across two PostgreSQL replicas, consumer on
 # replica A, Schedules to replica B (budget p99 <= 1 s). Peak RSS printed.
 #   HERALD_BIN=<herald> bench/events.sh [--part dispatch|latency|all] [-n 50000] [--users 200]
-#       [--consumers 10] [--rounds 3] [--rate 200] [--seconds 20]
+#       [--consumers 10] [--consumer h2load|grpcio] [--rounds 3] [--rate 200] [--seconds 20]
 #   eval "$(scripts/pg-test-cluster.sh start)" first for the replicas' latency.
 # Only loopback is loaded; bounded by -n, --seconds and --timeout.
 set -euo pipefail

@@ -3,13 +3,16 @@
 1. dispatch — the same binary dispatching N messages (bench/lib/dispatch.py's
    measure(): K users, all due at T0, grace 0, the bundled APNs simulator)
    without event consumers, then with C (10) consumers streaming everything
-   (StreamEvents from the start, no filter, opened before the Schedules; each its
-   own process and connection, raw bytes, no parsing); rounds alternate;
-   medians of the rate (first progress → all SENT) and of the server CPU per
-   message, and the ratio (budget ≥ 0.9×). Each consumer must end with every
-   event of the run (3 per message: SCHEDULED, the device's SENT, the
-   message's SENT); how long after the last SENT the slowest caught up is
-   printed too.
+   (StreamEvents from the start, no filter, opened before the Schedules,
+   each its own connection: by default one h2load process, `-c C -n C -m 1`,
+   reading in C, its streams ended by a gRPC deadline past the dispatch;
+   `--consumer grpcio`: C Python grpcio processes, raw bytes, which cost far
+   more CPU than the server spends on them and so crowd it on 2 cores);
+   rounds alternate; medians of the rate (first progress → all SENT) and of
+   the server CPU per message, and the ratio (budget ≥ 0.9×). Each consumer
+   must end with every event of the run (3 per message: SCHEDULED, the
+   device's SENT, the message's SENT): h2load's DATA bytes = C × the log's
+   bytes (read once more at the end), or each grpcio process's count.
 2. latency — event delivery latency, commit → consumer receipt: Schedules at
    a steady RATE for SECONDS (due in an hour: nothing dispatches), one
    consumer; per SCHEDULED event, receipt − the Schedule call's return (the
@@ -21,7 +24,7 @@
 Peak RSS (VmHWM) of every server is printed. Every loop is bounded in count
 and time (--timeout).
 
-Usage: bench/events.sh [--part dispatch|latency|all] [-n 50000] [--users 200] [--consumers 10] [--rounds 3]
+Usage: bench/events.sh [--part dispatch|latency|all] [-n 50000] [--users 200] [--consumers 10] [--consumer h2load|grpcio] [--rounds 3]
                        [--rate 200] [--seconds 20]"""
 from __future__ import annotations
 

@@ -6,7 +6,12 @@ it gets every event exactly once, in order.
 
 Events come cheapest from Schedule to a user with no devices: each message
 logs SCHEDULED, then NO_DEVICES once the dispatcher looks at it (grace 0).
-`HERALD_STALLED_EVENTS` sets the count (default 100,000, as issue 27 asks)."""
+Memory is the server's VmRSS: a baseline once a warm-up has filled the
+store's page cache, then its peak while the load runs, against a fixed
+bound (24 MiB per 100,000 events) that is under half of what holding the
+events would cost (their encoded bytes, computed from what the second
+consumer read). `HERALD_STALLED_EVENTS` sets the count (default 100,000, as
+issue 27 asks; the bound scales with it)."""
 from __future__ import annotations
 
 import datetime
@@ -27,7 +32,9 @@ EVENTS = int(os.environ.get("HERALD_STALLED_EVENTS", "100000"))
 # The warm-up fills the store writer's SQLite page cache (64 MiB,
 # `PRAGMA cache_size` in SQLiteStore) with pages it wrote, so that the
 # baseline is past its growth: 12,000 messages of ~3 KB content due in an
-# hour (one SCHEDULED event each, ~90 MB of rows), then 2,000 like the load.
+# hour (one SCHEDULED event each; without them the cache's growth alone was
+# 54-58 MiB over the load, with or without a stalled consumer), then 2,000
+# like the load.
 FILL_MESSAGES = 12_000
 WARM_UP_MESSAGES = 2_000
 IN_FLIGHT = 64  # Schedule calls in flight at once
@@ -199,12 +206,12 @@ def test_a_consumer_that_never_reads_costs_bounded_memory_and_then_gets_everythi
         # alone (a lower bound: a buffered copy also pays per-object
         # overhead), against the bound: 24 MiB per 100,000 events, which
         # also covers what the server's memory grows by per message anyway
-        # (9-10 MiB for the 50,000 messages without a stalled consumer, 10-14
+        # (8.7 MiB for the 50,000 messages without a stalled consumer, 10-14
         # MiB with one, debug build; holding the events would add >= 57 MiB).
         buffered_kib = sum(reader.sizes[warm_cursors:warm_cursors + EVENTS]) // 1024
         bound_kib = 24 * 1024 * EVENTS // 100_000
         print(f"\n{EVENTS} events ({scheduled_s:.1f} s of Schedule calls after {warmed_s:.1f} s of warm-up): server RSS"
-              f" {baseline} KiB after the warm-up, peak {max(peak)} KiB, growth {growth} KiB (bound {bound_kib} KiB);"
+              f" {baseline} KiB after the warm-up, peak {max(peak)} KiB, at the end {after} KiB, growth {growth} KiB (bound {bound_kib} KiB);"
               f" buffering the events would cost >= {buffered_kib} KiB; {time.monotonic() - started:.1f} s in all")
         assert 2 * bound_kib < buffered_kib, "the bound is well under what buffering would cost"
         assert growth < bound_kib, (growth, bound_kib, buffered_kib)

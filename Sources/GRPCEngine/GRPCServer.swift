@@ -130,7 +130,11 @@ public final class GRPCServer: Sendable {
                     }
                     channel.closeFuture.whenComplete { _ in shared.releaseConnection(peer: peer) }
                     try shared.configuration.connectionPrologue?(channel)
-                    try channel.pipeline.syncOperations.addHandler(GRPCConnection(shared: shared, channel: channel))
+                    if let http1 = shared.configuration.http1Pipeline {
+                        try channel.pipeline.syncOperations.addHandler(GRPCProtocolSniffer(shared: shared, http1: http1))
+                    } else {
+                        try channel.pipeline.syncOperations.addHandler(GRPCConnection(shared: shared, channel: channel))
+                    }
                 }
             }
         let channel: any Channel

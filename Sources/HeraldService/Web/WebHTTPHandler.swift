@@ -99,13 +99,14 @@ final class WebHTTPHandler: ChannelInboundHandler {
 
     private func timedOut(context: ChannelHandlerContext) {
         timer = nil
-        let begun: Bool
+        // A 408 only once a head was parsed (NIO's pipelining handler takes
+        // no answer before one); a request still in its headers is just closed.
+        let headParsed: Bool
         switch state {
-        case .receiving, .rejected: begun = true
-        case .idle: begun = requestTimerArmed
-        case .answering, .closing: begun = false
+        case .receiving, .rejected: headParsed = true
+        case .idle, .answering, .closing: headParsed = false
         }
-        if begun {
+        if headParsed {
             respond(context: context, WebAPIError(
                 .deadlineExceeded, "the request did not arrive within \(limits.requestTimeout)", httpStatus: 408), keepAlive: false)
         } else {
@@ -128,8 +129,10 @@ final class WebHTTPHandler: ChannelInboundHandler {
         let keepAlive = head.isKeepAlive
         let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
         guard let endpoint = ContextPushAPI.endpoints[path] else {
-            state = .rejected(WebAPIError(.notFound, "no such endpoint: POST \(ContextPushAPI.schedulePath) or \(ContextPushAPI.cancelPath)",
-                                          httpStatus: 404), keepAlive: keepAlive, dropped: 0)
+            let shown = path.count > 64 ? "\(path.prefix(64))…" : path
+            state = .rejected(WebAPIError(
+                .notFound, "no endpoint at \(shown): POST \(ContextPushAPI.schedulePath) or \(ContextPushAPI.cancelPath)",
+                httpStatus: 404), keepAlive: keepAlive, dropped: 0)
             return
         }
         guard head.method == .POST else {

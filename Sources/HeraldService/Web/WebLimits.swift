@@ -9,7 +9,7 @@ struct WebLimits: Sendable {
     /// it: 413 before the body is read, closed.
     var maxBodyBytes: Int
     /// Time a request has, from its first byte to its last
-    /// (`requestReceiveTimeout`); past it: 408, closed.
+    /// (`requestReceiveTimeout`); past it: 408 once its head was parsed, and closed.
     var requestTimeout: Duration
     /// Time a connection may wait for its next request (`idleTimeout`); past it: closed.
     var idleTimeout: Duration

@@ -1,0 +1,29 @@
+import NIOCore
+import Testing
+
+@testable import GRPCEngine
+
+/// The one prefix check that splits the gRPC port between HTTP/2 and HTTP/1.1.
+@Suite("Protocol detection on the gRPC port")
+struct ProtocolSnifferTests {
+    static func verdict(_ text: String) -> GRPCProtocolSniffer.Verdict {
+        GRPCProtocolSniffer.verdict(ByteBuffer(string: text))
+    }
+
+    @Test("the whole preface is HTTP/2; any prefix of it waits for more")
+    func preface() {
+        #expect(Self.verdict("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") == .http2)
+        #expect(Self.verdict("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\u{0}\u{0}\u{0}\u{4}") == .http2)
+        for length in 0..<24 {
+            #expect(Self.verdict(String("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".prefix(length))) == .undecided)
+        }
+    }
+
+    @Test("a request line, or anything else that leaves the preface, is HTTP/1.1 (its parser judges it)")
+    func http1() {
+        #expect(Self.verdict("POST /v1/campaigns/schedule_message_for_user HTTP/1.1\r\n") == .http1)
+        #expect(Self.verdict("G") == .http1)
+        #expect(Self.verdict("PRI * HTTP/1.1\r\n") == .http1)
+        #expect(Self.verdict("\u{16}\u{3}\u{1}") == .http1)
+    }
+}

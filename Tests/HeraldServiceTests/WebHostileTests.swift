@@ -63,13 +63,15 @@ struct WebHostileTests {
             let client = try HTTP1TestClient(port: port)
             let count = 300
             var requests = ""
-            for index in 0..<count { requests += "GET /flood/\(index) HTTP/1.1\r\nHost: x\r\n\r\n" }
+            for index in 0..<count {
+                let body = "{\"x\(index)\":1}"
+                requests += "POST \(Self.schedulePath) HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            }
             client.send(requests)
             var answered = 0
             while answered < count, let response = client.readResponse() {
-                #expect(response.status == 404)
-                #expect(response.text.contains(#""code":"NOT_FOUND""#))
-                #expect(response.text.contains("no endpoint at /flood/\(answered):"))
+                #expect(response.status == 400)
+                #expect(response.text.contains(#""field":"x\#(answered)""#))
                 answered += 1
             }
             #expect(answered == count)
@@ -142,7 +144,7 @@ struct WebHostileTests {
         }
     }
 
-    @Test("an unknown path is a 404 JSON error; a wrong method a 405 with Allow: POST; the connection stays usable")
+    @Test("an unknown path is a 404 JSON error, a wrong method a 405 with Allow: POST; each then closes the connection")
     func unknownPathAndWrongMethod() async throws {
         try await withServer { port async throws in
             let client = try HTTP1TestClient(port: port)
@@ -151,11 +153,14 @@ struct WebHostileTests {
             #expect(notFound?.status == 404)
             #expect(notFound?.header("content-type") == "application/json")
             #expect(notFound?.text.hasPrefix(#"{"error":{"code":"NOT_FOUND""#) == true)
-            client.send("GET \(Self.schedulePath) HTTP/1.1\r\nHost: x\r\n\r\n")
-            let wrongMethod = client.readResponse()
+            #expect(client.isClosedByServer())
+            let other = try HTTP1TestClient(port: port)
+            other.send("GET \(Self.schedulePath) HTTP/1.1\r\nHost: x\r\n\r\n")
+            let wrongMethod = other.readResponse()
             #expect(wrongMethod?.status == 405)
             #expect(wrongMethod?.header("allow") == "POST")
             #expect(wrongMethod?.text.contains("takes POST only") == true)
+            #expect(other.isClosedByServer())
         }
     }
 
@@ -194,8 +199,8 @@ struct WebHostileTests {
             let response = client.readResponse()
             #expect(response?.status == 400)
             #expect(response?.text.contains(#""field":"platfrom""#) == true)
-            client.send("GET /again HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(client.readResponse()?.status == 404)
+            client.send("POST \(Self.schedulePath) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n[]")
+            #expect(client.readResponse()?.text.contains("must be a JSON object") == true)
         }
     }
 }

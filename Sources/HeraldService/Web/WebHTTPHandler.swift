@@ -48,7 +48,8 @@ final class WebHTTPHandler: ChannelInboundHandler {
         case idle
         /// Reading an admitted request's body.
         case receiving(ContextPushAPI.Endpoint, GRPCMetadata, keepAlive: Bool, body: ByteBuffer)
-        /// Reading (and dropping) the body of a request answered with this error at its end.
+        /// Reading (and dropping) the body of a request answered with this
+        /// error at its end (404, 405), after which the connection closes.
         case rejected(WebAPIError, keepAlive: Bool, dropped: Int)
         /// The answer is being computed.
         case answering
@@ -202,8 +203,9 @@ final class WebHTTPHandler: ChannelInboundHandler {
                 case .failure: handler.respond(context: context, WebAPIError(.internalError, "internal error"), keepAlive: keepAlive)
                 }
             }
-        case .rejected(let error, let keepAlive, _):
-            respond(context: context, error, keepAlive: keepAlive)
+        case .rejected(let error, _, _):
+            // Not a web API call (a stray client or a scan of the gRPC port): answered, then closed.
+            respond(context: context, error, keepAlive: false)
         default:
             return
         }

@@ -149,7 +149,7 @@ public final class HeraldServer: Service, Sendable {
         if let tls = configuration.tls {
             let handshakeTimeout = grpc.handshakeTimeout
             grpc.connectionPrologue = { channel in
-                try channel.pipeline.syncOperations.addHandler(tls.makeHandler(for: .http2, handshakeTimeout: handshakeTimeout))
+                try channel.pipeline.syncOperations.addHandler(tls.makeHandler(for: .http2OrHTTP1, handshakeTimeout: handshakeTimeout))
             }
         }
         // HTTP/1.1 on the same port: the ContextPush web API (SPEC §8).

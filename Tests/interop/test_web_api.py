@@ -213,3 +213,39 @@ def test_hostile_http1_ends_in_a_clear_status_and_grpc_still_works(web, stubs, r
     assert answer.startswith(b"HTTP/1.1 " + status), answer[:200]
     health = stubs.HealthStub(grpc.insecure_channel(server.address))
     assert health.Check(stubs.health_pb2.HealthCheckRequest(), timeout=10).status == 1
+
+
+def test_over_tls_alpn_http11_reaches_the_web_api(stubs, tmp_path):
+    """With --tls-cert the port still serves both: ALPN http/1.1 → the web API, h2 → gRPC."""
+    import ssl
+    from test_tls import make_pki, tls_args, tls_client_context
+    pki = make_pki(tmp_path / "pki")
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"contextpush {TOKEN} {BUNDLE}\n")
+    os.chmod(tokens, 0o600)
+    server = start_herald(*tls_args(pki), "--tokens-file", str(tokens), data_dir=str(tmp_path / "data"))
+    try:
+        path, headers, body = example("schedule-plain.http")
+        cmd = ["curl", "--http1.1", "-sS", "--cacert", pki["ca_crt"], "-o", "-", "-w", "\n%{http_code}",
+               "--max-time", "20", "-X", "POST", f"https://localhost:{server.port}{path}", "--data-binary", "@-"]
+        for name, value in headers:
+            if name.lower() != "host":
+                cmd += ["-H", f"{name}: {value}"]
+        out = subprocess.run(cmd, input=body, capture_output=True, timeout=30, check=True).stdout.decode()
+        text, status = out.rsplit("\n", 1)
+        assert status == "200", text
+        assert json.loads(text)["state"] == "scheduled"
+        context = tls_client_context(pki["ca_crt"])
+        context.set_alpn_protocols(["http/1.1"])
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw_socket:
+            with context.wrap_socket(raw_socket, server_hostname="localhost") as tls:
+                assert tls.selected_alpn_protocol() == "http/1.1"
+                tls.sendall(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert tls.recv(65536).startswith(b"HTTP/1.1 404")
+        with grpc.secure_channel(server.address, grpc.ssl_channel_credentials(
+                root_certificates=pathlib.Path(pki["ca_crt"]).read_bytes()),
+                options=[("grpc.ssl_target_name_override", "localhost")]) as channel:
+            health = stubs.HealthStub(channel)
+            assert health.Check(stubs.health_pb2.HealthCheckRequest(), timeout=10).status == 1
+    finally:
+        assert server.stop() == 0

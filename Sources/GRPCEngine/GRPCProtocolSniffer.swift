@@ -71,6 +71,10 @@ final class GRPCProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler 
                 try context.pipeline.syncOperations.addHandler(
                     GRPCConnection(shared: shared, channel: context.channel), position: .after(self))
             } else {
+                guard shared.otherChannelOpened(context.channel) else {
+                    context.close(promise: nil)
+                    return
+                }
                 try http1(context.channel)
             }
         } catch {
@@ -81,4 +85,11 @@ final class GRPCProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler 
         context.fireChannelRead(wrapInboundOut(bytes))
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
+}
+
+/// Fired inbound on each connection handed to `http1Pipeline` when the
+/// server begins a graceful shutdown: its handlers answer the request in
+/// flight, then close it (the drain timeout closes it regardless).
+public struct GRPCServerDraining: Sendable {
+    public init() {}
 }

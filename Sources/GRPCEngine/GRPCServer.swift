@@ -175,7 +175,10 @@ public final class GRPCServer: Sendable {
         for connection in connections {
             connection.eventLoop.execute { connection.beginShutdown() }
         }
-        let closeFutures = connections.map { $0.channel.closeFuture }
+        // HTTP/1.1 connections: told to close once their request in flight is answered.
+        let others = shared?.drainOtherChannels() ?? []
+        for channel in others { channel.pipeline.fireUserInboundEventTriggered(GRPCServerDraining()) }
+        let closeFutures = connections.map { $0.channel.closeFuture } + others.map(\.closeFuture)
         let drained = await withTaskGroup(of: Bool.self) { tasks in
             tasks.addTask {
                 for future in closeFutures { try? await future.get() }
@@ -188,6 +191,7 @@ public final class GRPCServer: Sendable {
             let first = await tasks.next() ?? false
             if !first {
                 for connection in connections { connection.forceClose() }
+                for channel in others { channel.close(promise: nil) }
             }
             tasks.cancelAll()
             return first
@@ -253,6 +257,8 @@ final class GRPCServerShared: Sendable {
 
     private struct Registry {
         var connections: [ObjectIdentifier: GRPCConnection] = [:]
+        /// Connections handed to `http1Pipeline`, by their channel.
+        var otherChannels: [ObjectIdentifier: any Channel] = [:]
         var draining = false
         /// RPCs of connections already closed.
         var closedRPCs = 0
@@ -356,6 +362,26 @@ final class GRPCServerShared: Sendable {
                 registry.closedRPCs += connection.counters.rpcsTotal.load(ordering: .relaxed)
             }
         }
+    }
+
+    /// Registers a connection handed to `http1Pipeline` until it closes;
+    /// false while draining (the caller closes it).
+    func otherChannelOpened(_ channel: any Channel) -> Bool {
+        let key = ObjectIdentifier(channel)
+        let admitted = registry.withLock { registry in
+            guard !registry.draining else { return false }
+            registry.otherChannels[key] = channel
+            return true
+        }
+        if admitted {
+            channel.closeFuture.whenComplete { _ in self.registry.withLock { _ = $0.otherChannels.removeValue(forKey: key) } }
+        }
+        return admitted
+    }
+
+    /// The connections handed to `http1Pipeline` still open (draining has begun).
+    func drainOtherChannels() -> [any Channel] {
+        registry.withLock { Array($0.otherChannels.values) }
     }
 
     func stats() -> GRPCServerStats {

@@ -6,7 +6,7 @@ import Glibc
 /// A blocking loopback socket speaking whatever a test writes: raw HTTP/1.1
 /// (hostile on purpose) or a hand-built HTTP/2 Health/Check. Reads time out
 /// after 10 s (a bound, not a wait: every read expects an answer or EOF).
-final class HTTP1TestClient {
+final class HTTP1TestClient: @unchecked Sendable {
     private var fd: Int32
     private var buffer: [UInt8] = []
 

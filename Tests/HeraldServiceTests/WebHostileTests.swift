@@ -203,4 +203,28 @@ struct WebHostileTests {
             #expect(client.readResponse()?.text.contains("must be a JSON object") == true)
         }
     }
+
+    @Test("on shutdown a keep-alive HTTP/1.1 connection is closed between requests, well before the drain timeout")
+    func drainClosesIdleKeepAlive() async throws {
+        try await withTemporaryDirectory(prefix: "herald-web-drain") { directory in
+            var configuration = HeraldConfiguration()
+            configuration.port = 0
+            configuration.dataDirectory = directory
+            configuration.drainTimeout = .seconds(60)
+            let server = HeraldServer(configuration: configuration, logger: Logger(label: "test"))
+            try await server.withRunning { address async throws in
+                let client = try HTTP1TestClient(port: address.port)
+                client.send("POST \(Self.schedulePath) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n[]")
+                #expect(client.readResponse()?.status == 400)
+                // Read on a thread of its own: a blocking read on the test's
+                // task would hold a cooperative thread the shutdown needs.
+                let closed = await withCheckedContinuation { continuation in
+                    DispatchQueue.global().async { continuation.resume(returning: client.isClosedByServer()) }
+                    Task { await server.shutdown() }
+                }
+                // Closed by the drain (the 10 s read bound is far below its 60 s timeout).
+                #expect(closed)
+            }
+        }
+    }
 }

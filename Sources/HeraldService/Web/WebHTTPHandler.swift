@@ -64,6 +64,8 @@ final class WebHTTPHandler: ChannelInboundHandler {
     private var timer: Scheduled<Void>?
     /// True while the request timer (not the idle timer) runs.
     private var requestTimerArmed = false
+    /// The server is shutting down: the next answer closes the connection.
+    private var draining = false
 
     init(api: ContextPushAPI, limits: WebLimits, watch: WebReadWatch) {
         self.api = api
@@ -222,6 +224,7 @@ final class WebHTTPHandler: ChannelInboundHandler {
     ) {
         guard context.channel.isActive else { return }
         if case .closing = state { return }
+        let keepAlive = keepAlive && !draining
         var headers = HTTPHeaders([("content-type", "application/json"), ("content-length", "\(json.count)")] + extra)
         if !keepAlive { headers.add(name: "connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
@@ -237,6 +240,16 @@ final class WebHTTPHandler: ChannelInboundHandler {
             let channel = context.channel
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
         }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is GRPCServerDraining else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        draining = true
+        // Between requests: closed now; otherwise after the answer in flight.
+        if case .idle = state, !requestTimerArmed { context.close(promise: nil) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -227,4 +227,16 @@ struct WebHostileTests {
             }
         }
     }
+
+    @Test("Expect: 100-continue gets 100 Continue once the headers are admitted, then the answer")
+    func expectContinue() async throws {
+        try await withServer { port async throws in
+            let client = try HTTP1TestClient(port: port)
+            let body = "[]"
+            client.send("POST \(Self.schedulePath) HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+            #expect(client.readResponse()?.status == 100)
+            client.send(body)
+            #expect(client.readResponse()?.status == 400)
+        }
+    }
 }

@@ -154,6 +154,10 @@ final class WebHTTPHandler: ChannelInboundHandler {
             return
         }
         state = .receiving(endpoint, metadata, keepAlive: keepAlive, body: context.channel.allocator.buffer(capacity: 0))
+        // Admitted (token, size): a client waiting to send its body may (RFC 9110 §10.1.1).
+        if head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+        }
     }
 
     private var tooLarge: WebAPIError {

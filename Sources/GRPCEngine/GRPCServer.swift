@@ -152,6 +152,19 @@ public final class GRPCServer: Sendable {
         return (host, port)
     }
 
+    /// Reports a call of a registered method that was answered in process
+    /// (another protocol on the port calling its handler) to the observer:
+    /// the tally and `callFinished` see it as they see a gRPC call. Any thread.
+    public func recordInProcessCall(_ request: GRPCRequest, code: GRPCStatus.Code, durationNanoseconds: Int64) {
+        guard let shared = state.withLock({ $0.shared }) else { return }
+        let method = shared.routes[request.path]?.index ?? -1
+        shared.tally?.record(method: method, code: code.rawValue, nanoseconds: durationNanoseconds)
+        guard let callFinished = shared.callFinished else { return }
+        callFinished(GRPCFinishedCall(
+            method: method, path: request.path, code: code, durationNanoseconds: durationNanoseconds,
+            peer: request.remoteAddress, annotation: shared.annotate?(request)))
+    }
+
     /// A snapshot of the counters.
     public func stats() -> GRPCServerStats {
         let shared = state.withLock { $0.shared }

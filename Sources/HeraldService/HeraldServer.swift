@@ -159,6 +159,9 @@ public final class HeraldServer: Service, Sendable {
         grpc.http1Pipeline = { channel in try WebPipeline.configure(channel, api: webAPI, limits: webLimits) }
         let server = GRPCServer(configuration: grpc, logger: logger)
         self.server = server
+        webAPI.record { request, code, nanoseconds in
+            server.recordInProcessCall(request, code: code, durationNanoseconds: nanoseconds)
+        }
 
         let health = HealthService(state: state)
         // Health, reflection and Status answer without a token: they run

@@ -249,3 +249,24 @@ def test_over_tls_alpn_http11_reaches_the_web_api(stubs, tmp_path):
             assert health.Check(stubs.health_pb2.HealthCheckRequest(), timeout=10).status == 1
     finally:
         assert server.stop() == 0
+
+
+def test_web_calls_are_in_the_access_log_as_their_grpc_method(tmp_path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"contextpush {TOKEN} {BUNDLE}\n")
+    os.chmod(tokens, 0o600)
+    access = tmp_path / "access.log"
+    server = start_herald("--tokens-file", str(tokens), "--access-log", str(access), "--log-format", "json",
+                          data_dir=str(tmp_path / "data"))
+    try:
+        path, headers, body = example("schedule-plain.http")
+        assert curl(server.port, path, headers, body)[0] == 200
+        cpath, cheaders, cbody = example("cancel.http")
+        assert curl(server.port, cpath, cheaders, cbody)[0] == 404
+    finally:
+        assert server.stop() == 0
+    records = [json.loads(line) for line in access.read_text().splitlines()]
+    assert [(r["method"], r["code"], r["bundle"]) for r in records] == [
+        ("herald.v1.PushService/Schedule", "OK", BUNDLE), ("herald.v1.PushService/Cancel", "NOT_FOUND", BUNDLE)]
+    assert all(r["peer"].startswith("127.0.0.1:") for r in records)
+    assert TOKEN not in access.read_text()

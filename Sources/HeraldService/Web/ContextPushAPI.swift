@@ -30,8 +30,16 @@ final class ContextPushAPI: Sendable {
     private let handlers = Mutex<[String: GRPCUnaryHandler]>([:])
     /// Checks the token on the headers, before the body is read.
     let admission: GRPCAdmission?
+    /// Tells the gRPC server's observer (metrics, access log) about each
+    /// call that reached a handler, under the gRPC method's name.
+    private let recorder = Mutex<(@Sendable (GRPCRequest, GRPCStatus.Code, Int64) -> Void)?>(nil)
 
     init(admission: GRPCAdmission?) { self.admission = admission }
+
+    /// Sets where finished calls are reported.
+    func record(with recorder: @escaping @Sendable (GRPCRequest, GRPCStatus.Code, Int64) -> Void) {
+        self.recorder.withLock { $0 = recorder }
+    }
 
     /// Called with each registered delivery handler; keeps Schedule's and Cancel's.
     func register(_ path: String, _ handler: GRPCUnaryHandler) {
@@ -56,14 +64,24 @@ final class ContextPushAPI: Sendable {
         let request = GRPCRequest(
             path: endpoint.grpcPath, metadata: metadata, message: message, deadline: deadline, remoteAddress: remoteAddress)
         let promise = loop.makePromise(of: [UInt8].self)
+        let record = recorder.withLock { $0 }
+        let started = ContinuousClock.now
         promise.completeWithTask {
+            var code = GRPCStatus.Code.ok
+            defer {
+                let (seconds, attoseconds) = (ContinuousClock.now - started).components
+                record?(request, code, seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000)
+            }
             do {
                 return endpoint.reply(try await handler.callInProcess(request, on: loop))
             } catch let status as GRPCStatus {
+                code = status.code
                 throw WebAPIError(status)
             } catch is CancellationError {
+                code = .cancelled
                 throw WebAPIError(.cancelled, "cancelled")
             } catch {
+                code = .internalError
                 throw WebAPIError(.internalError, "internal error")
             }
         }

@@ -195,7 +195,7 @@ final class WebHTTPHandler: ChannelInboundHandler {
             timer?.cancel()
             timer = nil
             requestTimerArmed = false
-            let remote = context.channel.remoteAddress.map { "\($0)" }
+            let remote = context.channel.remoteAddress.flatMap { address in address.ipAddress.map { "\($0):\(address.port ?? 0)" } }
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             api.call(
                 endpoint, body: Array(body.readableBytesView), metadata: metadata, remoteAddress: remote,

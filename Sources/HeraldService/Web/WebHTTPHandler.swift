@@ -50,7 +50,7 @@ final class WebHTTPHandler: ChannelInboundHandler {
         case receiving(ContextPushAPI.Endpoint, GRPCMetadata, keepAlive: Bool, body: ByteBuffer)
         /// Reading (and dropping) the body of a request answered with this
         /// error at its end (404, 405), after which the connection closes.
-        case rejected(WebAPIError, keepAlive: Bool, dropped: Int)
+        case rejected(WebAPIError, dropped: Int)
         /// The answer is being computed.
         case answering
         /// An answer that closes the connection was written: the rest is ignored.
@@ -135,11 +135,11 @@ final class WebHTTPHandler: ChannelInboundHandler {
             let shown = path.count > 64 ? "\(path.prefix(64))…" : path
             state = .rejected(WebAPIError(
                 .notFound, "no endpoint at \(shown): POST \(ContextPushAPI.schedulePath) or \(ContextPushAPI.cancelPath)",
-                httpStatus: 404), keepAlive: keepAlive, dropped: 0)
+                httpStatus: 404), dropped: 0)
             return
         }
         guard head.method == .POST else {
-            state = .rejected(WebAPIError(.unimplemented, "\(path) takes POST only", httpStatus: 405), keepAlive: keepAlive, dropped: 0)
+            state = .rejected(WebAPIError(.unimplemented, "\(path) takes POST only", httpStatus: 405), dropped: 0)
             return
         }
         var metadata = GRPCMetadata()
@@ -175,13 +175,13 @@ final class WebHTTPHandler: ChannelInboundHandler {
             var chunk = chunk
             body.writeBuffer(&chunk)
             state = .receiving(endpoint, metadata, keepAlive: keepAlive, body: body)
-        case .rejected(let error, let keepAlive, let dropped):
+        case .rejected(let error, let dropped):
             let total = dropped + chunk.readableBytes
             guard total <= limits.maxBodyBytes else {
                 respond(context: context, tooLarge, keepAlive: false)
                 return
             }
-            state = .rejected(error, keepAlive: keepAlive, dropped: total)
+            state = .rejected(error, dropped: total)
         default:
             return
         }
@@ -209,7 +209,7 @@ final class WebHTTPHandler: ChannelInboundHandler {
                 case .failure: handler.respond(context: context, WebAPIError(.internalError, "internal error"), keepAlive: keepAlive)
                 }
             }
-        case .rejected(let error, _, _):
+        case .rejected(let error, _):
             // Not a web API call (a stray client or a scan of the gRPC port): answered, then closed.
             respond(context: context, error, keepAlive: false)
         default:

@@ -2,10 +2,12 @@ import NIOCore
 
 /// The first handler of a connection on a server with
 /// `GRPCServerConfiguration.http1Pipeline` set: it compares the first bytes
-/// with the HTTP/2 connection preface once, installs either the HTTP/2
-/// engine (`GRPCConnection`) or the HTTP/1.1 handlers behind itself, hands
-/// them what it read, and leaves the pipeline. Nothing of it stays on the
-/// gRPC path. A connection that sends too little to decide within the
+/// with the HTTP/2 connection preface and the HTTP/1.1 request methods once,
+/// installs either the HTTP/2 engine (`GRPCConnection`) or the HTTP/1.1
+/// handlers behind itself, hands them what it read, and leaves the pipeline.
+/// Nothing of it stays on the gRPC path. Anything that is neither (a broken
+/// preface, garbage) goes to the engine, which answers it as it always has
+/// (GOAWAY, closed). A connection that sends too little to decide within the
 /// handshake timeout is closed.
 final class GRPCProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
@@ -14,20 +16,30 @@ final class GRPCProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler 
     /// RFC 9113 §3.4.
     static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
+    /// How an HTTP/1.1 request line starts (RFC 9110 §9 methods, then a space).
+    static let requestLineStarts: [[UInt8]] = ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "TRACE", "CONNECT"]
+        .map { Array("\($0) ".utf8) }
+
     /// What the first bytes say.
     enum Verdict: Equatable {
-        /// A prefix of the preface: more bytes are needed.
+        /// A prefix of the preface or of a request line: more bytes are needed.
         case undecided
+        /// The preface, or neither (the engine refuses it as before).
         case http2
         case http1
     }
 
-    /// One prefix comparison of what has arrived so far.
+    /// One prefix comparison of what has arrived so far (at most 24 bytes read).
     static func verdict(_ bytes: ByteBuffer) -> Verdict {
-        let count = min(bytes.readableBytes, preface.count)
-        let matches = bytes.readableBytesView.prefix(count).elementsEqual(preface.prefix(count))
-        if !matches { return .http1 }
-        return count == preface.count ? .http2 : .undecided
+        let view = bytes.readableBytesView
+        var undecided = false
+        for (candidate, verdict) in [(preface, Verdict.http2)] + requestLineStarts.map({ ($0, Verdict.http1) }) {
+            let count = min(view.count, candidate.count)
+            guard view.prefix(count).elementsEqual(candidate.prefix(count)) else { continue }
+            if count == candidate.count { return verdict }
+            undecided = true
+        }
+        return undecided ? .undecided : .http2
     }
 
     private let shared: GRPCServerShared

@@ -21,11 +21,23 @@ struct ProtocolSnifferTests {
         }
     }
 
-    @Test("a request line, or anything else that leaves the preface, is HTTP/1.1 (its parser judges it)")
+    @Test("a request line is HTTP/1.1 once its method and space have arrived")
     func http1() {
         #expect(Self.verdict("POST /v1/campaigns/schedule_message_for_user HTTP/1.1\r\n") == .http1)
-        #expect(Self.verdict("G") == .http1)
-        #expect(Self.verdict("PRI * HTTP/1.1\r\n") == .http1)
-        #expect(Self.verdict("\u{16}\u{3}\u{1}") == .http1)
+        #expect(Self.verdict("GET / HTTP/1.1\r\n") == .http1)
+        #expect(Self.verdict("DELETE ") == .http1)
+        for partial in ["P", "PO", "POS", "POST", "G", "GET", "PU", "D"] {
+            #expect(Self.verdict(partial) == .undecided, "\(partial)")
+        }
+    }
+
+    @Test("anything else goes to the engine, which refuses it as before (h2spec 3.5 #2: GOAWAY)")
+    func neither() {
+        #expect(Self.verdict("INVALID CONNECTION PREFACE\r\n\r\n") == .http2)
+        #expect(Self.verdict("PRI * HTTP/1.1\r\n") == .http2)
+        #expect(Self.verdict("POSTX /") == .http2)
+        #expect(Self.verdict("get / HTTP/1.1") == .http2)
+        #expect(Self.verdict("\u{16}\u{3}\u{1}") == .http2)
+        #expect(Self.verdict("\u{0}") == .http2)
     }
 }

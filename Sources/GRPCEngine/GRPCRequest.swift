@@ -179,6 +179,14 @@ public struct GRPCServerConfiguration: Sendable {
     /// closes the connection. Nil: cleartext (h2c). The handshake timeout
     /// runs from accept, so it bounds what these handlers do first too.
     public var connectionPrologue: (@Sendable (any Channel) throws -> Void)?
+    /// Installs the handlers of a connection whose first bytes are not the
+    /// HTTP/2 connection preface (an HTTP/1.1 request), at the end of its
+    /// pipeline on its event loop; a throw closes the connection. Nil: every
+    /// connection goes to the HTTP/2 engine as it is accepted. Set, each
+    /// connection's first bytes are compared with the preface once (within
+    /// `handshakeTimeout`), then nothing of the check stays in its pipeline.
+    /// Such connections count against `maxConnections` as gRPC ones do.
+    public var http1Pipeline: (@Sendable (any Channel) throws -> Void)?
 
     public init() {}
 }

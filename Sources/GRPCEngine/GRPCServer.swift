@@ -130,7 +130,11 @@ public final class GRPCServer: Sendable {
                     }
                     channel.closeFuture.whenComplete { _ in shared.releaseConnection(peer: peer) }
                     try shared.configuration.connectionPrologue?(channel)
-                    try channel.pipeline.syncOperations.addHandler(GRPCConnection(shared: shared, channel: channel))
+                    if let http1 = shared.configuration.http1Pipeline {
+                        try channel.pipeline.syncOperations.addHandler(GRPCProtocolSniffer(shared: shared, http1: http1))
+                    } else {
+                        try channel.pipeline.syncOperations.addHandler(GRPCConnection(shared: shared, channel: channel))
+                    }
                 }
             }
         let channel: any Channel
@@ -146,6 +150,19 @@ public final class GRPCServer: Sendable {
         let host = channel.localAddress?.ipAddress ?? configuration.host
         logger.info("grpc server listening", metadata: ["address": "\(host):\(port)"])
         return (host, port)
+    }
+
+    /// Reports a call of a registered method that was answered in process
+    /// (another protocol on the port calling its handler) to the observer:
+    /// the tally and `callFinished` see it as they see a gRPC call. Any thread.
+    public func recordInProcessCall(_ request: GRPCRequest, code: GRPCStatus.Code, durationNanoseconds: Int64) {
+        guard let shared = state.withLock({ $0.shared }) else { return }
+        let method = shared.routes[request.path]?.index ?? -1
+        shared.tally?.record(method: method, code: code.rawValue, nanoseconds: durationNanoseconds)
+        guard let callFinished = shared.callFinished else { return }
+        callFinished(GRPCFinishedCall(
+            method: method, path: request.path, code: code, durationNanoseconds: durationNanoseconds,
+            peer: request.remoteAddress, annotation: shared.annotate?(request)))
     }
 
     /// A snapshot of the counters.
@@ -171,7 +188,10 @@ public final class GRPCServer: Sendable {
         for connection in connections {
             connection.eventLoop.execute { connection.beginShutdown() }
         }
-        let closeFutures = connections.map { $0.channel.closeFuture }
+        // HTTP/1.1 connections: told to close once their request in flight is answered.
+        let others = shared?.drainOtherChannels() ?? []
+        for channel in others { channel.pipeline.fireUserInboundEventTriggered(GRPCServerDraining()) }
+        let closeFutures = connections.map { $0.channel.closeFuture } + others.map(\.closeFuture)
         let drained = await withTaskGroup(of: Bool.self) { tasks in
             tasks.addTask {
                 for future in closeFutures { try? await future.get() }
@@ -184,6 +204,7 @@ public final class GRPCServer: Sendable {
             let first = await tasks.next() ?? false
             if !first {
                 for connection in connections { connection.forceClose() }
+                for channel in others { channel.close(promise: nil) }
             }
             tasks.cancelAll()
             return first
@@ -249,6 +270,8 @@ final class GRPCServerShared: Sendable {
 
     private struct Registry {
         var connections: [ObjectIdentifier: GRPCConnection] = [:]
+        /// Connections handed to `http1Pipeline`, by their channel.
+        var otherChannels: [ObjectIdentifier: any Channel] = [:]
         var draining = false
         /// RPCs of connections already closed.
         var closedRPCs = 0
@@ -352,6 +375,26 @@ final class GRPCServerShared: Sendable {
                 registry.closedRPCs += connection.counters.rpcsTotal.load(ordering: .relaxed)
             }
         }
+    }
+
+    /// Registers a connection handed to `http1Pipeline` until it closes;
+    /// false while draining (the caller closes it).
+    func otherChannelOpened(_ channel: any Channel) -> Bool {
+        let key = ObjectIdentifier(channel)
+        let admitted = registry.withLock { registry in
+            guard !registry.draining else { return false }
+            registry.otherChannels[key] = channel
+            return true
+        }
+        if admitted {
+            channel.closeFuture.whenComplete { _ in self.registry.withLock { _ = $0.otherChannels.removeValue(forKey: key) } }
+        }
+        return admitted
+    }
+
+    /// The connections handed to `http1Pipeline` still open (draining has begun).
+    func drainOtherChannels() -> [any Channel] {
+        registry.withLock { Array($0.otherChannels.values) }
     }
 
     func stats() -> GRPCServerStats {

@@ -128,6 +128,9 @@ public final class HeraldServer: Service, Sendable {
     /// This instance's Prometheus metrics (served by the admin listener).
     public let metrics = HeraldMetrics(states: MessageState.allCases.map(\.rawValue))
     let server: GRPCServer
+    /// The ContextPush web API (HTTP/1.1 on the gRPC port), given the
+    /// Schedule and Cancel handlers once they exist.
+    let webAPI: ContextPushAPI
     let logger: Logger
     /// The admin listener's bound address, once it is up.
     let adminAddress = AdminAddress()
@@ -146,11 +149,19 @@ public final class HeraldServer: Service, Sendable {
         if let tls = configuration.tls {
             let handshakeTimeout = grpc.handshakeTimeout
             grpc.connectionPrologue = { channel in
-                try channel.pipeline.syncOperations.addHandler(tls.makeHandler(for: .http2, handshakeTimeout: handshakeTimeout))
+                try channel.pipeline.syncOperations.addHandler(tls.makeHandler(for: .http2OrHTTP1, handshakeTimeout: handshakeTimeout))
             }
         }
+        // HTTP/1.1 on the same port: the ContextPush web API (SPEC §8).
+        let webAPI = ContextPushAPI(admission: configuration.accessPolicy.admission)
+        self.webAPI = webAPI
+        let webLimits = WebLimits(grpc)
+        grpc.http1Pipeline = { channel in try WebPipeline.configure(channel, api: webAPI, limits: webLimits) }
         let server = GRPCServer(configuration: grpc, logger: logger)
         self.server = server
+        webAPI.record { request, code, nanoseconds in
+            server.recordInProcessCall(request, code: code, durationNanoseconds: nanoseconds)
+        }
 
         let health = HealthService(state: state)
         // Health, reflection and Status answer without a token: they run
@@ -393,6 +404,7 @@ public final class HeraldServer: Service, Sendable {
         routes.zones = zones
         for route in routes.handlers(store: store, scheduler: scheduler, revokes: revokes) {
             server.register(route.path, route.handler, admission: policy.admission)
+            webAPI.register(route.path, route.handler)
         }
         let reads = ReadAdmission(maxConcurrent: configuration.readSide.maxConcurrent, maxQueued: configuration.readSide.maxQueued)
         ReadSideAccess.register(on: server, policy: policy, store: store, reads: reads)

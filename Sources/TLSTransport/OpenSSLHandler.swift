@@ -26,7 +26,8 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     private enum State { case idle, handshaking, established, closed }
 
     private let tls: TLSContext
-    private let requireH2: Bool
+    /// The ALPN protocols a handshake must agree on; nil: any or none.
+    private let allowedALPN: Set<String>?
     private let serverName: String?
     private var ssl: OpaquePointer?
     private var readBIO: OpaquePointer?
@@ -43,11 +44,14 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     ///   - handshakeTimeout: close the connection if the handshake has not finished by then.
     ///   - requireH2: fail a handshake that did not agree on ALPN `h2`
     ///     (false for an HTTP/1.1 server, which selects `http/1.1` or none).
+    ///   - allowedALPN: set, fail a handshake that did not agree on one of
+    ///     these (instead of `requireH2`'s `h2`).
     public init(
-        context tls: TLSContext, serverName: String? = nil, handshakeTimeout: Duration = .seconds(10), requireH2: Bool = true
+        context tls: TLSContext, serverName: String? = nil, handshakeTimeout: Duration = .seconds(10), requireH2: Bool = true,
+        allowedALPN: Set<String>? = nil
     ) throws {
         self.tls = tls
-        self.requireH2 = requireH2
+        self.allowedALPN = allowedALPN ?? (requireH2 ? ["h2"] : nil)
         self.handshakeTimeout = TimeAmount(handshakeTimeout)
         self.serverName = serverName
         let ssl = try tls.makeSSL()
@@ -172,8 +176,9 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
             var length: UInt32 = 0
             SSL_get0_alpn_selected(ssl, &data, &length)
             let alpn = data.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
-            guard alpn == "h2" || !requireH2 else {
-                fail(context: context, TLSError(.alpnNotNegotiated, "peer did not agree to ALPN h2 (got \(alpn ?? "none"))"))
+            if let allowedALPN, !allowedALPN.contains(alpn ?? "") {
+                let wanted = allowedALPN.sorted().joined(separator: " or ")
+                fail(context: context, TLSError(.alpnNotNegotiated, "peer did not agree to ALPN \(wanted) (got \(alpn ?? "none"))"))
                 return
             }
             move(to: .established)

@@ -35,6 +35,9 @@ public final class ServerTLS: Sendable {
         case http2
         /// HTTP/1.1 (the admin listener).
         case http1
+        /// The gRPC port serving HTTP/1.1 beside gRPC: ALPN `h2` or
+        /// `http/1.1` required (the first bytes then pick the handler).
+        case http2OrHTTP1
     }
 
     /// The leaf certificate in force, for logs.
@@ -50,6 +53,7 @@ public final class ServerTLS: Sendable {
     private struct Contexts {
         var http2: TLSContext
         var http1: TLSContext
+        var http2OrHTTP1: TLSContext
         var summary: Summary
     }
 
@@ -79,14 +83,22 @@ public final class ServerTLS: Sendable {
 
     /// The context new connections of `listener` use now.
     public func context(for listener: Listener) -> TLSContext {
-        contexts.withLock { listener == .http2 ? $0.http2 : $0.http1 }
+        contexts.withLock { contexts in
+            switch listener {
+            case .http2: contexts.http2
+            case .http1: contexts.http1
+            case .http2OrHTTP1: contexts.http2OrHTTP1
+            }
+        }
     }
 
     /// A handler for one accepted connection of `listener` with the credentials
     /// in force; the connection is closed when its handshake has not finished
     /// within `handshakeTimeout`.
     public func makeHandler(for listener: Listener, handshakeTimeout: Duration) throws -> OpenSSLHandler {
-        try OpenSSLHandler(context: context(for: listener), handshakeTimeout: handshakeTimeout, requireH2: listener == .http2)
+        try OpenSSLHandler(
+            context: context(for: listener), handshakeTimeout: handshakeTimeout, requireH2: listener == .http2,
+            allowedALPN: listener == .http2OrHTTP1 ? ["h2", "http/1.1"] : nil)
     }
 
     private static func load(_ files: Files) throws(TLSError) -> Contexts {
@@ -123,7 +135,9 @@ public final class ServerTLS: Sendable {
                 certificatePEM: certificatePEM, keyPEM: keyPEM, clientCertificates: clientCertificates, alpn: .h2)
             let http1 = try TLSContext.server(
                 certificatePEM: certificatePEM, keyPEM: keyPEM, clientCertificates: clientCertificates, alpn: .http11)
-            return Contexts(http2: http2, http1: http1, summary: summary)
+            let http2OrHTTP1 = try TLSContext.server(
+                certificatePEM: certificatePEM, keyPEM: keyPEM, clientCertificates: clientCertificates, alpn: .h2OrHTTP11)
+            return Contexts(http2: http2, http1: http1, http2OrHTTP1: http2OrHTTP1, summary: summary)
         } catch let error as TLSError where error.message.contains("do not match") {
             throw TLSError(.configuration, "TLS key \(files.key) does not match the certificate in \(files.certificate)")
         } catch {

@@ -80,6 +80,9 @@ public final class TLSContext: @unchecked Sendable {
         case h2
         /// `http/1.1` when the client offers it, else no ALPN (an HTTP/1.1 listener).
         case http11
+        /// `h2` when the client offers it, else `http/1.1`; a client offering
+        /// neither fails the handshake (the gRPC port with HTTP/1.1 beside it).
+        case h2OrHTTP11
     }
 
     /// A server context: `certificatePEM` (leaf first, then chain), TLS 1.2+,
@@ -116,6 +119,7 @@ public final class TLSContext: @unchecked Sendable {
         switch alpn {
         case .h2: SSL_CTX_set_alpn_select_cb(tls.context, selectH2, nil)
         case .http11: SSL_CTX_set_alpn_select_cb(tls.context, selectHTTP11, nil)
+        case .h2OrHTTP11: SSL_CTX_set_alpn_select_cb(tls.context, selectH2OrHTTP11, nil)
         }
         return tls
     }
@@ -190,6 +194,16 @@ private let selectHTTP11: @convention(c) (
     UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
 ) -> Int32 = { _, out, outLength, input, inputLength, _ in
     selectALPN("http/1.1", out, outLength, input, inputLength) ? SSL_TLSEXT_ERR_OK : SSL_TLSEXT_ERR_NOACK
+}
+
+/// Server ALPN for the gRPC port serving HTTP/1.1 too: `h2`, else
+/// `http/1.1`, else fail the handshake (no_application_protocol).
+private let selectH2OrHTTP11: @convention(c) (
+    OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+    UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
+) -> Int32 = { _, out, outLength, input, inputLength, _ in
+    selectALPN("h2", out, outLength, input, inputLength) || selectALPN("http/1.1", out, outLength, input, inputLength)
+        ? SSL_TLSEXT_ERR_OK : SSL_TLSEXT_ERR_ALERT_FATAL
 }
 
 /// Points `out` at `wanted` in the client's ALPN list (length-prefixed

@@ -303,13 +303,20 @@ def test_tls_1_1_is_refused(tls_server):
     assert "PROTOCOL_VERSION" in str(error.value).upper().replace(" ", "_"), error.value
 
 
-def test_a_client_that_does_not_offer_alpn_h2_is_refused(tls_server):
+def test_a_client_that_offers_neither_alpn_h2_nor_http11_is_refused(tls_server):
+    # ALPN chooses (issue 28): h2 is gRPC, http/1.1 the web API (test_web_api.py); anything else is refused.
     context = tls_client_context()
-    context.set_alpn_protocols(["http/1.1"])
+    context.set_alpn_protocols(["spdy/3"])
     with socket.create_connection(("127.0.0.1", tls_server.port), timeout=10) as raw:
         with pytest.raises(ssl.SSLError) as error:
             context.wrap_socket(raw, server_hostname="localhost")
     assert "no application protocol" in str(error.value), error.value
+    # h2 is chosen whenever it is offered.
+    context = tls_client_context()
+    context.set_alpn_protocols(["http/1.1", "h2"])
+    with socket.create_connection(("127.0.0.1", tls_server.port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname="localhost") as tls:
+            assert tls.selected_alpn_protocol() == "h2"
     # TLS 1.2 with h2 is accepted (1.2 is the minimum, not 1.3).
     context = tls_client_context()
     context.maximum_version = ssl.TLSVersion.TLSv1_2

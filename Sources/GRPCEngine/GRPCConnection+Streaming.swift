@@ -80,7 +80,7 @@ extension GRPCConnection {
     }
 
     /// One response message from the handler; the first one sends the response HEADERS.
-    func streamingSend(_ stream: GRPCStream, _ message: [UInt8], _ continuation: CheckedContinuation<Void, any Error>) {
+    func streamingSend(_ stream: GRPCStream, _ messages: [[UInt8]], _ continuation: CheckedContinuation<Void, any Error>) {
         assertOnLoop()
         guard stream.phase == .running, stream.streaming?.waitingWriter == nil, let session else {
             continuation.resume(throwing: CancellationError())
@@ -107,7 +107,7 @@ extension GRPCConnection {
             }
         }
         do {
-            try session.append(message, prefixed: true, to: body, streamID: stream.id)
+            for message in messages { try session.append(message, prefixed: true, to: body, streamID: stream.id) }
         } catch {
             resetAfterFailedResponse(stream, error)
             continuation.resume(throwing: CancellationError())

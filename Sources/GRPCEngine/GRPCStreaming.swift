@@ -32,7 +32,15 @@ public struct GRPCResponseWriter: Sendable {
     /// flow control or a full socket); throws `CancellationError` once the
     /// stream is gone (reset, deadline, connection loss, drain).
     public func send(_ message: [UInt8]) async throws {
-        try await call.send(message)
+        try await call.send([message])
+    }
+
+    /// Sends `messages` in order as one write: one hop to the connection's
+    /// loop and one flush for all of them (a page of events), then
+    /// suspends as `send` does while the peer is not taking data.
+    public func send(contentsOf messages: [[UInt8]]) async throws {
+        guard !messages.isEmpty else { return }
+        try await call.send(messages)
     }
 }
 
@@ -80,11 +88,11 @@ final class GRPCStreamingCall: Sendable {
     /// The stream, on the connection's loop.
     var stream: GRPCStream { boundStream.value }
 
-    func send(_ message: [UInt8]) async throws {
+    func send(_ messages: [[UInt8]]) async throws {
         try Task.checkCancellation()
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             eventLoop.execute { [self] in
-                connection.streamingSend(stream, message, continuation)
+                connection.streamingSend(stream, messages, continuation)
             }
         }
     }

@@ -415,7 +415,7 @@ public final class HeraldServer: Service, Sendable {
                 pollInterval: store is any SharedDueStore ? .milliseconds(200) : .milliseconds(100))
             server.register(StreamEventsService.path, streaming: .serverStreaming { request, writer in
                 do {
-                    try await events.stream(request) { try await writer.send($0) }
+                    try await events.stream(request) { try await writer.send(contentsOf: $0) }
                 } catch {
                     throw DomainStatus.status(for: error) ?? error
                 }

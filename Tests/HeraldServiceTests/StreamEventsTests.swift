@@ -143,13 +143,15 @@ struct StreamEventsTests {
         }
         let task = Task {
             defer { sink.finish() }
-            try await service.stream(GRPCRequest(path: StreamEventsService.path, message: message)) { bytes in
-                try Task.checkCancellation()  // as the engine's writer: a cancelled stream sends nothing more
-                let received = try ProtobufC.withUnpacked(Herald__V1__DeliveryEvent.self, from: bytes) {
-                    Received(cursor: String(cString: $0.cursor), messageID: String(cString: $0.message_id))
+            try await service.stream(GRPCRequest(path: StreamEventsService.path, message: message)) { page in
+                for bytes in page {
+                    try Task.checkCancellation()  // as the engine's writer: a cancelled stream sends nothing more
+                    let received = try ProtobufC.withUnpacked(Herald__V1__DeliveryEvent.self, from: bytes) {
+                        Received(cursor: String(cString: $0.cursor), messageID: String(cString: $0.message_id))
+                    }
+                    sink.yield(received)
+                    await gate?()
                 }
-                sink.yield(received)
-                await gate?()
             }
         }
         return (stream.makeAsyncIterator(), task)

@@ -104,8 +104,8 @@ package struct OfflineHandlers: Sendable {
             guard let events else { throw GRPCStatus(.unimplemented, "method not found: \(path)") }
             let first = FirstAnswer()
             do {
-                try await events.stream(request) { answer in
-                    first.bytes = answer
+                try await events.stream(request) { page in
+                    first.bytes = page.first ?? []
                     throw FirstAnswer.Sent()
                 }
             } catch is FirstAnswer.Sent {}

@@ -74,7 +74,10 @@ struct StreamEventsService: Sendable {
         }
     }
 
-    func stream(_ request: GRPCRequest, send: @Sendable ([UInt8]) async throws -> Void) async throws {
+    /// `send` takes a page of encoded events at a time (one write on the
+    /// connection for the page, not one per event: bench/RESULTS.md,
+    /// StreamEvents, 2026-11-28).
+    func stream(_ request: GRPCRequest, send: @Sendable ([[UInt8]]) async throws -> Void) async throws {
         let caller = try policy.authenticate(request.metadata)
         let asked = try Self.decode(request.message)
         try ReadSideAccess.check(caller, bundleID: asked.bundleID)
@@ -94,7 +97,7 @@ struct StreamEventsService: Sendable {
             try Task.checkCancellation()
             let page = try await log.events(bundleID: asked.bundleID, after: position, filter: asked.filter, limit: Self.pageSize)
             if let position { try await checkKept(position, bundleID: asked.bundleID) }
-            for event in page.events { try await send(event.packed()) }
+            if !page.events.isEmpty { try await send(page.events.map { $0.packed() }) }
             // Caught up when the read examined nothing new; a filtered page
             // can be short and still have moved on: read again at once.
             let moved = page.reached.map { reached in position.map { reached > $0 } ?? true } ?? false

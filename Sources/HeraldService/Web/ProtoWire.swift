@@ -56,43 +56,33 @@ struct ProtoFields {
     var varints: [UInt32: UInt64] = [:]
     var strings: [UInt32: [String]] = [:]
 
-    /// Nil for bytes that are not a well-formed message.
+    /// Nil for bytes that are not a well-formed message (`WireReader`'s
+    /// rules: a field number 0, a group or an unknown wire type is one).
     init?(_ bytes: [UInt8]) {
-        var index = 0
-        func varint() -> UInt64? {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while index < bytes.count, shift < 64 {
-                let byte = bytes[index]
-                index += 1
-                value |= UInt64(byte & 0x7F) << shift
-                if byte < 0x80 { return value }
-                shift += 7
+        var varints: [UInt32: UInt64] = [:]
+        var strings: [UInt32: [String]] = [:]
+        let wellFormed = bytes.withUnsafeBytes { raw -> Bool in
+            var reader = WireReader(bytes: raw, offset: 0, end: raw.count)
+            while !reader.atEnd {
+                guard let field = reader.field() else { return false }
+                switch field.wireType {
+                case 0:
+                    // The value is the field's second varint (after its key).
+                    var value = WireReader(bytes: raw, offset: field.range.lowerBound, end: field.range.upperBound)
+                    _ = value.varint()
+                    varints[field.number] = value.varint()
+                case 2:
+                    guard let payload = field.payload else { return false }
+                    strings[field.number, default: []].append(String(decoding: raw[payload], as: UTF8.self))
+                default:
+                    break  // fixed-width values: skipped
+                }
             }
-            return nil
+            return true
         }
-        while index < bytes.count {
-            guard let key = varint() else { return nil }
-            let field = UInt32(truncatingIfNeeded: key >> 3)
-            switch key & 7 {
-            case 0:
-                guard let value = varint() else { return nil }
-                varints[field] = value
-            case 1:
-                guard index + 8 <= bytes.count else { return nil }
-                index += 8
-            case 2:
-                guard let length = varint(), length <= UInt64(bytes.count - index) else { return nil }
-                let end = index + Int(length)
-                strings[field, default: []].append(String(decoding: bytes[index..<end], as: UTF8.self))
-                index = end
-            case 5:
-                guard index + 4 <= bytes.count else { return nil }
-                index += 4
-            default:
-                return nil
-            }
-        }
+        guard wellFormed else { return nil }
+        self.varints = varints
+        self.strings = strings
     }
 
     func string(_ field: UInt32) -> String { strings[field]?.last ?? "" }

@@ -19,12 +19,7 @@ enum ContextPushRequest {
     /// A `herald.v1.ScheduleRequest` from a `schedule_message_for_user` body.
     static func schedule(_ body: [UInt8]) throws(WebAPIError) -> [UInt8] {
         let members = try object(read(body), field: nil, allowed: scheduleMembers)
-        var wire = ProtoWriter()
-        wire.optionalString(1, try string(members, "bundle_id"))
-        if let platform = try platform(members) { wire.varint(2, platform) }
-        wire.optionalString(3, try string(members, "user_id"))
-        wire.optionalString(4, try string(members, "campaign_id"))
-        wire.optionalString(5, try string(members, "idempotency_key"))
+        var wire = try addressed(members)
         if let method = try string(members, "delivery_method") {
             switch method {
             case "context_aware": wire.varint(6, 1)
@@ -48,14 +43,19 @@ enum ContextPushRequest {
 
     /// A `herald.v1.CancelRequest` from a `cancel_message_for_user` body.
     static func cancel(_ body: [UInt8]) throws(WebAPIError) -> [UInt8] {
-        let members = try object(read(body), field: nil, allowed: cancelMembers)
+        try addressed(object(read(body), field: nil, allowed: cancelMembers)).bytes
+    }
+
+    /// Fields 1–5, which `ScheduleRequest` and `CancelRequest` share: the
+    /// bundle, platform, user, campaign and idempotency key.
+    private static func addressed(_ members: [String: WebJSON]) throws(WebAPIError) -> ProtoWriter {
         var wire = ProtoWriter()
         wire.optionalString(1, try string(members, "bundle_id"))
         if let platform = try platform(members) { wire.varint(2, platform) }
         wire.optionalString(3, try string(members, "user_id"))
         wire.optionalString(4, try string(members, "campaign_id"))
         wire.optionalString(5, try string(members, "idempotency_key"))
-        return wire.bytes
+        return wire
     }
 
     // MARK: - Parts

@@ -32,13 +32,28 @@ final class ContextPushAPI: Sendable {
     let admission: GRPCAdmission?
     /// Tells the gRPC server's observer (metrics, access log) about each
     /// call that reached a handler, under the gRPC method's name.
-    private let recorder = Mutex<(@Sendable (GRPCRequest, GRPCStatus.Code, Int64) -> Void)?>(nil)
+    ///
+    /// The closure lives in a struct: a function value stored directly as a
+    /// `Mutex`'s generic value is re-abstracted on every `withLock` (a
+    /// thunk each way, written back), so each read wrapped it deeper until a
+    /// call overflowed the stack (a crash after ~25,000 web requests).
+    private let recorder = Mutex<CallRecorder?>(nil)
+
+    /// Where finished calls are reported (see `recorder`).
+    struct CallRecorder: Sendable {
+        let record: @Sendable (GRPCRequest, GRPCStatus.Code, Int64) -> Void
+    }
 
     init(admission: GRPCAdmission?) { self.admission = admission }
 
     /// Sets where finished calls are reported.
     func record(with recorder: @escaping @Sendable (GRPCRequest, GRPCStatus.Code, Int64) -> Void) {
-        self.recorder.withLock { $0 = recorder }
+        self.recorder.withLock { $0 = CallRecorder(record: recorder) }
+    }
+
+    /// The recorder in use (each call reads it once).
+    func currentRecorder() -> CallRecorder? {
+        recorder.withLock { $0 }
     }
 
     /// Called with each registered delivery handler; keeps Schedule's and Cancel's.
@@ -64,7 +79,7 @@ final class ContextPushAPI: Sendable {
         let request = GRPCRequest(
             path: endpoint.grpcPath, metadata: metadata, message: message, deadline: deadline, remoteAddress: remoteAddress)
         let promise = loop.makePromise(of: [UInt8].self)
-        let record = recorder.withLock { $0 }
+        let record = currentRecorder()?.record
         let started = ContinuousClock.now
         promise.completeWithTask {
             var code = GRPCStatus.Code.ok

@@ -178,7 +178,9 @@ def dispatch_run(a, replicas: int, server_args=(), lead: float | None = None) ->
         t_last = samples[-1][0]
         rate = len(set(keys)) / max(1e-9, t_last - t_first)
         # Pushes counted against their users' caps (a policy with a cap counts every one).
-        counted = int(db.scalar("SELECT count(*) FROM counted_sends")) if db else None
+        # (A build before the policy ledger, PostgreSQL schema v6, has no such table.)
+        has_ledger = db and db.scalar("SELECT to_regclass('counted_sends') IS NOT NULL") == "t"
+        counted = int(db.scalar("SELECT count(*) FROM counted_sends")) if has_ledger else None
         done = max(1, len(set(keys)))
         cpu_us = sum(c1[0] - c0[0] + c1[1] - c0[1] for c0, c1 in zip(cpu0, cpu1)) / done * 1e6
         pg_cpu_us = (pg1 - pg0) / done * 1e6 if pg0 is not None and pg1 is not None else None

@@ -199,11 +199,15 @@ H2_STATUS = re.compile(r"status codes: (\d+) 2xx")
 H2_FINISHED = re.compile(r"finished in ([\d.]+)(\w+), ([\d.]+) req/s")
 
 
+GRPC_HEADERS = ("content-type: application/grpc", "te: trailers")
+
+
 def h2load(address: str, body_file: str, n: int, c=16, m=32, path="/herald.v1.PushService/Schedule",
-           log_file: str | None = None, timeout=600, threads=1):
-    cmd = ["h2load", "-n", str(n), "-c", str(c), "-m", str(m), "-t", str(threads), "-d", body_file,
-           "-H", "content-type: application/grpc", "-H", "te: trailers",
-           f"http://{address}{path}"]
+           log_file: str | None = None, timeout=600, threads=1, headers=GRPC_HEADERS, h1=False):
+    """h2load POSTing `body_file` (gRPC by default; `h1` and `headers` for
+    HTTP/1.1 JSON, `-m` then being the pipelining depth)."""
+    cmd = ["h2load", *(["--h1"] if h1 else []), "-n", str(n), "-c", str(c), "-m", str(m), "-t", str(threads),
+           "-d", body_file, *[arg for header in headers for arg in ("-H", header)], f"http://{address}{path}"]
     if log_file:
         cmd[1:1] = ["--log-file", log_file]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout

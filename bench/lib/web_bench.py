@@ -13,13 +13,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from herald_bench import (Herald, bench_tmp, framed, h2load, loadavg, pct, rmtree, schedule_request,  # noqa: E402
-                          H2_FINISHED, H2_REQS, H2_STATUS)
+                          wait_for)
 
 WEB_PATH = "/v1/campaigns/schedule_message_for_user"
 
@@ -37,35 +36,14 @@ def web_body(after_iso: str) -> bytes:
 
 
 def h1load(address: str, body_file: str, n: int, c: int, log_file: str) -> dict:
-    cmd = ["h2load", "--h1", "--log-file", log_file, "-n", str(n), "-c", str(c), "-m", "1", "-t", "1",
-           "-d", body_file, "-H", "content-type: application/json", f"http://{address}{WEB_PATH}"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600).stdout
-    r = {"raw": out}
-    if (mm := H2_REQS.search(out)):
-        r.update(succeeded=int(mm[4]), failed=int(mm[5]), errored=int(mm[6]))
-    if (mm := H2_FINISHED.search(out)):
-        r["req_s"] = float(mm[3])
-    if (mm := H2_STATUS.search(out)):
-        r["2xx"] = int(mm[1])
-    lat = []
-    with open(log_file) as f:
-        for line in f:
-            parts = line.split("\t")
-            if len(parts) >= 3 and parts[1] == "200":
-                lat.append(int(parts[2]) / 1000.0)
-    r["lat_ms"] = sorted(lat)
-    return r
+    """`c` keep-alive HTTP/1.1 connections, one request in flight each."""
+    return h2load(address, body_file, n, c, 1, path=WEB_PATH, log_file=log_file,
+                  headers=("content-type: application/json",), h1=True)
 
 
 def stored(h: Herald, expect: int, timeout=30.0) -> int:
-    deadline = time.monotonic() + timeout
-    total = 0
-    while time.monotonic() < deadline:
-        total = sum(h.counts().values())
-        if total >= expect:
-            return total
-        time.sleep(0.2)
-    return total
+    """Messages stored once Status counts `expect` (its snapshot refreshes about once a second)."""
+    return wait_for(lambda: (t := h.total()) >= expect and t, timeout, 0.2) or h.total()
 
 
 def main():

@@ -48,9 +48,7 @@ struct HeraldCommand: AsyncParsableCommand {
         let arguments = CommandLine.arguments.dropFirst()
         guard let first = arguments.first, !first.hasPrefix("-"), text.contains("Unexpected argument '\(first)'") else { return "" }
         let names = configuration.subcommands.compactMap { $0.configuration.commandName }
-        let limit = max(1, min(3, first.count / 3))
-        let near = names.map { ($0, SettingsTable.editDistance(first.lowercased(), $0, limit: limit)) }
-            .filter { $0.1 <= limit }.min { $0.1 < $1.1 }
-        return near.map { "; did you mean `herald \($0.0)`?" } ?? ""
+        let near = SettingsTable.nearest(first.lowercased(), among: names, limit: max(1, min(3, first.count / 3)))
+        return near.map { "; did you mean `herald \($0)`?" } ?? ""
     }
 }

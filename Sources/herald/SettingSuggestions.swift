@@ -21,12 +21,18 @@ extension SettingsTable {
         guard !wanted.isEmpty else { return nil }
         if let same = settings.first(where: { $0.name == wanted }) { return same }
         let limit = max(1, min(3, wanted.count / 4))
-        var best: (setting: any AnySetting, distance: Int)?
-        for setting in settings {
-            let distance = Self.editDistance(wanted, setting.name, limit: limit)
-            if distance <= limit, distance < best?.distance ?? Int.max { best = (setting, distance) }
+        return Self.nearest(wanted, among: settings.map(\.name), limit: limit).flatMap { setting(named: $0) }
+    }
+
+    /// The name of `names` fewest edits from `word`, if within `limit`
+    /// (the first of equals).
+    static func nearest(_ word: String, among names: [String], limit: Int) -> String? {
+        var best: (name: String, distance: Int)?
+        for name in names {
+            let distance = editDistance(word, name, limit: limit)
+            if distance <= limit, distance < best?.distance ?? Int.max { best = (name, distance) }
         }
-        return best?.setting
+        return best?.name
     }
 
     /// "; did you mean --name?" (`as`: how the name is written where it
@@ -66,12 +72,13 @@ extension SettingsTable {
     static func editDistance(_ a: String, _ b: String, limit: Int) -> Int {
         let a = Array(a.utf8), b = Array(b.utf8)
         if abs(a.count - b.count) > limit { return limit + 1 }
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
         var previous = Array(0...b.count)
         var current = Array(repeating: 0, count: b.count + 1)
-        for i in 1...max(a.count, 1) where !a.isEmpty {
+        for i in 1...a.count {
             current[0] = i
-            var rowMinimum = current[0]
-            for j in 1...max(b.count, 1) where !b.isEmpty {
+            var rowMinimum = i
+            for j in 1...b.count {
                 let cost = a[i - 1] == b[j - 1] ? 0 : 1
                 current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
                 rowMinimum = min(rowMinimum, current[j])
@@ -79,6 +86,6 @@ extension SettingsTable {
             if rowMinimum > limit { return limit + 1 }
             swap(&previous, &current)
         }
-        return a.isEmpty ? b.count : previous[b.count]
+        return previous[b.count]
     }
 }

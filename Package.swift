@@ -266,6 +266,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            // Release links with lld: packed relative relocations (DT_RELR, glibc
+            // ≥ 2.36) instead of 3 MB of RELA records read at every start, and no
+            // exported symbol table (the static stdlib's `-export-dynamic` is for
+            // test bundles). Peak RSS under load: 39 → 31 MiB (bench/RESULTS.md).
+            linkerSettings: [
+                .unsafeFlags(
+                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                     "-Xlinker", "--no-export-dynamic"],
+                    .when(platforms: [.linux], configuration: .release))
             ]
         ),
         // Fuzz targets (deframer, request decoders, JSON, TZif) as plain functions,

@@ -6,10 +6,12 @@
 #
 #   scripts/package.sh [OUT_DIR]    default dist/
 #
-# Writes OUT_DIR/herald-<version>-linux-<arch>/ (bin/herald, the service
-# unit, DEPENDS: the Debian packages the binary links against), a .tar.gz
-# of it and OUT_DIR/latest (a link to it), after checking the binary: `ldd` finds every library and
-# none in the toolchain, and it answers --version and --help.
+# Writes OUT_DIR/herald-<version>-linux-<arch>/ (bin/herald without debug
+# information, the service unit, DEPENDS: the Debian packages the binary
+# links against), a .tar.gz of it, its debug information as
+# OUT_DIR/herald-<version>-linux-<arch>.debug and OUT_DIR/latest (a link to
+# it), after checking the binary: `ldd` finds every library and none in the
+# toolchain, and it answers --version and --help.
 # The build has its own scratch directory (.build-package), so it does not
 # disturb the debug and release builds in .build. It builds every target of
 # the package, not only the herald product (the fuzz targets and herald-bench
@@ -35,7 +37,12 @@ name="herald-$version-linux-$arch"
 stage="$out/$name"
 rm -rf "$stage" "$out/$name.tar.gz"
 mkdir -p "$stage/bin"
-cp "$bin" "$stage/bin/herald"
+# Shipped without DWARF (≈ 65 MB of it): the debug information goes beside
+# the tarball as $name.debug, linked by .gnu_debuglink so gdb finds it; the
+# symbol table stays, so perf and gdb still name functions.
+rm -f "$out/$name.debug"
+objcopy --only-keep-debug "$bin" "$out/$name.debug"
+objcopy --strip-debug --add-gnu-debuglink="$out/$name.debug" "$bin" "$stage/bin/herald"
 cp deploy/herald.service "$stage/"
 
 # What the binary needs at run time: every library ldd resolves, none from

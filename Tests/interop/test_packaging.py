@@ -62,6 +62,31 @@ def test_packaged_binary_links_only_system_libraries():
             assert target.startswith(("/lib", "/usr/lib")), line
 
 
+def test_packaged_binary_is_lean_to_load():
+    """The packaged binary carries no DWARF (its .debug file sits beside the
+    tarball, named by .gnu_debuglink), packs its relative relocations
+    (DT_RELR) and exports no symbols: what the loader reads at every start."""
+    binary = packaged_binary()
+    sections = subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True, timeout=30)
+    assert sections.returncode == 0, sections.stderr
+    assert ".debug_info" not in sections.stdout, "the packaged binary still carries DWARF"
+    assert ".gnu_debuglink" in sections.stdout, sections.stdout
+    link = subprocess.run(["readelf", "-p", ".gnu_debuglink", binary], capture_output=True, text=True,
+                          errors="replace", timeout=30)
+    debug_name = re.search(r"\]\s+(\S+\.debug)", link.stdout)
+    assert debug_name, link.stdout
+    stage = pathlib.Path(binary).resolve().parents[1]
+    assert (stage.parent / debug_name.group(1)).is_file(), f"{debug_name.group(1)} is not beside {stage}"
+    dynamic = subprocess.run(["readelf", "-dW", binary], capture_output=True, text=True, timeout=30)
+    assert "(RELR)" in dynamic.stdout, dynamic.stdout
+    relasz = re.search(r"\(RELASZ\)\s+(\d+) \(bytes\)", dynamic.stdout)
+    assert relasz and int(relasz.group(1)) < 256 * 1024, dynamic.stdout
+    symbols = subprocess.run(["readelf", "--dyn-syms", "-W", binary], capture_output=True, text=True, timeout=30)
+    exported = [line for line in symbols.stdout.splitlines()
+                if re.search(r"\b(FUNC|OBJECT)\s+GLOBAL\s+DEFAULT\s+\d+\s", line)]
+    assert len(exported) < 100, f"{len(exported)} exported symbols, e.g. {exported[:3]}"
+
+
 def test_packaged_binary_answers_version_and_help():
     binary = packaged_binary()
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30, env=clean_env())

@@ -19,6 +19,8 @@ import Synchronization
 /// - Flow control: a page is read only once the previous one was written;
 ///   `send` suspends while the consumer does not read, so a stalled consumer
 ///   holds one page (`pageSize` events) and no more.
+/// - Shared: the unfiltered streams of a bundle read its ``EventTail``:
+///   the log's recent events read and encoded once for all of them.
 /// - Bounded: at most `slots.capacity` streams at once; past it
 ///   RESOURCE_EXHAUSTED naming the setting.
 /// - Scope: like the read side, a bundle the token may not see is NOT_FOUND.
@@ -29,6 +31,8 @@ struct StreamEventsService: Sendable {
 
     let policy: AccessPolicy
     let log: any DeliveryEventLog
+    /// Unfiltered streams of a bundle share its tail (one read, one encoding).
+    let tails: EventTails
     let slots: StreamSlots
     let pollInterval: Duration
     let sleep: @Sendable (Duration) async throws -> Void
@@ -39,6 +43,7 @@ struct StreamEventsService: Sendable {
     ) {
         self.policy = policy
         self.log = log
+        self.tails = EventTails(log: log)
         self.slots = slots
         self.pollInterval = pollInterval
         self.sleep = sleep
@@ -93,11 +98,20 @@ struct StreamEventsService: Sendable {
         } else if !asked.fromStart {
             position = try await log.latestEventCursor(bundleID: asked.bundleID)
         }
+        // A filtered stream reads the log itself (the filter goes into the query).
+        let tail = asked.filter == EventFilter() ? tails.enter(asked.bundleID) : nil
+        defer { if tail != nil { tails.leave(asked.bundleID) } }
         while true {
             try Task.checkCancellation()
-            let page = try await log.events(bundleID: asked.bundleID, after: position, filter: asked.filter, limit: Self.pageSize)
+            let page: EventTail.Page
+            if let shared = try await tail?.page(after: position, limit: Self.pageSize) {
+                page = shared
+            } else {
+                let read = try await log.events(bundleID: asked.bundleID, after: position, filter: asked.filter, limit: Self.pageSize)
+                page = EventTail.Page(events: read.events.map { $0.packed() }, reached: read.reached)
+            }
             if let position { try await checkKept(position, bundleID: asked.bundleID) }
-            if !page.events.isEmpty { try await send(page.events.map { $0.packed() }) }
+            if !page.events.isEmpty { try await send(page.events) }
             // Caught up when the read examined nothing new; a filtered page
             // can be short and still have moved on: read again at once.
             let moved = page.reached.map { reached in position.map { reached > $0 } ?? true } ?? false

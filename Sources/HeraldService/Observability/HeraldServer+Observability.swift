@@ -26,7 +26,7 @@ extension HeraldServer {
         server.observe(RPCObserver(metrics: metrics.rpcTable(methods: server.methods), accessLog: accessLog))
         var services: [any Service] = [StoreProbeService(
             directory: probeDirectory, store: store, state: state,
-            interval: configuration.storeProbeInterval, logger: logger)]
+            interval: configuration.storeProbeInterval, logger: logger, metrics: metrics)]
         if let admin = configuration.admin {
             let endpoints = AdminEndpoints(metrics: metrics, state: state, alive: { [weak self] in self?.isRunning ?? false })
             services.append(AdminService(

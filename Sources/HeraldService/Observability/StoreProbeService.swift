@@ -22,11 +22,13 @@ struct StoreProbeService: Service {
     let state: ServingStateCell
     let interval: Duration
     let logger: Logger
+    /// Told each verdict (`herald_ready`, `herald_store_writable`, the data directory's free space).
+    var metrics: HeraldMetrics?
 
     static let probeName = ".herald-write-probe"
 
     func run() async {
-        let (directory, store, state, interval, logger) = (directory, store, state, interval, logger)
+        let (directory, store, state, interval, logger, metrics) = (directory, store, state, interval, logger, metrics)
         await cancelWhenGracefulShutdown {
             var failing: String?
             while !Task.isCancelled {
@@ -44,6 +46,7 @@ struct StoreProbeService: Service {
                 }
                 failing = problem
                 state.setStoreWritable(problem == nil)
+                metrics?.probed(ready: state.isReady, storeWritable: problem == nil, disk: directory.flatMap(DiskSpace.of))
                 try? await Task.sleep(for: interval)
             }
         }

@@ -307,3 +307,32 @@ def test_a_wrong_metric_name_is_reported(exported, tmp_path):
     problems = unknown_names(exported, alerts=tmp_path / "alerts.yml", dashboard=tmp_path / "dashboard.json")
     assert problems == [f"alerts.yml: HeraldNotReady: herald_readyz",
                         f"dashboard.json: {panel['title']}: herald_deliveries_totl"], problems
+
+
+def test_the_dashboard_is_importable_grafana_json():
+    """Schema 39, the data source a variable every panel uses, job and
+    instance variables every query filters on, panels inside the 24-column
+    grid with unique ids."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert dashboard["schemaVersion"] == 39 and dashboard["uid"] and dashboard["title"]
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["DS_PROMETHEUS"]["type"] == "datasource" and variables["DS_PROMETHEUS"]["query"] == "prometheus"
+    assert {"job", "instance"} <= variables.keys()
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    titles = set()
+    for panel in dashboard["panels"]:
+        grid = panel["gridPos"]
+        assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24 and grid["h"] > 0, panel["title"]
+        if panel["type"] == "row":
+            continue
+        titles.add(panel["title"])
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}, panel["title"]
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == "${DS_PROMETHEUS}"
+            assert 'job=~"$job"' in target["expr"] and 'instance=~"$instance"' in target["expr"], target["expr"]
+    for wanted in ("Device requests by provider and outcome", "Dispatch lateness (send time minus due time)",
+                   "Oldest due lag", "Store commit latency", "Pool connections", "Streams in flight",
+                   "Holds by reason", "Suppressions by reason", "Requests by method and code", "Latency p99 by method"):
+        assert wanted in titles

@@ -106,16 +106,26 @@ struct ObservabilityTests {
         text = scrape()
         #expect(text.contains(#"herald_provider_auth_failures_total{service="apns",route="a",reason="InvalidProviderToken"} 6"#))
         #expect(text.contains(#"herald_provider_streams_in_flight{service="apns",endpoint="api.push.apple.com"} 0.0"#))
-        metrics.probed(ready: true, storeWritable: true, disk: DiskSpace(availableBytes: 1024, sizeBytes: 4096))
+        #expect(text.contains("herald_ready 0.0"))  // no serving state followed yet
+        let state = ServingStateCell()
+        metrics.follow(state)
+        #expect(scrape().contains("herald_ready 0.0") && scrape().contains("herald_store_writable 1.0"))  // starting
+        state.set(.serving)
+        metrics.probed(disk: DiskSpace(availableBytes: 1024, sizeBytes: 4096))
         text = scrape()
         #expect(text.contains("herald_ready 1.0"))
         #expect(text.contains("herald_store_writable 1.0"))
         #expect(text.contains("herald_data_dir_available_bytes 1024.0"))
         #expect(text.contains("herald_data_dir_size_bytes 4096.0"))
-        metrics.probed(ready: false, storeWritable: false, disk: nil)
+        state.setStoreWritable(false)
+        metrics.probed(disk: nil)
         text = scrape()
         #expect(text.contains("herald_ready 0.0") && text.contains("herald_store_writable 0.0"))
         #expect(text.contains("herald_data_dir_available_bytes 1024.0"))
+        state.setStoreWritable(true)
+        state.set(.draining)
+        text = scrape()
+        #expect(text.contains("herald_ready 0.0") && text.contains("herald_store_writable 1.0"))
     }
 
     @Test func diskSpaceReadsTheFileSystemAndRefusesAMissingDirectory() throws {

@@ -30,6 +30,8 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
     private let authFailures = Mutex<[String: (counter: CoreMetrics.Counter, seen: Int)]>([:])
     private let ready: CoreMetrics.Gauge
     private let storeWritable: CoreMetrics.Gauge
+    /// Read at each render: `herald_ready` is what `/readyz` would say then.
+    private let servingState = Mutex<ServingStateCell?>(nil)
     /// Made on the first disk reading: a store without a data directory
     /// (PostgreSQL) has no such gauges rather than a zero that reads as a full disk.
     private let dataDirectory = Mutex<(available: CoreMetrics.Gauge, size: CoreMetrics.Gauge)?>(nil)
@@ -177,12 +179,15 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
         }
     }
 
-    /// The store probe's verdict (about once a second): ready (serving with a
-    /// writable store), the store writable, and the data directory's file
-    /// system (nil: no data directory to watch).
-    func probed(ready isReady: Bool, storeWritable writable: Bool, disk: DiskSpace?) {
-        ready.record(isReady ? 1 : 0)
-        storeWritable.record(writable ? 1 : 0)
+    /// `herald_ready` and `herald_store_writable` follow `state` from now on
+    /// (read when `/metrics` is rendered).
+    func follow(_ state: ServingStateCell) {
+        servingState.withLock { $0 = state }
+    }
+
+    /// The store probe's reading of the data directory's file system, about
+    /// once a second (nil: no data directory to watch, or `statvfs` failed).
+    func probed(disk: DiskSpace?) {
         guard let disk else { return }
         let gauges = dataDirectory.withLock { gauges in
             if let gauges { return gauges }
@@ -208,6 +213,10 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
     /// folded into the registry's counters, the registry's metrics, then the
     /// RPC duration histograms (from the same snapshot as the counters).
     public func render() -> [UInt8] {
+        if let readiness = servingState.withLock({ $0 })?.readiness {
+            ready.record(readiness.isReady ? 1 : 0)
+            storeWritable.record(readiness.storeWritable ? 1 : 0)
+        }
         let tables = rpcTables.withLock { $0 }
         let snapshots = tables.map { $0.tally.snapshot() }
         for (table, snapshot) in zip(tables, snapshots) { table.fold(snapshot) }

@@ -23,6 +23,7 @@ extension HeraldServer {
         } else {
             accessLog = nil
         }
+        metrics.follow(state)
         server.observe(RPCObserver(metrics: metrics.rpcTable(methods: server.methods), accessLog: accessLog))
         var services: [any Service] = [StoreProbeService(
             directory: probeDirectory, store: store, state: state,

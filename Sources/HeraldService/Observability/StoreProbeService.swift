@@ -22,7 +22,7 @@ struct StoreProbeService: Service {
     let state: ServingStateCell
     let interval: Duration
     let logger: Logger
-    /// Told each verdict (`herald_ready`, `herald_store_writable`, the data directory's free space).
+    /// Told the data directory's free space at each probe.
     var metrics: HeraldMetrics?
 
     static let probeName = ".herald-write-probe"
@@ -46,7 +46,7 @@ struct StoreProbeService: Service {
                 }
                 failing = problem
                 state.setStoreWritable(problem == nil)
-                metrics?.probed(ready: state.isReady, storeWritable: problem == nil, disk: directory.flatMap(DiskSpace.of))
+                metrics?.probed(disk: directory.flatMap(DiskSpace.of))
                 try? await Task.sleep(for: interval)
             }
         }

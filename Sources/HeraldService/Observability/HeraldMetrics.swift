@@ -150,9 +150,11 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
         var streams: [String: (service: String, endpoint: String, count: Int)] = [:]
         var refusals: [String: (service: String, route: String, reason: String, count: Int)] = [:]
         for pool in snapshot.pools {
-            streams[pool.service + "\u{0}" + pool.endpoint, default: (pool.service, pool.endpoint, 0)].count += pool.streamsInFlight
+            let endpointKey = pool.service + "\u{0}" + pool.endpoint
+            streams[endpointKey, default: (pool.service, pool.endpoint, 0)].count += pool.streamsInFlight
             for (reason, count) in pool.authFailures {
-                refusals[pool.service + "\u{0}" + pool.route + "\u{0}" + reason, default: (pool.service, pool.route, reason, 0)].count += count
+                let key = pool.service + "\u{0}" + pool.route + "\u{0}" + reason
+                refusals[key, default: (pool.service, pool.route, reason, 0)].count += count
             }
         }
         for (key, stream) in streams {

@@ -336,3 +336,25 @@ def test_the_dashboard_is_importable_grafana_json():
                    "Oldest due lag", "Store commit latency", "Pool connections", "Streams in flight",
                    "Holds by reason", "Suppressions by reason", "Requests by method and code", "Latency p99 by method"):
         assert wanted in titles
+
+
+def test_every_dashboard_query_parses_as_promql(tmp_path):
+    """promtool parses each panel's query (Grafana's variables substituted)
+    as a recording rule's expression."""
+    exprs = [expr for title, expr in dashboard_exprs(DASHBOARD) if not title.startswith("$")]
+    lines = ["groups:", "  - name: dashboard", "    rules:"]
+    for number, expr in enumerate(exprs):
+        expr = expr.replace("$__rate_interval", "5m").replace("$job", ".+").replace("$instance", ".+")
+        assert "$" not in expr, expr
+        lines += [f"      - record: dashboard:query:{number}", f"        expr: {json.dumps(expr)}"]
+    (tmp_path / "dashboard-rules.yml").write_text("\n".join(lines) + "\n")
+    result = subprocess.run([promtool(), "check", "rules", str(tmp_path / "dashboard-rules.yml")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and f"SUCCESS: {len(exprs)} rules found" in result.stdout, \
+        result.stdout + result.stderr
+    # Hostile: an unbalanced query is refused, so the check can fail.
+    (tmp_path / "broken.yml").write_text("\n".join(lines[:3] + ["      - record: dashboard:broken",
+                                                                 '        expr: "sum(rate(herald_ready[5m])"']) + "\n")
+    broken = subprocess.run([promtool(), "check", "rules", str(tmp_path / "broken.yml")],
+                            capture_output=True, text=True, timeout=60)
+    assert broken.returncode != 0

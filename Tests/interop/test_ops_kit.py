@@ -305,7 +305,7 @@ def test_a_wrong_metric_name_is_reported(exported, tmp_path):
     assert "herald_ready == 0" in alerts
     (tmp_path / "alerts.yml").write_text(alerts.replace("herald_ready == 0", "herald_readyz == 0"))
     problems = unknown_names(exported, alerts=tmp_path / "alerts.yml", dashboard=tmp_path / "dashboard.json")
-    assert problems == [f"alerts.yml: HeraldNotReady: herald_readyz",
+    assert problems == ["alerts.yml: HeraldNotReady: herald_readyz",
                         f"dashboard.json: {panel['title']}: herald_deliveries_totl"], problems
 
 

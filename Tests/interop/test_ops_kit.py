@@ -2,7 +2,8 @@
 unit tests pass, and every metric name an alert, a recording rule or a
 Grafana panel queries exported by the real binary after realistic traffic
 (APNs and FCM simulators, a route whose credentials APNs refuses, a cancel,
-a reported event); a wrong name in a copy is reported."""
+a reported event); a wrong name in a copy is reported; a real Prometheus
+evaluates the rules on that server."""
 from __future__ import annotations
 
 import datetime as dt
@@ -11,8 +12,12 @@ import os
 import pathlib
 import re
 import shutil
+import socket
 import subprocess
+import threading
 import time
+import urllib.parse
+import urllib.request
 
 import grpc
 import pytest
@@ -218,9 +223,9 @@ def simulator(tmp_path):
 
 
 @pytest.fixture
-def exported(stubs, simulator, tmp_path) -> set[str]:
-    """The sample names of `/metrics` after traffic that makes every labelled
-    family appear: iOS through an APNs route (accepted) and a wrong-team
+def driven(stubs, simulator, tmp_path):
+    """A server, and the sample names of its `/metrics`, after traffic that
+    makes every labelled family appear: iOS through an APNs route (accepted) and a wrong-team
     route (InvalidProviderToken), Android through the bundled FCM simulator
     (accepted, unregistered), a cancel, a reported event, refused calls."""
     common = f"key-id=ROUTEKEY01 key={simulator['p8']} env=production endpoint=127.0.0.1:{simulator['port']} " \
@@ -286,9 +291,14 @@ def exported(stubs, simulator, tmp_path) -> set[str]:
                      'herald_deliveries_total{service="fcm",outcome="unregistered"}',
                      'reason="InvalidProviderToken"', "herald_ready 1.0"):
             assert line in text, line
-        return names
+        yield server, names
     finally:
         assert server.stop() == 0
+
+
+@pytest.fixture
+def exported(driven) -> set[str]:
+    return driven[1]
 
 
 def test_every_queried_metric_name_is_exported(exported):
@@ -358,3 +368,70 @@ def test_every_dashboard_query_parses_as_promql(tmp_path):
     broken = subprocess.run([promtool(), "check", "rules", str(tmp_path / "broken.yml")],
                             capture_output=True, text=True, timeout=60)
     assert broken.returncode != 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_real_prometheus_evaluates_the_rules_on_the_real_server(driven, tmp_path):
+    """Prometheus (Debian's, loopback, 1 s scrapes and evaluations) loads both
+    rule files and scrapes the driven server: recording rules produce series
+    from its metrics; the wrong-team route's refusals fire
+    HeraldProviderAuthFailures at once; HeraldDown and HeraldNotReady stay silent."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("prometheus not found (Debian package `prometheus`)")
+        pytest.skip("prometheus not found")
+    server, _ = driven
+    config = tmp_path / "prometheus.yml"
+    config.write_text(json.dumps({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(RECORDING), str(ALERTS)],
+        "scrape_configs": [{"job_name": "herald", "static_configs": [{"targets": [f"127.0.0.1:{server.admin_port}"]}]}],
+    }))
+    port = free_port()
+    proc = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                             f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log: list[str] = []
+    threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
+
+    def query(expr: str) -> list[dict]:
+        url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            return json.load(reply)["data"]["result"]
+
+    def eventually(expr: str, check, what: str) -> list[dict]:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                result = query(expr)
+                if check(result):
+                    return result
+            except OSError:
+                result = None  # not listening yet
+            assert proc.poll() is None, "".join(log[-20:])
+            assert time.monotonic() < deadline, f"{what}: {expr} = {result}"
+            time.sleep(0.2)
+
+    try:
+        eventually('up{job="herald"}', lambda r: r and r[0]["value"][1] == "1", "scraped")
+        accepted = eventually('instance_service_outcome:herald_deliveries:rate5m{outcome="accepted"}',
+                              lambda r: {s["metric"]["service"] for s in r} == {"apns", "fcm"}, "recorded")
+        assert all(s["metric"]["job"] == "herald" for s in accepted)
+        eventually("instance:herald_store_commit_duration_seconds:p99_5m", lambda r: len(r) == 1, "commit p99")
+        eventually("instance:herald_data_dir_available_bytes:ratio",
+                   lambda r: len(r) == 1 and 0 < float(r[0]["value"][1]) <= 1, "disk ratio")
+        firing = eventually('ALERTS{alertname="HeraldProviderAuthFailures",alertstate="firing"}',
+                            lambda r: len(r) == 1, "auth alert")
+        labels = firing[0]["metric"]
+        assert labels["service"] == "apns" and labels["reason"] == "InvalidProviderToken", labels
+        assert labels["severity"] == "critical"
+        assert query('ALERTS{alertname=~"HeraldDown|HeraldNotReady|HeraldStoreCommitSlow|HeraldDisk.*"}') == []
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -18,9 +18,11 @@ if [[ "${1:-}" == "--test" ]]; then
   # PostgreSQL: the throwaway cluster the PostgreSQL store tests run
   # against (scripts/pg-test-cluster.sh). grpc C++: bench/render.sh builds the
   # grpc C++ Render anchor (../shared/anchors/cpp-render) with them.
+  # prometheus: promtool checks and unit-tests deploy/prometheus
+  # (Tests/interop/test_ops_kit.py).
   packages+=(protobuf-compiler golang-go protoc-gen-go protoc-gen-go-grpc golang-google-protobuf-dev
              golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev systemd postgresql
-             libgrpc++-dev protobuf-compiler-grpc)
+             libgrpc++-dev protobuf-compiler-grpc prometheus)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,7 @@
 import GRPCEngine
+import HeraldCore
 import Logging
+import PushProviders
 import Testing
 
 @testable import HeraldService
@@ -75,5 +77,61 @@ struct ObservabilityTests {
         #expect(text.contains(#"herald_rpc_duration_seconds_count{method="a.S/M"} 3"#))
         #expect(text.contains(#"herald_rpc_duration_seconds_sum{method="a.S/M"} 3e-06"#))
         #expect(text.contains(#"herald_rpc_duration_seconds_bucket{method="unknown",le="+Inf"} 0"#))
+    }
+
+    // What the ops kit's alerts read: auth refusals as a counter that only
+    // grows by what the pools added (a shrinking count, as after a reload, adds
+    // nothing), streams in flight summed per endpoint, readiness, and the data
+    // directory's file system only once there is one.
+    @Test func poolRefusalsReadinessAndDiskSpaceAreExported() {
+        let metrics = HeraldMetrics(states: ["sent"])
+        func pool(route: String, inFlight: Int, refusals: [String: Int]) -> ProviderPoolReport {
+            ProviderPoolReport(
+                platform: .ios, service: "apns", route: route, endpoint: "api.push.apple.com", connectionsOpen: 1,
+                streamsInFlight: inFlight, lastError: nil, lastErrorAt: nil, authFailures: refusals, credentialsMinted: 1,
+                bundleIDs: ["*"])
+        }
+        func scrape() -> String { String(decoding: metrics.render(), as: UTF8.self) }
+        #expect(!scrape().contains("herald_data_dir_available_bytes"))
+        #expect(scrape().contains("herald_ready 0.0"))
+        metrics.refresh(OperatorSnapshot(pools: [
+            pool(route: "a", inFlight: 2, refusals: ["InvalidProviderToken": 3]), pool(route: "b", inFlight: 5, refusals: [:]),
+        ]))
+        var text = scrape()
+        #expect(text.contains(#"herald_provider_auth_failures_total{service="apns",route="a",reason="InvalidProviderToken"} 3"#))
+        #expect(text.contains(#"herald_provider_streams_in_flight{service="apns",endpoint="api.push.apple.com"} 7.0"#))
+        metrics.refresh(OperatorSnapshot(pools: [pool(route: "a", inFlight: 0, refusals: ["InvalidProviderToken": 5])]))
+        metrics.refresh(OperatorSnapshot(pools: [pool(route: "a", inFlight: 0, refusals: ["InvalidProviderToken": 1])]))
+        metrics.refresh(OperatorSnapshot(pools: [pool(route: "a", inFlight: 0, refusals: ["InvalidProviderToken": 2])]))
+        text = scrape()
+        #expect(text.contains(#"herald_provider_auth_failures_total{service="apns",route="a",reason="InvalidProviderToken"} 6"#))
+        #expect(text.contains(#"herald_provider_streams_in_flight{service="apns",endpoint="api.push.apple.com"} 0.0"#))
+        #expect(text.contains("herald_ready 0.0"))  // no serving state followed yet
+        let state = ServingStateCell()
+        metrics.follow(state)
+        #expect(scrape().contains("herald_ready 0.0") && scrape().contains("herald_store_writable 1.0"))  // starting
+        state.set(.serving)
+        metrics.probed(disk: DiskSpace(availableBytes: 1024, sizeBytes: 4096))
+        text = scrape()
+        #expect(text.contains("herald_ready 1.0"))
+        #expect(text.contains("herald_store_writable 1.0"))
+        #expect(text.contains("herald_data_dir_available_bytes 1024.0"))
+        #expect(text.contains("herald_data_dir_size_bytes 4096.0"))
+        state.setStoreWritable(false)
+        metrics.probed(disk: nil)
+        text = scrape()
+        #expect(text.contains("herald_ready 0.0") && text.contains("herald_store_writable 0.0"))
+        #expect(text.contains("herald_data_dir_available_bytes 1024.0"))
+        state.setStoreWritable(true)
+        state.set(.draining)
+        text = scrape()
+        #expect(text.contains("herald_ready 0.0") && text.contains("herald_store_writable 1.0"))
+    }
+
+    @Test func diskSpaceReadsTheFileSystemAndRefusesAMissingDirectory() throws {
+        let space = try #require(DiskSpace.of("/"))
+        #expect(space.sizeBytes > 0 && space.availableBytes >= 0 && space.availableBytes <= space.sizeBytes)
+        #expect(DiskSpace.of("/nonexistent-herald-\(UInt64.random(in: 0...UInt64.max))") == nil)
+        #expect(DiskSpace.of("") == nil)
     }
 }

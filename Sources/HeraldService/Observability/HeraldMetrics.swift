@@ -25,6 +25,16 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
     /// Made on first use: outcomes and endpoints are open sets (off the RPC path).
     private let deliveries = Mutex<[String: CoreMetrics.Counter]>([:])
     private let connections = Mutex<[String: CoreMetrics.Gauge]>([:])
+    private let inFlight = Mutex<[String: CoreMetrics.Gauge]>([:])
+    /// Per (service, route, reason): the counter and the pools' total it was last brought to.
+    private let authFailures = Mutex<[String: (counter: CoreMetrics.Counter, seen: Int)]>([:])
+    private let ready: CoreMetrics.Gauge
+    private let storeWritable: CoreMetrics.Gauge
+    /// Read at each render: `herald_ready` is what `/readyz` would say then.
+    private let servingState = Mutex<ServingStateCell?>(nil)
+    /// Made on the first disk reading: a store without a data directory
+    /// (PostgreSQL) has no such gauges rather than a zero that reads as a full disk.
+    private let dataDirectory = Mutex<(available: CoreMetrics.Gauge, size: CoreMetrics.Gauge)?>(nil)
     private let rpcTables = Mutex<[RPCMetricsTable]>([])
     private let throttleWait: CoreMetrics.Timer
     private let policyHolds: [HoldReason: CoreMetrics.Counter]
@@ -52,6 +62,8 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
         lateness = CoreMetrics.Timer(label: "herald_dispatch_lateness_seconds", factory: factory)
         storeCommit = CoreMetrics.Timer(label: "herald_store_commit_duration_seconds", factory: factory)
         oldestDueLag = CoreMetrics.Gauge(label: "herald_oldest_due_lag_seconds", factory: factory)
+        ready = CoreMetrics.Gauge(label: "herald_ready", factory: factory)
+        storeWritable = CoreMetrics.Gauge(label: "herald_store_writable", factory: factory)
         var gauges: [String: CoreMetrics.Gauge] = [:]
         for state in states {
             gauges[state] = CoreMetrics.Gauge(label: "herald_messages", dimensions: [("state", state)], factory: factory)
@@ -135,6 +147,60 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
             }
             gauge.record(pool.connectionsOpen)
         }
+        var streams: [String: (service: String, endpoint: String, count: Int)] = [:]
+        var refusals: [String: (service: String, route: String, reason: String, count: Int)] = [:]
+        for pool in snapshot.pools {
+            let endpointKey = pool.service + "\u{0}" + pool.endpoint
+            streams[endpointKey, default: (pool.service, pool.endpoint, 0)].count += pool.streamsInFlight
+            for (reason, count) in pool.authFailures {
+                let key = pool.service + "\u{0}" + pool.route + "\u{0}" + reason
+                refusals[key, default: (pool.service, pool.route, reason, 0)].count += count
+            }
+        }
+        for (key, stream) in streams {
+            let gauge = inFlight.withLock { gauges in
+                if let gauge = gauges[key] { return gauge }
+                let gauge = CoreMetrics.Gauge(
+                    label: "herald_provider_streams_in_flight",
+                    dimensions: [("service", stream.service), ("endpoint", stream.endpoint)], factory: factory)
+                gauges[key] = gauge
+                return gauge
+            }
+            gauge.record(stream.count)
+        }
+        authFailures.withLock { counters in
+            for (key, refusal) in refusals {
+                let entry = counters[key] ?? (CoreMetrics.Counter(
+                    label: "herald_provider_auth_failures_total",
+                    dimensions: [("service", refusal.service), ("route", refusal.route), ("reason", refusal.reason)],
+                    factory: factory), 0)
+                // The pools' counts only grow; a pool replaced by a reload starts again from 0.
+                if refusal.count > entry.seen { entry.counter.increment(by: refusal.count - entry.seen) }
+                counters[key] = (entry.counter, refusal.count)
+            }
+        }
+    }
+
+    /// `herald_ready` and `herald_store_writable` follow `state` from now on
+    /// (read when `/metrics` is rendered).
+    func follow(_ state: ServingStateCell) {
+        servingState.withLock { $0 = state }
+    }
+
+    /// The store probe's reading of the data directory's file system, about
+    /// once a second (nil: no data directory to watch, or `statvfs` failed).
+    func probed(disk: DiskSpace?) {
+        guard let disk else { return }
+        let gauges = dataDirectory.withLock { gauges in
+            if let gauges { return gauges }
+            let made = (
+                available: CoreMetrics.Gauge(label: "herald_data_dir_available_bytes", factory: factory),
+                size: CoreMetrics.Gauge(label: "herald_data_dir_size_bytes", factory: factory))
+            gauges = made
+            return made
+        }
+        gauges.available.record(disk.availableBytes)
+        gauges.size.record(disk.sizeBytes)
     }
 
     /// The per-call tables of the RPC metrics, for the engine's methods
@@ -149,6 +215,10 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
     /// folded into the registry's counters, the registry's metrics, then the
     /// RPC duration histograms (from the same snapshot as the counters).
     public func render() -> [UInt8] {
+        if let readiness = servingState.withLock({ $0 })?.readiness {
+            ready.record(readiness.isReady ? 1 : 0)
+            storeWritable.record(readiness.storeWritable ? 1 : 0)
+        }
         let tables = rpcTables.withLock { $0 }
         let snapshots = tables.map { $0.tally.snapshot() }
         for (table, snapshot) in zip(tables, snapshots) { table.fold(snapshot) }

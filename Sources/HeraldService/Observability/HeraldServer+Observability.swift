@@ -23,10 +23,11 @@ extension HeraldServer {
         } else {
             accessLog = nil
         }
+        metrics.follow(state)
         server.observe(RPCObserver(metrics: metrics.rpcTable(methods: server.methods), accessLog: accessLog))
         var services: [any Service] = [StoreProbeService(
             directory: probeDirectory, store: store, state: state,
-            interval: configuration.storeProbeInterval, logger: logger)]
+            interval: configuration.storeProbeInterval, logger: logger, metrics: metrics)]
         if let admin = configuration.admin {
             let endpoints = AdminEndpoints(metrics: metrics, state: state, alive: { [weak self] in self?.isRunning ?? false })
             services.append(AdminService(

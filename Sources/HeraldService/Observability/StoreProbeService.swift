@@ -22,11 +22,13 @@ struct StoreProbeService: Service {
     let state: ServingStateCell
     let interval: Duration
     let logger: Logger
+    /// Told the data directory's free space at each probe.
+    var metrics: HeraldMetrics?
 
     static let probeName = ".herald-write-probe"
 
     func run() async {
-        let (directory, store, state, interval, logger) = (directory, store, state, interval, logger)
+        let (directory, store, state, interval, logger, metrics) = (directory, store, state, interval, logger, metrics)
         await cancelWhenGracefulShutdown {
             var failing: String?
             while !Task.isCancelled {
@@ -44,6 +46,7 @@ struct StoreProbeService: Service {
                 }
                 failing = problem
                 state.setStoreWritable(problem == nil)
+                metrics?.probed(disk: directory.flatMap(DiskSpace.of))
                 try? await Task.sleep(for: interval)
             }
         }

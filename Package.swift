@@ -263,6 +263,7 @@ let package = Package(
                 "APNsProvider",
                 "FCMProvider",
                 "HeraldClient",
+                "GRPCEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

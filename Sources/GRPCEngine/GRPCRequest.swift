@@ -118,8 +118,9 @@ public struct GRPCServerConfiguration: Sendable {
     public var maxHeaderListBytes: Int = 16 * 1024
     /// Advertised in SETTINGS_MAX_CONCURRENT_STREAMS and enforced (REFUSED_STREAM beyond it).
     public var maxConcurrentStreams: Int = 100
-    /// Event loops (one per core by default).
-    public var eventLoopThreads: Int = System.coreCount
+    /// Event loops: by default one per CPU the process may use (``CPUBudget``:
+    /// affinity and cgroup quota, not the machine's core count).
+    public var eventLoopThreads: Int = CPUBudget.atStart.usable
 
     // MARK: Resource bounds (what a hostile or broken peer can hold)
 
@@ -164,7 +165,7 @@ public struct GRPCServerConfiguration: Sendable {
     /// past it the call ends with DEADLINE_EXCEEDED and its buffer is freed.
     public var requestReceiveTimeout: Duration = .seconds(30)
     /// Threads that run large `.compute` calls (at a lower priority than the loops).
-    public var computeThreads: Int = max(1, System.coreCount - 1)
+    public var computeThreads: Int = max(1, CPUBudget.atStart.usable - 1)
     /// Large `.compute` calls waiting for a compute thread; past it: RESOURCE_EXHAUSTED.
     public var maxQueuedComputeCalls: Int = 64
     /// Longest `grpc-message` sent (UTF-8 bytes before percent-encoding); longer

@@ -189,7 +189,8 @@ public final class HeraldServer: Service, Sendable {
             serverStats: { server.stats() },
             snapshot: { snapshot.current },
             policy: configuration.accessPolicy,
-            deliveryPolicies: configuration.deliveryPolicies
+            deliveryPolicies: configuration.deliveryPolicies,
+            threads: (configuration.grpc.eventLoopThreads, configuration.grpc.computeThreads, CPUBudget.atStart.usable)
         )
         // A token is optional (it only adds detail): unauthenticated limits.
         server.register(StatusService.path, .sync(status.status), limits: .unauthenticated)

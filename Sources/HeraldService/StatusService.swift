@@ -47,6 +47,8 @@ struct StatusService: Sendable {
     var policy = AccessPolicy()
     /// The delivery policies in force (each shown to callers who see one of its bundles).
     var deliveryPolicies = DeliveryPolicyHolder()
+    /// Event loops, compute threads and usable CPUs (shown to every caller).
+    var threads = (eventLoops: 0, computeThreads: 0, usableCPUs: 0)
 
     /// - Throws: UNAUTHENTICATED for a token that is given but malformed or unknown.
     func view(_ metadata: GRPCMetadata) throws -> View {
@@ -75,6 +77,9 @@ struct StatusService: Sendable {
             $0.connections_open = UInt64(stats.connectionsOpen)
             $0.rpcs_in_flight = UInt64(stats.rpcsInFlight)
             $0.rpcs_total = UInt64(stats.rpcsTotal)
+            $0.event_loops = UInt32(clamping: threads.eventLoops)
+            $0.compute_threads = UInt32(clamping: threads.computeThreads)
+            $0.usable_cpus = UInt32(clamping: threads.usableCPUs)
         }
         let figures = snapshot()
         let counts = MessageState.allCases.compactMap { state in

@@ -35,6 +35,8 @@ extension ServeCommand {
         configuration.readSide.maxQueued = settings[S.maxQueuedReads]
         configuration.readSide.timeout = .milliseconds(Int64(settings[S.readTimeout] * 1000))
         configuration.grpc.maxConcurrentStreams = settings[S.maxConcurrentStreams]
+        if settings[S.eventLoops] > 0 { configuration.grpc.eventLoopThreads = settings[S.eventLoops] }
+        if settings[S.computeThreads] > 0 { configuration.grpc.computeThreads = settings[S.computeThreads] }
         configuration.grpc.maxConnections = settings[S.maxConnections]
         configuration.grpc.maxBufferedBytes = settings[S.maxBufferedRequestMiB] << 20
         configuration.grpc.maxBufferedBytesPerConnection = settings[S.maxConnectionBufferMiB] << 20

@@ -1,4 +1,5 @@
 import ArgumentParser
+import GRPCEngine
 import HeraldPrimitives
 import HeraldService
 import HeraldStorage
@@ -38,6 +39,8 @@ struct ServeCommand: AsyncParsableCommand {
     var settingArguments: [String] = []
 
     func run() async throws {
+        // Before anything starts a NIO singleton: sized to the usable CPUs.
+        CPUBudget.sizeNIOSingletons(environment: environmentValue)
         let settings = try resolveSettings()
         let level = Logger.Level(rawValue: settings[ServeSettings.logLevel]) ?? .info
         let format = LogFormat(rawValue: settings[ServeSettings.logFormat]) ?? .text
@@ -59,6 +62,7 @@ struct ServeCommand: AsyncParsableCommand {
             print(unknown.isEmpty ? "configuration OK" : "configuration OK, with \(unknown.count) warning(s) above")
             return
         }
+        logger.info("\(configuration.grpc.eventLoopThreads) event loops, \(configuration.grpc.computeThreads) compute threads; \(CPUBudget.atStart.summary)")
         // Port in use, data dir not a directory: said before anything starts.
         try HeraldServer.checkBeforeStarting(configuration)
 

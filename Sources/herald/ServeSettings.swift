@@ -20,7 +20,7 @@ enum ServeSettings {
         apnsRoutes, apnsRoutesFile, fcmRoutes, fcmRoutesFile, fcmRatePerMinute, deliveryPolicies, deliveryPoliciesFile,
         simulatorUnregistered, simulatorBadTokens, fcmSimulatorUnregistered, fcmSimulatorOtherSender, fcmSimulatorFaults,
         logLevel, logFormat, accessLog, adminPort, adminHost, adminTimeout, adminMaxConnectionsPerPeer,
-        maxConcurrentStreams, drainSeconds, maxConnections, maxConnectionsPerPeer,
+        eventLoops, computeThreads, maxConcurrentStreams, drainSeconds, maxConnections, maxConnectionsPerPeer,
         unauthenticatedMaxMessageBytes, unauthenticatedBufferKiB, unauthenticatedStreamsPerConnection,
         unauthenticatedStreams, unauthenticatedStreamMaxAge, maxBufferedRequestMiB, maxConnectionBufferMiB,
         handshakeTimeout, idleTimeout, keepaliveInterval, keepaliveTimeout, requestReceiveTimeout,
@@ -188,6 +188,14 @@ enum ServeSettings {
 
     // MARK: Connections and calls
 
+    static let eventLoops = Setting.integer(
+        "event-loops", default: 0, defaultText: "0 (one per usable CPU)",
+        "Event loops serving connections; 0: one per CPU the process may use (the fewest of CPUs online, the CPU affinity and the cgroup CPU quota, rounded up). Logged at start and shown in Status.",
+        check: SettingRules.range(0...1024))
+    static let computeThreads = Setting.integer(
+        "compute-threads", default: 0, defaultText: "0 (usable CPUs - 1, at least 1)",
+        "Threads running large compute calls (Render of big payloads), below the loops' priority; 0: one less than the usable CPUs, at least 1.",
+        check: SettingRules.range(0...1024))
     static let maxConcurrentStreams = Setting.integer(
         "max-concurrent-streams", default: base.grpc.maxConcurrentStreams,
         "SETTINGS_MAX_CONCURRENT_STREAMS advertised per connection.", check: SettingRules.atLeastOne)

@@ -185,4 +185,10 @@ void cinterop_arena_release(cinterop_arena *arena);
 /// (Herald never forks). Returns 0, or -1 with errno set.
 int cinterop_random_bytes(void *bytes, size_t count);
 
+// --- CPUs (Sources/CInterop/cpus.c) ---------------------------------------------
+
+/// How many CPUs the calling thread may run on (sched_getaffinity(2): what
+/// `taskset` or a cpuset allows), or -1 with errno set.
+int cinterop_affinity_cpu_count(void);
+
 #endif

@@ -680,10 +680,23 @@ struct  Herald__V1__ServerStatus
    * RPCs since start.
    */
   uint64_t rpcs_total;
+  /*
+   * Event loops serving connections (--event-loops; by default usable_cpus).
+   */
+  uint32_t event_loops;
+  /*
+   * Threads running large compute calls (--compute-threads).
+   */
+  uint32_t compute_threads;
+  /*
+   * CPUs the process may use: the fewest of those online, its CPU affinity
+   * and its cgroup CPU quota (rounded up).
+   */
+  uint32_t usable_cpus;
 };
 #define HERALD__V1__SERVER_STATUS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&herald__v1__server_status__descriptor) \
-    , 0, 0, 0 }
+    , 0, 0, 0, 0, 0, 0 }
 
 
 struct  Herald__V1__StatusResponse

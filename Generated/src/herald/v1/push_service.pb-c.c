@@ -2443,7 +2443,7 @@ const ProtobufCMessageDescriptor herald__v1__provider_reason_count__descriptor =
   (ProtobufCMessageInit) herald__v1__provider_reason_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor herald__v1__server_status__field_descriptors[3] =
+static const ProtobufCFieldDescriptor herald__v1__server_status__field_descriptors[6] =
 {
   {
     "connections_open",
@@ -2481,16 +2481,55 @@ static const ProtobufCFieldDescriptor herald__v1__server_status__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "event_loops",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__ServerStatus, event_loops),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "compute_threads",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__ServerStatus, compute_threads),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "usable_cpus",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Herald__V1__ServerStatus, usable_cpus),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned herald__v1__server_status__field_indices_by_name[] = {
+  4,   /* field[4] = compute_threads */
   0,   /* field[0] = connections_open */
+  3,   /* field[3] = event_loops */
   1,   /* field[1] = rpcs_in_flight */
   2,   /* field[2] = rpcs_total */
+  5,   /* field[5] = usable_cpus */
 };
 static const ProtobufCIntRange herald__v1__server_status__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor herald__v1__server_status__descriptor =
 {
@@ -2500,7 +2539,7 @@ const ProtobufCMessageDescriptor herald__v1__server_status__descriptor =
   "Herald__V1__ServerStatus",
   "herald.v1",
   sizeof(Herald__V1__ServerStatus),
-  3,
+  6,
   herald__v1__server_status__field_descriptors,
   herald__v1__server_status__field_indices_by_name,
   1,  herald__v1__server_status__number_ranges,

@@ -267,7 +267,7 @@ extension GRPCConnection {
     /// Gives `bytes` back to the server-wide budget the stream draws from.
     @inline(__always)
     func releaseShared(_ stream: GRPCStream, _ bytes: Int) {
-        shared.requestBuffer(unauthenticated: stream.unauthenticated).release(bytes)
+        (stream.unauthenticated ? unauthenticatedBufferShare : bufferShare).release(bytes)
     }
 
     /// The request's END_STREAM: no partial message may remain. False when the call was ended.
@@ -291,7 +291,7 @@ extension GRPCConnection {
                 "connection request buffer limit of \(configuration.maxBufferedBytesPerConnection) bytes reached"))
             return false
         }
-        guard shared.requestBuffer(unauthenticated: stream.unauthenticated).reserve(bytes) else {
+        guard (stream.unauthenticated ? unauthenticatedBufferShare : bufferShare).reserve(bytes) else {
             respondError(stream, GRPCStatus(.resourceExhausted, stream.unauthenticated
                 ? "server request buffer limit of \(configuration.unauthenticatedMaxBufferedBytes) bytes for methods "
                     + "callable without a token reached (unauthenticatedMaxBufferedBytes); retry later"

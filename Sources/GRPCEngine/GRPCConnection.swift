@@ -25,6 +25,9 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     let counters = GRPCConnectionCounters()
     /// The call tally's table of this connection's loop (nil: no tally).
     let callTable: GRPCCallTally.Table?
+    /// This loop's shares of the server's request-buffer budgets (admitted, unauthenticated).
+    let bufferShare: LoopBudget
+    let unauthenticatedBufferShare: LoopBudget
     var logger: Logger
 
     var session: HTTP2Session?
@@ -72,6 +75,8 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         self.eventLoop = channel.eventLoop
         self.logger = shared.logger
         self.callTable = shared.tally?.table(for: channel.eventLoop)
+        self.bufferShare = shared.bufferedBytes.share(for: channel.eventLoop)
+        self.unauthenticatedBufferShare = shared.unauthenticatedBufferedBytes.share(for: channel.eventLoop)
         let configuration = shared.configuration
         self.liveness = GRPCConnectionLiveness(
             limits: .init(

@@ -192,27 +192,26 @@ extension GRPCConnection {
     /// separate buffer budget and, for a streaming call, one of the bounded
     /// slots and the age limit. False when it was refused (answered).
     func admitUnauthenticated(_ stream: GRPCStream, _ route: GRPCRoute) -> Bool {
-        let configuration = shared.configuration
         stream.unauthenticated = true
         stream.deframer = GRPCMessageDeframer(
-            maxMessageBytes: configuration.unauthenticatedMaxReceiveMessageBytes, acceptsCompressed: stream.gzip)
+            maxMessageBytes: shared.configuration.unauthenticatedMaxReceiveMessageBytes, acceptsCompressed: stream.gzip)
         guard route.streaming != nil else { return true }
-        guard unauthenticatedStreams < configuration.unauthenticatedMaxStreamsPerConnection else {
+        guard unauthenticatedStreams < shared.configuration.unauthenticatedMaxStreamsPerConnection else {
             respondError(stream, GRPCStatus(.resourceExhausted,
                 "too many streaming calls without a token on this connection: limit "
-                    + "\(configuration.unauthenticatedMaxStreamsPerConnection) (unauthenticatedMaxStreamsPerConnection)"))
+                    + "\(shared.configuration.unauthenticatedMaxStreamsPerConnection) (unauthenticatedMaxStreamsPerConnection)"))
             return false
         }
         guard shared.unauthenticatedStreams.reserve(1) else {
             respondError(stream, GRPCStatus(.resourceExhausted,
                 "too many streaming calls without a token on this server: limit "
-                    + "\(configuration.unauthenticatedMaxStreams) (unauthenticatedMaxStreams); retry later"))
+                    + "\(shared.configuration.unauthenticatedMaxStreams) (unauthenticatedMaxStreams); retry later"))
             return false
         }
         unauthenticatedStreams += 1
         stream.holdsUnauthenticatedSlot = true
         let bound = NIOLoopBound(stream, eventLoop: eventLoop)
-        stream.ageTimer = eventLoop.scheduleTask(in: TimeAmount(configuration.unauthenticatedMaxStreamAge)) { [self] in
+        stream.ageTimer = eventLoop.scheduleTask(in: TimeAmount(shared.configuration.unauthenticatedMaxStreamAge)) { [self] in
             streamAged(bound.value)
         }
         return true
@@ -285,17 +284,16 @@ extension GRPCConnection {
     /// server's request buffers, or ends the call with RESOURCE_EXHAUSTED
     /// naming the limit (releasing what the stream held).
     func reserveBuffer(_ stream: GRPCStream, _ bytes: Int) -> Bool {
-        let configuration = shared.configuration
-        if bufferedRequestBytes + bytes > configuration.maxBufferedBytesPerConnection {
+        if bufferedRequestBytes + bytes > shared.configuration.maxBufferedBytesPerConnection {
             respondError(stream, GRPCStatus(.resourceExhausted,
-                "connection request buffer limit of \(configuration.maxBufferedBytesPerConnection) bytes reached"))
+                "connection request buffer limit of \(shared.configuration.maxBufferedBytesPerConnection) bytes reached"))
             return false
         }
         guard (stream.unauthenticated ? unauthenticatedBufferShare : bufferShare).reserve(bytes) else {
             respondError(stream, GRPCStatus(.resourceExhausted, stream.unauthenticated
-                ? "server request buffer limit of \(configuration.unauthenticatedMaxBufferedBytes) bytes for methods "
+                ? "server request buffer limit of \(shared.configuration.unauthenticatedMaxBufferedBytes) bytes for methods "
                     + "callable without a token reached (unauthenticatedMaxBufferedBytes); retry later"
-                : "server request buffer limit of \(configuration.maxBufferedBytes) bytes reached; retry later"))
+                : "server request buffer limit of \(shared.configuration.maxBufferedBytes) bytes reached; retry later"))
             return false
         }
         bufferedRequestBytes += bytes

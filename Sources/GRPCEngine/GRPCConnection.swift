@@ -62,7 +62,8 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
     // A one-entry route cache: clients hammer the same method on a connection.
     @exclusivity(unchecked) var cachedPathBytes: [UInt8] = []
     @exclusivity(unchecked) var cachedPath: String = ""
-    @exclusivity(unchecked) var cachedRoute: GRPCRoute?
+    /// Unowned as `GRPCStream.route` (the shared routes outlive the connection).
+    @exclusivity(unchecked) unowned(unsafe) var cachedRoute: GRPCRoute?
 
     static let streamWindow: UInt32 = 1 << 20
     static let connectionWindow: Int32 = 4 << 20

@@ -19,7 +19,10 @@ final class GRPCStream {
     // @exclusivity(unchecked): loop-confined, and no access to these overlaps
     // another; the runtime check cost ~75 instructions per access.
     @exclusivity(unchecked) var path: String?
-    @exclusivity(unchecked) var route: GRPCRoute?
+    /// Unowned: the server's routes (`GRPCServerShared.routes`, immutable)
+    /// outlive every connection and stream, and a counted reference would
+    /// make every loop write the route's shared reference count per call.
+    @exclusivity(unchecked) unowned(unsafe) var route: GRPCRoute?
     var isPost = false
     var isHead = false
     var contentType: ContentType = .absent

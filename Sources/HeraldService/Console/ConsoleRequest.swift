@@ -12,6 +12,7 @@ struct ConsoleRequest: Sendable, Equatable {
     static let maxParameters = 16
     /// Longer than any id Herald accepts; each page checks its own limits.
     static let maxValueBytes = 1024
+    static let maxNameBytes = 32
 
     var page: Page
     var query: [String: String]
@@ -38,6 +39,9 @@ struct ConsoleRequest: Sendable, Equatable {
             for pair in pairs {
                 let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 let name = try decode(kv[0], what: "a parameter name")
+                guard name.utf8.count <= maxNameBytes else {
+                    throw ConsoleRefusal(.badRequest, "a parameter name is \(name.utf8.count) bytes; the limit is \(maxNameBytes)")
+                }
                 let value = kv.count == 2 ? try decode(kv[1], what: "parameter \(name)") : ""
                 guard value.utf8.count <= maxValueBytes else {
                     throw ConsoleRefusal(.badRequest, "parameter \(name) is \(value.utf8.count) bytes; the limit is \(maxValueBytes)")

@@ -24,8 +24,8 @@ extension ConsoleService {
             rows.append(["Figures taken", ConsoleFormat.milliseconds(max(0, (ContinuousClock.now - figures.takenAt).nanoseconds / 1_000_000)) + " ago"])
             html.table(["Figure", "Value"], rows, id: "serving-table")
             if view == .anonymous {
-                html.element("p", "Counts only: sign in with a token to see the version, provider pools and their errors.",
-                             attributes: ["class": "muted"])
+                html.raw("<p class=\"muted\">Counts only: <a href=\"/?signin=1\" id=\"signin\">sign in</a> ")
+                html.raw("with a token to see the version, provider pools and their errors.</p>")
             }
             html.raw("</section>")
 

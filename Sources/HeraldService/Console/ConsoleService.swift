@@ -51,6 +51,11 @@ struct ConsoleService: Sendable {
     func respond(_ request: ConsoleRequest, authorization: String?) async -> Response {
         do throws(ConsoleRefusal) {
             let caller = try ConsoleCaller.identify(status.policy, authorization: authorization)
+            // The overview answers without a token; `?signin=1` asks the
+            // browser for one (the 401 challenge makes it prompt).
+            if request.page == .overview, request.value("signin") != nil, case .anonymous = caller {
+                throw ConsoleRefusal(.unauthorized, "sign in with a Herald token as the password (any user name)")
+            }
             let body: String = switch request.page {
             case .overview: overview(caller)
             case .campaigns: try await campaigns(request, caller)

@@ -18,9 +18,10 @@ if [[ "${1:-}" == "--test" ]]; then
   # PostgreSQL: the throwaway cluster the PostgreSQL store tests run
   # against (scripts/pg-test-cluster.sh). grpc C++: bench/render.sh builds the
   # grpc C++ Render anchor (../shared/anchors/cpp-render) with them.
+  # Chromium and tidy: the console's browser test (Tests/interop/test_console.py).
   packages+=(protobuf-compiler golang-go protoc-gen-go protoc-gen-go-grpc golang-google-protobuf-dev
              golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev systemd postgresql
-             libgrpc++-dev protobuf-compiler-grpc)
+             libgrpc++-dev protobuf-compiler-grpc chromium tidy)
 fi
 missing=()
 for p in "${packages[@]}"; do

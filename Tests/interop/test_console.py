@@ -320,6 +320,7 @@ def test_every_page_shows_what_the_server_knows(console):
         "overview": "/?signin=1",
         "campaign": f"/console/campaigns?bundle={BUNDLE}&campaign=spring",
         "campaign-form": "/console/campaigns",
+        "recent-campaigns": f"/console/campaigns?bundle={BUNDLE}",
         "message": f"/console/message?bundle={BUNDLE}&id={failing.message_id}",
         "message-by-key": f"/console/message?bundle={BUNDLE}&key=k-ab-0",
         "user-messages": f"/console/messages?bundle={BUNDLE}&user=failing-user",
@@ -346,6 +347,15 @@ def test_every_page_shows_what_the_server_knows(console):
     rows = {row[0]: row for row in campaign.rows["cohort-table"][1:]}
     ca = rows["context_aware (A/B split)"]
     assert ca[2] == str(len(cohorts[t.DELIVERY_METHOD_CONTEXT_AWARE])) and ca[6] == "24"
+
+    # Recent campaigns (from the event log): both, the failing one first, each linked to its report.
+    recent = Elements(dom(url(console, pages["recent-campaigns"])))
+    listed_campaigns = {row[0]: row for row in recent.rows["recent-campaigns"][1:]}
+    assert list(listed_campaigns)[:1] == ["failing"] and "spring" in listed_campaigns
+    spring = listed_campaigns["spring"]
+    total = sum(len(v) for v in cohorts.values())
+    assert spring[2:] == [str(total), str(total), "28", "0"], spring
+    assert listed_campaigns["failing"][5] == "1"
 
     # Message lookup: the failing device's outcome, its reason; the timeline ends FAILED; the user link.
     message = Elements(dom(url(console, pages["message"])))

@@ -2,6 +2,50 @@ import HeraldCore
 import HeraldStorage
 
 extension ConsoleService {
+    /// How far back in a bundle's event log the recent campaigns are looked for.
+    static let campaignLookBack: Int64 = 2_000
+
+    /// A campaign seen in the recent events, with the messages those events
+    /// name counted (distinct messages, message- and device-level alike).
+    struct RecentCampaign: Sendable, Equatable {
+        var id: String
+        var lastAt: Int64
+        var scheduledIDs: Set<String> = []
+        var deliveredIDs: Set<String> = []
+        var openedIDs: Set<String> = []
+        var failedIDs: Set<String> = []
+        var scheduled: Int { scheduledIDs.count }
+        var delivered: Int { deliveredIDs.count }
+        var opened: Int { openedIDs.count }
+        var failed: Int { failedIDs.count }
+    }
+
+    /// The campaigns of a bundle's last ``campaignLookBack`` log positions
+    /// (one bounded read of the event log; the store has no campaign
+    /// index to list them from), most recent first, at most 50.
+    func recentCampaigns(bundleID: String) async throws(ConsoleRefusal) -> [RecentCampaign] {
+        guard let log = events else { return [] }
+        let page = try await read {
+            guard let latest = try await log.latestEventCursor(bundleID: bundleID) else { return EventPage(events: [], reached: nil) }
+            let start = EventCursor(major: max(0, latest.major - Self.campaignLookBack), minor: 0)
+            return try await log.events(bundleID: bundleID, after: start, filter: EventFilter(), limit: Int(Self.campaignLookBack))
+        }
+        var byID: [String: RecentCampaign] = [:]
+        for event in page.events {
+            var campaign = byID[event.campaignID] ?? RecentCampaign(id: event.campaignID, lastAt: event.at)
+            campaign.lastAt = max(campaign.lastAt, event.at)
+            switch event.kind {
+            case .scheduled: campaign.scheduledIDs.insert(event.messageID)
+            case .handedOff, .sent: campaign.deliveredIDs.insert(event.messageID)
+            case .opened: campaign.openedIDs.insert(event.messageID)
+            case .failed: campaign.failedIDs.insert(event.messageID)
+            default: break
+            }
+            byID[event.campaignID] = campaign
+        }
+        return Array(byID.values.sorted { ($0.lastAt, $0.id) > ($1.lastAt, $1.id) }.prefix(50))
+    }
+
     /// A campaign's CampaignReport: the cohorts' counts and rates, their
     /// open rates as bars, the A/B difference with its 95 % interval, and
     /// the verdict in words (``OpenRateVerdict``).
@@ -9,6 +53,7 @@ extension ConsoleService {
         let bundleID = try Self.parameter(request, "bundle", limit: Validator.Limits.bundleID)
         let campaignID = try Self.parameter(request, "campaign", limit: Validator.Limits.campaignID)
         var cohorts: [CohortCounts]?
+        var recent: [RecentCampaign]?
         if let bundleID, let campaignID {
             try caller.check(bundleID: bundleID)
             let store = store
@@ -17,6 +62,7 @@ extension ConsoleService {
             }
         } else if let bundleID {
             try caller.check(bundleID: bundleID)
+            recent = try await recentCampaigns(bundleID: bundleID)
         }
         return ConsoleLayout.document(title: "Campaigns", active: .campaigns) { html in
             html.raw("<form method=\"get\" action=\"/console/campaigns\"><label>Bundle ")
@@ -24,6 +70,26 @@ extension ConsoleService {
             html.raw("</label><label>Campaign ")
             html.open("input", ["name": "campaign", "value": campaignID ?? "", "required": "required"])
             html.raw("</label><button type=\"submit\">Show report</button></form>")
+            if let recent, let bundleID {
+                html.element("h2", "Recent campaigns of \(bundleID)")
+                html.element("p", "Campaigns in the bundle's last \(Self.campaignLookBack) events, most recent first, with "
+                    + "the messages those events name (name one for its full report).", attributes: ["class": "muted"])
+                html.raw("<table id=\"recent-campaigns\"><thead><tr><th>Campaign</th><th>Last event</th><th>Scheduled</th>")
+                html.raw("<th>Handed off or sent</th><th>Opened</th><th>Failed</th></tr></thead><tbody>")
+                for campaign in recent {
+                    html.raw("<tr><td>")
+                    html.element("a", campaign.id, attributes: [
+                        "href": "/console/campaigns?bundle=\(HTMLEscape.queryValue(bundleID))&campaign=\(HTMLEscape.queryValue(campaign.id))",
+                    ])
+                    html.raw("</td>")
+                    for cell in [ConsoleFormat.time(campaign.lastAt), String(campaign.scheduled), String(campaign.delivered),
+                                 String(campaign.opened), String(campaign.failed)] {
+                        html.element("td", cell)
+                    }
+                    html.raw("</tr>")
+                }
+                html.raw("</tbody></table>")
+            }
             guard let cohorts, let bundleID, let campaignID else {
                 html.element("p", "Name a bundle and a campaign to see its report.", attributes: ["class": "muted"])
                 return

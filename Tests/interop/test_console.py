@@ -223,6 +223,18 @@ def test_hostile_lookup_inputs_are_escaped_or_refused(console):
     assert status == 404
     status, answer = raw(port, b"POST /console/message HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
     assert status == 405 and b"Allow: GET, HEAD" in answer
+    # Hostile data stored through the API (a user id and a key with markup) is shown as text.
+    evil_user, evil_key = "<script>alert(3)</script>", "k\"><svg onload=alert(4)>"
+    register(console, evil_user, "ab" * 32)
+    reply = schedule(console, evil_user, evil_key, "evil", console.s.types_pb2.DELIVERY_METHOD_TRADITIONAL)
+    page = Elements(dom(url(console, f"/console/message?bundle={BUNDLE}&id={reply.message_id}")))
+    assert page.count("script") == 1 and page.count("svg") == 0
+    fields = {row[0]: row[1] for row in page.rows["message-table"]}
+    assert fields["User"] == evil_user and fields["Idempotency key"] == evil_key
+    link = next(a for t, a in page.tags if t == "a" and a.get("id") == "user-link")
+    listed = Elements(dom(url(console, link["href"])))
+    assert [row[0] for row in listed.rows["user-messages"][1:]] == [reply.message_id]
+    assert listed.count("script") == 1
     # The admin endpoints are unchanged, and the server still answers.
     assert fetch(port, "/healthz")[0:3:2] == (200, b"ok\n")
     assert fetch(port, "/metrics")[0] == 200

@@ -8,8 +8,8 @@
 # The store is seeded with SQL in one transaction (bench/lib/messages.py's
 # fill: one bundle, 10,000 users, finished messages), then half of the
 # messages are moved to 1,000 small campaigns; the other half stay in one
-# campaign of ~500,000 (CampaignReport's worst case). Run it under
-# `flock /work/bench.lock`. Only loopback; bounded by -n and the rounds.
+# campaign of ~500,000 (CampaignReport's worst case). Run it under the
+# shared bench lock (flock). Only loopback; bounded by -n and the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib/release.sh

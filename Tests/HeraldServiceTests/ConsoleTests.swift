@@ -27,6 +27,15 @@ struct ConsoleHostileTests {
         #expect(html.output == "<p title=\"&quot;&gt;&lt;script&gt;x&lt;/script&gt;\">&lt;img src=x onerror=alert(1)&gt;</p>")
     }
 
+    @Test("long values are clipped around an ellipsis, short ones kept")
+    func clip() {
+        let token = String(repeating: "a", count: 100) + String(repeating: "z", count: 100)
+        let clipped = ConsoleFormat.clip(token)
+        #expect(clipped.count == 80 && clipped.hasPrefix("aaaa") && clipped.hasSuffix("zzzz") && clipped.contains("…"))
+        #expect(ConsoleFormat.clip("short") == "short")
+        #expect(ConsoleFormat.clip(String(repeating: "x", count: 80)) == String(repeating: "x", count: 80))
+    }
+
     @Test("query values are percent-encoded for links")
     func queryValues() {
         #expect(HTMLEscape.queryValue("a b&c=d/é") == "a%20b%26c%3Dd%2F%C3%A9")

@@ -39,4 +39,13 @@ enum ConsoleFormat {
     static func milliseconds(_ ms: Int64) -> String {
         ms < 1000 ? "\(ms) ms" : fixed(Double(ms) / 1000) + " s"
     }
+
+    /// `text` cut to at most `limit` characters, keeping its start and end
+    /// around an ellipsis (a device token stays recognisable; a page stays
+    /// small whatever the data).
+    static func clip(_ text: String, _ limit: Int = 80) -> String {
+        guard text.count > limit, limit >= 8 else { return text }
+        let tail = limit / 4
+        return String(text.prefix(limit - tail - 1)) + "…" + String(text.suffix(tail))
+    }
 }

@@ -42,8 +42,8 @@ extension ConsoleService {
                 ])
                 html.raw("</td>")
                 html.element("td", event.campaignID)
-                html.element("td", event.deviceToken ?? "")
-                html.element("td", event.reason ?? "")
+                html.element("td", ConsoleFormat.clip(event.deviceToken ?? ""))
+                html.element("td", ConsoleFormat.clip(event.reason ?? "", 200))
                 html.raw("</tr>")
             }
             html.raw("</tbody></table>")

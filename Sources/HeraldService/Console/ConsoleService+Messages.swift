@@ -50,7 +50,7 @@ extension ConsoleService {
                 ["Assignment", m.abTest ? "A/B split" : "caller-chosen"], ["Idempotency key", m.idempotencyKey ?? "—"],
                 ["Window", "\(ConsoleFormat.time(m.windowStart)) to \(ConsoleFormat.time(m.windowEnd))"],
                 ["Due", ConsoleFormat.time(m.dueAt)], ["Created", ConsoleFormat.time(m.createdAt)],
-                ["Attempts", String(m.attempts)], ["Last error", m.lastError ?? "—"],
+                ["Attempts", String(m.attempts)], ["Last error", ConsoleFormat.clip(m.lastError ?? "—", 300)],
             ]
             if let superseded = detail.supersededBy { rows.append(["Replaced by", superseded]) }
             html.table(["Field", "Value"], rows, id: "message-table")
@@ -61,18 +61,24 @@ extension ConsoleService {
             ])
             html.close("p")
             html.element("h3", "Timeline")
-            html.table(["Event", "At", "Reason"], MessageTimeline.entries(detail).map { entry in
-                ["\(entry.event)", ConsoleFormat.time(entry.at), entry.reason ?? ""]
+            let timeline = MessageTimeline.entries(detail)
+            html.table(["Event", "At", "Reason"], timeline.prefix(Self.maxRows).map { entry in
+                ["\(entry.event)", ConsoleFormat.time(entry.at), ConsoleFormat.clip(entry.reason ?? "", 300)]
             }, id: "timeline")
+            if timeline.count > Self.maxRows {
+                html.element("p", "The first \(Self.maxRows) of \(timeline.count) entries (herald get shows all).",
+                             attributes: ["class": "muted"])
+            }
             html.element("h3", "Devices")
             var devices = detail.outcomes.map { o in
-                [o.deviceToken, o.kind.rawValue, o.reason ?? "", o.providerMessageID ?? "", o.httpStatus.map(String.init) ?? "",
-                 ConsoleFormat.time(o.at)]
+                [ConsoleFormat.clip(o.deviceToken), o.kind.rawValue, ConsoleFormat.clip(o.reason ?? "", 300),
+                 ConsoleFormat.clip(o.providerMessageID ?? ""), o.httpStatus.map(String.init) ?? "", ConsoleFormat.time(o.at)]
             }
-            devices += detail.inFlight.map { [$0.deviceToken, "in flight", "", "", "", ConsoleFormat.time($0.at)] }
-            html.table(["Device token", "Outcome", "Reason", "Provider id", "HTTP", "At"], devices, id: "devices")
-            if detail.outcomes.count >= MessageDetail.maxDeviceEntries {
-                html.element("p", "The first \(MessageDetail.maxDeviceEntries) outcomes are shown.", attributes: ["class": "muted"])
+            devices += detail.inFlight.map { [ConsoleFormat.clip($0.deviceToken), "in flight", "", "", "", ConsoleFormat.time($0.at)] }
+            html.table(["Device token", "Outcome", "Reason", "Provider id", "HTTP", "At"], Array(devices.prefix(Self.maxRows)), id: "devices")
+            if devices.count > Self.maxRows {
+                html.element("p", "The first \(Self.maxRows) of \(devices.count) devices (herald get shows up to "
+                    + "\(MessageDetail.maxDeviceEntries)).", attributes: ["class": "muted"])
             }
         }
     }

@@ -65,7 +65,7 @@ extension ConsoleService {
                     ["Service", "Route", "Endpoint", "Connections", "In flight", "Auth failures", "Last error", "At"],
                     pools.map { pool in
                         [pool.service, pool.route, pool.endpoint, String(pool.connectionsOpen), String(pool.streamsInFlight),
-                         String(pool.authFailures.values.reduce(0, +)), pool.lastError ?? "—",
+                         String(pool.authFailures.values.reduce(0, +)), ConsoleFormat.clip(pool.lastError ?? "—", 300),
                          pool.lastErrorAt.map { ConsoleFormat.time($0) } ?? "—"]
                     }, id: "pool-table")
             }

@@ -18,6 +18,9 @@ struct ConsoleService: Sendable {
     /// The console's own bound on store reads (apart from the RPCs').
     static let maxConcurrentReads = 2
     static let maxQueuedReads = 16
+    /// Most rows of one table (devices, timeline): a page stays under
+    /// 100 KB whatever a message holds (long values are clipped too).
+    static let maxRows = 100
     /// How many events the Events page shows.
     static let eventCount = 50
     /// How far back in the log the Events page looks for them.

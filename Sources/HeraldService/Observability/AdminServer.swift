@@ -186,7 +186,7 @@ final class AdminByteCounter: ChannelInboundHandler {
             let body = "request too large: the admin listener takes at most \(budget.limit) bytes a request\n"
             let answer = "HTTP/1.1 414 URI Too Long\r\nContent-Type: text/plain; charset=utf-8\r\n"
                 + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
-            context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).whenComplete { _ in
+            context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).assumeIsolated().whenComplete { _ in
                 context.close(mode: .output, promise: nil)
             }
             return

@@ -162,6 +162,8 @@ struct ConsoleChartTests {
             (name: "s", points: [(at: step, value: 1), (at: 2 * step, value: 2), (at: 5 * step, value: 3)]),
         ])
         #expect(Self.count("<polyline class=\"series\"", in: html.output) == 2)
+        // The lone point at step 5 spans one step (x 12.8 → 32.0 of 640 for 100 steps).
+        #expect(html.output.contains("points=\"25.6,"))
     }
 
     @Test("the interval chart marks zero, the interval and the estimate")

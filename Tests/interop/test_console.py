@@ -328,6 +328,14 @@ def test_every_page_shows_what_the_server_knows(console):
     assert ab.ci95_low > 0
 
     port = console.admin_port
+    # The hour's history: sampled every 5 s into 10 s steps; wait (bounded) for the step that holds
+    # the provider's answers: every A/B push accepted, the bad token refused.
+    accepted = sum(len(v) for v in cohorts.values())
+    totals = f"This hour: {accepted} sent, 1 failed."
+    deadline = time.monotonic() + 60
+    while totals.encode() not in fetch(port, "/", APP_TOKEN)[2]:
+        assert time.monotonic() < deadline, fetch(port, "/", APP_TOKEN)[2].decode()[-3000:]
+        time.sleep(0.5)
     pages = {
         "overview": "/?signin=1",
         "campaign": f"/console/campaigns?bundle={BUNDLE}&campaign=spring",
@@ -401,3 +409,5 @@ def test_every_page_shows_what_the_server_knows(console):
     assert overview.count("rect", **{"class": "bar"}) == len(shown)
     assert any(row[0] == "apns" for row in overview.rows["pool-table"][1:])
     assert overview.count("svg") >= 4
+    assert overview.text_by_id["hour-totals"] == totals
+    assert overview.count("polyline", **{"class": "series"}) >= 3  # sends, failures, due lag (lateness too once dispatched)

@@ -58,8 +58,11 @@ enum SVGChart {
             let color = palette[index % palette.count]
             var segment: [String] = []
             var previous: Int64?
+            // A step alone is drawn as one step's width at its height (a
+            // line of one point would be invisible).
+            var lone = ""
             func flush() {
-                if segment.count == 1 { segment.append(segment[0]) }
+                if segment.count == 1 { segment.insert(lone, at: 0) }
                 if !segment.isEmpty {
                     html.empty("polyline", [
                         "class": "series", "points": segment.joined(separator: " "), "fill": "none", "stroke": color,
@@ -73,6 +76,10 @@ enum SVGChart {
                 if let previous, point.at - previous > ConsoleHistory.stepMilliseconds { flush() }
                 let x = Double(point.at - from) / span * width
                 let y = plotHeight - max(0, point.value) / top * (plotHeight - 16)
+                if segment.isEmpty {
+                    let stepWidth = Double(ConsoleHistory.stepMilliseconds) / span * width
+                    lone = "\(ConsoleFormat.fixed(max(0, x - stepWidth))),\(ConsoleFormat.fixed(y))"
+                }
                 segment.append("\(ConsoleFormat.fixed(x)),\(ConsoleFormat.fixed(y))")
                 previous = point.at
             }

@@ -19,10 +19,11 @@ if [[ "${1:-}" == "--test" ]]; then
   # against (scripts/pg-test-cluster.sh). grpc C++: bench/render.sh builds the
   # grpc C++ Render anchor (../shared/anchors/cpp-render) with them.
   # prometheus: promtool checks and unit-tests deploy/prometheus
-  # (Tests/interop/test_ops_kit.py).
+  # (Tests/interop/test_ops_kit.py). Chromium and tidy: the console's
+  # browser test (Tests/interop/test_console.py).
   packages+=(protobuf-compiler golang-go protoc-gen-go protoc-gen-go-grpc golang-google-protobuf-dev
              golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev systemd postgresql
-             libgrpc++-dev protobuf-compiler-grpc prometheus)
+             libgrpc++-dev protobuf-compiler-grpc prometheus chromium tidy)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -135,6 +135,8 @@ public final class HeraldServer: Service, Sendable {
     /// The admin listener's bound address, once it is up.
     let adminAddress = AdminAddress()
     private let snapshot = OperatorSnapshotCell()
+    /// Status, as the operator console shows it too.
+    let status: StatusService
     private let phase = Mutex(Phase.starting(waiters: []))
     private let gatewayCell = Mutex<APNsGateway?>(nil)
     /// The running group, for `shutdown()` when no parent group drives this one.
@@ -192,6 +194,7 @@ public final class HeraldServer: Service, Sendable {
             deliveryPolicies: configuration.deliveryPolicies,
             threads: (configuration.grpc.eventLoopThreads, configuration.grpc.computeThreads, CPUBudget.atStart.usable)
         )
+        self.status = status
         // A token is optional (it only adds detail): unauthenticated limits.
         server.register(StatusService.path, .sync(status.status), limits: .unauthenticated)
         let render = RenderService(

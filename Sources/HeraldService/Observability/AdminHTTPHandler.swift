@@ -2,9 +2,9 @@ import NIOCore
 import NIOHTTP1
 
 /// Answers one admin connection's requests: GET or HEAD on `/metrics`,
-/// `/healthz`, `/readyz`; 405 for other methods on them, 404 elsewhere.
-/// Every answer has a short text body; a request body is never read (the
-/// byte budget bounds it).
+/// `/healthz`, `/readyz`, and the operator console (``ConsoleService``) at
+/// `/` and `/console/...` when it is on; 405 for other methods on them, 404
+/// elsewhere. A request body is never read (the byte budget bounds it).
 ///
 /// Backpressure: one answer at a time, and the next request is read only
 /// once the last answer has been written to the socket. A client that
@@ -115,6 +115,36 @@ final class AdminHTTPHandler: ChannelDuplexHandler {
     }
 
     private func respond(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
+        // Set before anything is written: the pipelining handler hands over
+        // the next request from inside the write of `.end`, and the write
+        // may complete inside the flush; a console page is also prepared
+        // off the loop meanwhile.
+        writing = true
+        budget.answering = true
+        if let console = endpoints.console {
+            do throws(ConsoleRefusal) {
+                if let request = try ConsoleRequest.parse(uri: head.uri) {
+                    guard head.method == .GET || head.method == .HEAD else {
+                        throw ConsoleRefusal(.methodNotAllowed, "method not allowed: the console answers GET")
+                    }
+                    let authorization = head.headers.first(name: "authorization")
+                    let page = context.eventLoop.makeFutureWithTask { await console.respond(request, authorization: authorization) }
+                    page.assumeIsolated().whenComplete { result in
+                        guard !self.removed else { return }
+                        let response = (try? result.get())
+                            ?? ConsoleService.refused(ConsoleRefusal(.internalError, "the page could not be made"))
+                        self.send(context, head, status: HTTPResponseStatus(statusCode: response.status),
+                                  headers: response.headers, body: ByteBuffer(string: response.body))
+                    }
+                    return
+                }
+            } catch {
+                let response = ConsoleService.refused(error)
+                send(context, head, status: HTTPResponseStatus(statusCode: response.status),
+                     headers: response.headers, body: ByteBuffer(string: response.body))
+                return
+            }
+        }
         let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
         let known = ["/metrics", "/healthz", "/readyz"].contains(path)
         var status = HTTPResponseStatus.ok
@@ -123,7 +153,8 @@ final class AdminHTTPHandler: ChannelDuplexHandler {
         var extra: [(String, String)] = []
         if !known {
             status = .notFound
-            body = ByteBuffer(string: "not found: try /metrics, /healthz or /readyz\n")
+            body = ByteBuffer(string: endpoints.console == nil
+                ? "not found: try /metrics, /healthz or /readyz\n" : "not found: try /, /metrics, /healthz or /readyz\n")
         } else if head.method != .GET && head.method != .HEAD {
             status = .methodNotAllowed
             extra.append(("Allow", "GET, HEAD"))
@@ -149,13 +180,18 @@ final class AdminHTTPHandler: ChannelDuplexHandler {
                 }
             }
         }
+        send(context, head, status: status, headers: [("Content-Type", contentType)] + extra, body: body)
+    }
+
+    /// Writes one answer; reading resumes (or the waiting request is
+    /// answered) once it reached the socket.
+    private func send(
+        _ context: ChannelHandlerContext, _ head: HTTPRequestHead, status: HTTPResponseStatus, headers extra: [(String, String)],
+        body: ByteBuffer
+    ) {
         let keepAlive = head.isKeepAlive && status != .methodNotAllowed
-        var headers = HTTPHeaders([("Content-Type", contentType), ("Content-Length", String(body.readableBytes))] + extra)
+        var headers = HTTPHeaders(extra + [("Content-Length", String(body.readableBytes))])
         headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
-        // Set before writing: the pipelining handler hands over the next
-        // request from inside the write of `.end`, and the write may
-        // complete inside the flush.
-        writing = true
         budget.used = 0
         armTimer(context)
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
@@ -164,6 +200,7 @@ final class AdminHTTPHandler: ChannelDuplexHandler {
         }
         let done = context.eventLoop.makePromise(of: Void.self)
         done.futureResult.assumeIsolated().whenComplete { result in
+            self.budget.answering = false
             self.written(context, result, keepAlive: keepAlive)
         }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)

@@ -38,6 +38,8 @@ struct AdminEndpoints: Sendable {
     let state: ServingStateCell
     /// Whether the process's loops still run (`/healthz`).
     let alive: @Sendable () -> Bool
+    /// The operator console at `/` and `/console/...`; nil: those are 404.
+    var console: ConsoleService? = nil
 }
 
 /// `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 (NIOHTTP1) on a loop of
@@ -48,6 +50,9 @@ final class AdminServer: Sendable {
     let logger: Logger
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let channel = Mutex<(any Channel)?>(nil)
+    /// Samples the console's history every 5 s (each 10 s step gets one;
+    /// the history ignores a second sample in a step).
+    private let sampler = Mutex<RepeatedTask?>(nil)
     let openConnections = Atomic<Int>(0)
     /// Open connections per peer address.
     private let peers = Mutex<[String: Int]>([:])
@@ -118,6 +123,11 @@ final class AdminServer: Sendable {
             let port = bound.localAddress?.port ?? configuration.port
             let host = bound.localAddress?.ipAddress ?? configuration.host
             logger.info("admin listener up", metadata: ["address": "\(host):\(port)"])
+            if let console = endpoints.console {
+                let half = TimeAmount.milliseconds(ConsoleHistory.stepMilliseconds / 2)
+                let task = group.next().scheduleRepeatedTask(initialDelay: .zero, delay: half) { _ in console.sample() }
+                sampler.withLock { $0 = task }
+            }
             return (host, port)
         } catch {
             try? await group.shutdownGracefully()
@@ -130,6 +140,10 @@ final class AdminServer: Sendable {
             defer { channel = nil }
             return channel
         }
+        sampler.withLock { task in
+            task?.cancel()
+            task = nil
+        }
         try? await bound?.close()
         try? await group.shutdownGracefully()
     }
@@ -139,23 +153,42 @@ final class AdminServer: Sendable {
 final class AdminRequestBudget {
     let limit: Int
     var used = 0
+    /// An answer is being prepared or written (set by the HTTP handler):
+    /// nothing else may be written on the connection meanwhile.
+    var answering = false
 
     init(limit: Int) { self.limit = limit }
 }
 
-/// Closes a connection that sends more than its budget for one request
-/// (huge headers, a body): the HTTP parser never buffers more than that.
+/// Stops a connection that sends more than its budget for one request
+/// (huge headers, a 1 MB query, a body): the HTTP parser never buffers more
+/// than that. Between answers the client is told why (414 and a sentence,
+/// then the write side is shut and the rest of its bytes dropped until the
+/// request timeout closes it, so the answer is not lost to a reset); while
+/// an answer is under way the connection is closed.
 final class AdminByteCounter: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     let budget: AdminRequestBudget
+    private var refused = false
 
     init(budget: AdminRequestBudget) { self.budget = budget }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !refused else { return }
         budget.used += unwrapInboundIn(data).readableBytes
         guard budget.used <= budget.limit else {
-            context.close(promise: nil)
+            refused = true
+            guard !budget.answering else {
+                context.close(promise: nil)
+                return
+            }
+            let body = "request too large: the admin listener takes at most \(budget.limit) bytes a request\n"
+            let answer = "HTTP/1.1 414 URI Too Long\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+            context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).assumeIsolated().whenComplete { _ in
+                context.close(mode: .output, promise: nil)
+            }
             return
         }
         context.fireChannelRead(data)

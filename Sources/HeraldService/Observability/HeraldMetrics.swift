@@ -39,6 +39,8 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
     private let throttleWait: CoreMetrics.Timer
     private let policyHolds: [HoldReason: CoreMetrics.Counter]
     private let policySuppressions: [SuppressReason: CoreMetrics.Counter]
+    /// What the operator console samples and shows.
+    let console = ConsoleCounters()
 
     static let rpcBuckets: [Duration] = [
         .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
@@ -97,11 +99,13 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
     /// A device's push held by the delivery policy.
     public func policyHeld(_ reason: HoldReason) {
         policyHolds[reason]?.increment()
+        console.held(reason)
     }
 
     /// A device's push withheld for good by the delivery policy.
     public func policySuppressed(_ reason: SuppressReason) {
         policySuppressions[reason]?.increment()
+        console.suppressed(reason)
     }
 
     // MARK: Recording
@@ -118,11 +122,13 @@ public final class HeraldMetrics: DeliveryMetrics, Sendable {
             return counter
         }
         counter.increment()
+        console.delivery(outcome: outcome)
     }
 
     /// A due message went out `milliseconds` after it was due.
     func dispatchLateness(milliseconds: Int64) {
         lateness.recordMilliseconds(max(0, milliseconds))
+        console.dispatchLateness(milliseconds: milliseconds)
     }
 
     func storeCommitted(_ duration: Duration) {

@@ -29,7 +29,11 @@ extension HeraldServer {
             directory: probeDirectory, store: store, state: state,
             interval: configuration.storeProbeInterval, logger: logger, metrics: metrics)]
         if let admin = configuration.admin {
-            let endpoints = AdminEndpoints(metrics: metrics, state: state, alive: { [weak self] in self?.isRunning ?? false })
+            var endpoints = AdminEndpoints(metrics: metrics, state: state, alive: { [weak self] in self?.isRunning ?? false })
+            endpoints.console = ConsoleService(
+                status: status, counters: metrics.console, history: ConsoleHistoryCell(), store: store,
+                events: store as? any DeliveryEventLog,
+                reads: ReadAdmission(maxConcurrent: ConsoleService.maxConcurrentReads, maxQueued: ConsoleService.maxQueuedReads))
             services.append(AdminService(
                 server: AdminServer(configuration: admin, endpoints: endpoints, logger: logger), address: adminAddress))
         }

@@ -224,6 +224,8 @@ let package = Package(
                 "PushProviders",
                 "APNsProvider",
                 "FCMProvider",
+                // The descriptor-driven proto3 JSON mapping (Connect) is HeraldClient's, shared.
+                "HeraldClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

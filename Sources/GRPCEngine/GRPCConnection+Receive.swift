@@ -48,7 +48,12 @@ extension GRPCConnection {
             return
         }
         if bytesEqual(name, "content-type") {
-            stream.contentType = isGRPCContentType(value) ? .grpc : .other
+            if isGRPCContentType(value) {
+                stream.contentType = .grpc
+            } else {
+                stream.contentType = .other
+                stream.plainContentType = String(decoding: value.prefix(256), as: UTF8.self)
+            }
         } else if bytesEqual(name, "grpc-encoding") {
             // Only gzip is supported; with any other encoding a compressed
             // message is UNIMPLEMENTED (checked per message: the flag byte).
@@ -84,7 +89,7 @@ extension GRPCConnection {
             return
         }
         guard stream.contentType == .grpc else {
-            stream.pendingAnswer = .notGRPC
+            stream.pendingAnswer = plainAnswer(stream) ?? .notGRPC
             return
         }
         counters.rpcStarted()
@@ -126,7 +131,10 @@ extension GRPCConnection {
             inboundData(stream, bytes)
             return
         }
-        guard stream.phase == .receiving, stream.counted else { return }
+        guard stream.phase == .receiving, stream.counted else {
+            if case .plainCall = stream.pendingAnswer { plainData(stream, bytes) }
+            return
+        }
         if stream.message != nil {
             // Unary: anything after the first message is a cardinality violation.
             stream.extraMessage = true
@@ -321,4 +329,32 @@ func isGRPCContentType(_ value: UnsafeRawBufferPointer) -> Bool {
     if value.count == baseCount { return true }
     let next = value[baseCount]
     return next == UInt8(ascii: "+") || next == UInt8(ascii: ";")
+}
+
+/// Plain (non-gRPC) calls on HTTP/2 (``GRPCPlainCalls``).
+extension GRPCConnection {
+    /// A POST that is not gRPC: what ``GRPCPlainCalls`` makes of it (out of
+    /// line: nothing of it on a gRPC call's path).
+    @inline(never)
+    func plainAnswer(_ stream: GRPCStream) -> GRPCStream.PendingAnswer? {
+        guard let plain = shared.configuration.plainCalls, let path = stream.path, stream.contentType == .other,
+              let admission = plain.admit(path, stream.plainContentType ?? "", stream.metadata) else { return nil }
+        switch admission {
+        case .answer(let answer): return .plain(answer)
+        case .call(let call): return .plainCall(call)
+        }
+    }
+
+    /// A plain call's body bytes, bounded by `maxReceiveMessageBytes`.
+    @inline(never)
+    func plainData(_ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer) {
+        let limit = shared.configuration.maxReceiveMessageBytes
+        guard stream.plainBody.count + bytes.count <= limit else {
+            stream.plainBody = []
+            stream.pendingAnswer = shared.configuration.plainCalls.map { .plain($0.refusal(GRPCStatus(
+                .resourceExhausted, "the body is larger than \(limit) bytes (maxReceiveMessageBytes)"))) } ?? .notGRPC
+            return
+        }
+        stream.plainBody.append(contentsOf: bytes)
+    }
 }

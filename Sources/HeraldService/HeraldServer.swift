@@ -159,6 +159,9 @@ public final class HeraldServer: Service, Sendable {
         // Connect unary on HTTP/1.1 (and HTTP/2, below): the registered handlers, run in process.
         let connect = ConnectBox()
         grpc.http1Pipeline = { channel in try WebPipeline.configure(channel, api: webAPI, connect: connect.api, limits: webLimits) }
+        grpc.plainCalls = GRPCPlainCalls(
+            admit: { path, contentType, metadata in connect.api?.plainCalls.admit(path, contentType, metadata) },
+            refusal: { status in ConnectAnswer.error(status).plain })
         let server = GRPCServer(configuration: grpc, logger: logger)
         connect.api = ConnectAPI(server: server, maxBodyBytes: webLimits.maxBodyBytes)
         self.server = server

@@ -99,7 +99,7 @@ final class ConnectAPI: Sendable {
             do {
                 message = try ProtoJSONReader.pack(call.method.request, json: body)
             } catch {
-                return loop.makeSucceededFuture(.error(.invalidArgument, "\(call.method.request.fullName): \(error)"))
+                return loop.makeSucceededFuture(.error(.invalidArgument, "\(error)"))
             }
         } else {
             message = body
@@ -162,4 +162,30 @@ final class ConnectBox: Sendable {
         get { cell.withLock { $0 } }
         set { cell.withLock { $0 = newValue } }
     }
+}
+
+extension ConnectAPI {
+    /// The engine's hook for HTTP/2 requests that are not gRPC: Connect
+    /// takes a POST to one of its paths with any content type (a wrong one
+    /// is answered 415 in Connect's form); any other path keeps the engine's 415.
+    var plainCalls: GRPCPlainCalls {
+        GRPCPlainCalls(
+            admit: { [self] path, contentType, metadata in
+                guard handles(path) else { return nil }
+                let headers = [("content-type", contentType)] + metadata.map { ($0.name, $0.value) }
+                switch admit(path: path, method: "POST", headers: headers) {
+                case .failure(let answer): return .answer(answer.plain)
+                case .success(let call):
+                    return .call { [self] body, remote, loop in
+                        run(call, body: body, remoteAddress: remote, on: loop).map(\.plain)
+                    }
+                }
+            },
+            refusal: { status in ConnectAnswer.error(status).plain })
+    }
+}
+
+extension ConnectAnswer {
+    /// As the engine's plain answer.
+    var plain: GRPCPlainAnswer { GRPCPlainAnswer(status: status, contentType: contentType, body: body) }
 }

@@ -31,10 +31,19 @@ final class ConnectAPI: Sendable {
         self.maxBodyBytes = maxBodyBytes
     }
 
-    /// True for a path Connect answers: a method of `Protos/` or one registered on the server.
+    /// True for a path Connect answers: a method of `Protos/`, one registered
+    /// on the server, or any other under one of their services (a 404 in
+    /// Connect's form).
     func handles(_ path: String) -> Bool {
-        ProtoServices.methods[path] != nil || server.registeredRoute(path) != nil
+        if ProtoServices.methods[path] != nil || server.registeredRoute(path) != nil { return true }
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return false }
+        return Self.services.contains(String(path[..<slash]))
     }
+
+    /// `/herald.v1.PushService` and the other services' path prefixes.
+    private static let services = Set(ProtoServices.methods.keys.compactMap { path in
+        path.lastIndex(of: "/").map { String(path[..<$0]) }
+    })
 
     /// Checks a request's head: the call to run once its body arrives, or the answer.
     func admit(path: String, method: String, headers: [(String, String)]) -> Result<Call, ConnectAnswer> {

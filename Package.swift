@@ -343,7 +343,7 @@ let package = Package(
             "HeraldStorage", "HeraldPostgres", "HeraldCore", "HeraldPrimitives", "HeraldTestSupport",
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
-        .testTarget(name: "HeraldClientTests", dependencies: ["HeraldClient", "GRPCEngine", "HeraldPrimitives"]),
+        .testTarget(name: "HeraldClientTests", dependencies: ["HeraldClient", "GRPCEngine", "HeraldPrimitives", "HeraldProtos", "CInterop"]),
         .testTarget(name: "HeraldServiceTests", dependencies: [
             "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport", "HeraldCore",
             "PushProviders", "APNsProvider", "FCMProvider",

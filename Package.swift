@@ -276,7 +276,7 @@ let package = Package(
             name: "HeraldFuzz",
             dependencies: [
                 "CInterop", "HeraldProtos", "HeraldCore", "HeraldPrimitives", "GRPCEngine", "HeraldStorage", "HeraldService",
-                "TimeZones",
+                "TimeZones", "HeraldClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "fuzz/Sources/HeraldFuzz"

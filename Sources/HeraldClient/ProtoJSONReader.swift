@@ -74,6 +74,9 @@ public enum ProtoJSONReader {
 
     /// The field named `key`: its JSON name (lowerCamelCase) or its proto name.
     private static func field(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ key: String) -> ProtobufCFieldDescriptor? {
+        if let names = fieldIndex[UInt(bitPattern: descriptor)] {
+            return names[key].map { descriptor.pointee.fields[$0] }
+        }
         for index in 0..<Int(descriptor.pointee.n_fields) {
             let field = descriptor.pointee.fields[index]
             let name = String(cString: field.name)
@@ -81,6 +84,29 @@ public enum ProtoJSONReader {
         }
         return nil
     }
+
+    /// Field indexes by both names, for every message a service method
+    /// takes or returns and the messages inside them (by descriptor address),
+    /// built once: a lookup is a hash, not a scan that makes strings.
+    private static let fieldIndex: [UInt: [String: Int]] = {
+        var index: [UInt: [String: Int]] = [:]
+        var pending = ProtoServices.methods.values.flatMap { [$0.request.descriptor, $0.reply.descriptor] }
+        while let descriptor = pending.popLast() {
+            guard index[UInt(bitPattern: descriptor)] == nil else { continue }
+            var names: [String: Int] = [:]
+            for number in 0..<Int(descriptor.pointee.n_fields) {
+                let field = descriptor.pointee.fields[number]
+                let name = String(cString: field.name)
+                names[name] = number
+                names[ProtoJSON.camelCase(name)] = number
+                if field.type == PROTOBUF_C_TYPE_MESSAGE {
+                    pending.append(field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self))
+                }
+            }
+            index[UInt(bitPattern: descriptor)] = names
+        }
+        return index
+    }()
 
     private static func isValue(_ field: ProtobufCFieldDescriptor) -> Bool {
         field.type == PROTOBUF_C_TYPE_MESSAGE && field.label != PROTOBUF_C_LABEL_REPEATED

@@ -126,11 +126,11 @@ final class ConnectAPI: Sendable {
         let answer: @Sendable (ConnectAnswer) -> Void = { reply in
             if answered.withLock({ done in defer { done = true }; return !done }) { promise.succeed(reply) }
         }
-        let task = Task {
+        call.handler.callInProcess(request, on: loop) { result in
             var code = GRPCStatus.Code.ok
             let reply: ConnectAnswer
             do {
-                let bytes = try await call.handler.callInProcess(request, on: loop)
+                let bytes = try result.get()
                 if call.json {
                     reply = ConnectAnswer(status: 200, contentType: "application/json", body: try ProtoJSON.proto3(call.method.reply, bytes))
                 } else {
@@ -152,7 +152,6 @@ final class ConnectAPI: Sendable {
         }
         if let deadline = call.deadline {
             let timer = loop.scheduleTask(in: TimeAmount(deadline - .now)) {
-                task.cancel()
                 answer(.error(.deadlineExceeded, "the deadline (connect-timeout-ms) passed"))
             }
             promise.futureResult.whenComplete { _ in timer.cancel() }

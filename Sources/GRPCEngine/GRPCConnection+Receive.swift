@@ -345,16 +345,31 @@ extension GRPCConnection {
         }
     }
 
-    /// A plain call's body bytes, bounded by `maxReceiveMessageBytes`.
+    /// A plain call's body bytes, bounded by `maxReceiveMessageBytes` and
+    /// held under the same buffer budgets as a gRPC call's (per connection
+    /// and server-wide, released when the call is answered or its stream
+    /// closes); past either, the call is refused with RESOURCE_EXHAUSTED.
     @inline(never)
     func plainData(_ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer) {
-        let limit = shared.configuration.maxReceiveMessageBytes
-        guard stream.plainBody.count + bytes.count <= limit else {
+        let configuration = shared.configuration
+        let limit = configuration.maxReceiveMessageBytes
+        var refusal: String?
+        if stream.plainBody.count + bytes.count > limit {
+            refusal = "the body is larger than \(limit) bytes (maxReceiveMessageBytes)"
+        } else if bufferedRequestBytes + bytes.count > configuration.maxBufferedBytesPerConnection {
+            refusal = "connection request buffer limit of \(configuration.maxBufferedBytesPerConnection) bytes reached"
+        } else if !shared.requestBuffer(unauthenticated: false).reserve(bytes.count) {
+            refusal = "server request buffer limit of \(configuration.maxBufferedBytes) bytes reached; retry later"
+        }
+        if let refusal {
             stream.plainBody = []
-            stream.pendingAnswer = shared.configuration.plainCalls.map { .plain($0.refusal(GRPCStatus(
-                .resourceExhausted, "the body is larger than \(limit) bytes (maxReceiveMessageBytes)"))) } ?? .notGRPC
+            releaseBuffered(stream)
+            stream.pendingAnswer = configuration.plainCalls.map { .plain($0.refusal(GRPCStatus(.resourceExhausted, refusal))) }
+                ?? .notGRPC
             return
         }
+        bufferedRequestBytes += bytes.count
+        stream.bufferedBytes += bytes.count
         stream.plainBody.append(contentsOf: bytes)
     }
 }

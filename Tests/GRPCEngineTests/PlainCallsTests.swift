@@ -9,9 +9,10 @@ import Testing
 @Suite(.serialized) struct PlainCallsTests {
     static let limit = 64
 
-    private func server() async throws -> TestServer {
+    private func server(perConnection: Int? = nil) async throws -> TestServer {
         try await TestServer { configuration in
             configuration.maxReceiveMessageBytes = Self.limit
+            if let perConnection { configuration.maxBufferedBytesPerConnection = perConnection }
             configuration.plainCalls = GRPCPlainCalls(
                 admit: { path, contentType, metadata in
                     guard path.hasPrefix("/test.Echo/") else { return nil }
@@ -47,6 +48,17 @@ import Testing
         let output = try await call(server, "/test.Echo/Sync", body: [UInt8](repeating: 0x61, count: Self.limit + 1),
                                     ["content-type: application/x-echo"])
         #expect(output.contains(":status: 429"))
+        await server.stop()
+    }
+
+    @Test func aBodyIsHeldUnderTheConnectionsBufferBudget() async throws {
+        let server = try await server(perConnection: 32)
+        let output = try await call(server, "/test.Echo/Sync", body: [UInt8](repeating: 0x61, count: 48),
+                                    ["content-type: application/x-echo"])
+        #expect(output.contains(":status: 429"))
+        #expect(output.contains("connection request buffer limit"))
+        let small = try await call(server, "/test.Echo/Sync", body: [1, 2], ["content-type: application/x-echo"])
+        #expect(small.contains(":status: 200"))  // the server-wide budget was given back
         await server.stop()
     }
 

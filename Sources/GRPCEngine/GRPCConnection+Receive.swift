@@ -341,7 +341,10 @@ extension GRPCConnection {
               let admission = plain.admit(path, stream.plainContentType ?? "", stream.metadata) else { return nil }
         switch admission {
         case .answer(let answer): return .plain(answer)
-        case .call(let call): return .plainCall(call)
+        case .call(let call):
+            // A method callable without a token: that class's message size and buffer budget.
+            if stream.route?.unauthenticated == true { stream.unauthenticated = true }
+            return .plainCall(call)
         }
     }
 
@@ -352,14 +355,16 @@ extension GRPCConnection {
     @inline(never)
     func plainData(_ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer) {
         let configuration = shared.configuration
-        let limit = configuration.maxReceiveMessageBytes
+        let limit = stream.unauthenticated
+            ? configuration.unauthenticatedMaxReceiveMessageBytes : configuration.maxReceiveMessageBytes
         var refusal: String?
         if stream.plainBody.count + bytes.count > limit {
-            refusal = "the body is larger than \(limit) bytes (maxReceiveMessageBytes)"
+            refusal = "the body is larger than \(limit) bytes" + (stream.unauthenticated
+                ? " (unauthenticatedMaxReceiveMessageBytes, for methods callable without a token)" : " (maxReceiveMessageBytes)")
         } else if bufferedRequestBytes + bytes.count > configuration.maxBufferedBytesPerConnection {
             refusal = "connection request buffer limit of \(configuration.maxBufferedBytesPerConnection) bytes reached"
-        } else if !shared.requestBuffer(unauthenticated: false).reserve(bytes.count) {
-            refusal = "server request buffer limit of \(configuration.maxBufferedBytes) bytes reached; retry later"
+        } else if !shared.requestBuffer(unauthenticated: stream.unauthenticated).reserve(bytes.count) {
+            refusal = "server request buffer limit reached; retry later"
         }
         if let refusal {
             stream.plainBody = []

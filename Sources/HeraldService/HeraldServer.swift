@@ -163,7 +163,9 @@ public final class HeraldServer: Service, Sendable {
             admit: { path, contentType, metadata in connect.api?.plainCalls.admit(path, contentType, metadata) },
             refusal: { status in ConnectAnswer.error(status).plain })
         let server = GRPCServer(configuration: grpc, logger: logger)
-        connect.api = ConnectAPI(server: server, maxBodyBytes: webLimits.maxBodyBytes)
+        connect.api = ConnectAPI(
+            server: server, maxBodyBytes: webLimits.maxBodyBytes,
+            unauthenticatedMaxBodyBytes: grpc.unauthenticatedMaxReceiveMessageBytes)
         self.server = server
         webAPI.record { request, code, nanoseconds in
             server.recordInProcessCall(request, code: code, durationNanoseconds: nanoseconds)

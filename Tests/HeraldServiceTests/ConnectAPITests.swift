@@ -17,7 +17,7 @@ import Testing
             metadata["authorization"] == "Token good" ? nil : GRPCStatus(.unauthenticated, "no token")
         })
         server.register("/herald.v1.PushService/StreamEvents", streaming: .serverStreaming { _, _ in })
-        return ConnectAPI(server: server, maxBodyBytes: 1024)
+        return ConnectAPI(server: server, maxBodyBytes: 1024, unauthenticatedMaxBodyBytes: 64)
     }
 
     private func refusal(_ headers: [(String, String)], path: String = path, method: String = "POST") -> ConnectAnswer? {

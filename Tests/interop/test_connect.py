@@ -201,3 +201,13 @@ def test_hostile_connect_requests(web, version):
     status, reply = cjson(port, "NoSuchMethod", {}, version=version)
     assert status == 404
     healthy(port, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_methods_callable_without_a_token_keep_their_smaller_body_limit(web, version):
+    """Health/Check takes no token: over Connect, as over gRPC, its body is bounded at 64 KiB."""
+    server, push, md, record = web
+    big = b'{"service": "' + b"x" * (100 * 1024) + b'"}'
+    status, ctype, text = connect(server.port, "Check", big, version=version, headers=(), service="grpc.health.v1.Health")
+    assert status == 429 and json.loads(text)["code"] == "resource_exhausted", text[:200]
+    healthy(server.port, version)

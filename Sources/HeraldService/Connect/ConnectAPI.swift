@@ -20,15 +20,21 @@ final class ConnectAPI: Sendable {
         let metadata: GRPCMetadata
         /// From `Connect-Timeout-Ms`, counted from the head.
         let deadline: ContinuousClock.Instant?
+        /// The body's bound: gRPC's message limit, or the smaller one of
+        /// methods callable without a token.
+        let maxBodyBytes: Int
     }
 
     private let server: GRPCServer
     /// The largest body, compressed or inflated (the gRPC limit).
     let maxBodyBytes: Int
+    /// The same for methods callable without a token (Health, Status).
+    let unauthenticatedMaxBodyBytes: Int
 
-    init(server: GRPCServer, maxBodyBytes: Int) {
+    init(server: GRPCServer, maxBodyBytes: Int, unauthenticatedMaxBodyBytes: Int) {
         self.server = server
         self.maxBodyBytes = maxBodyBytes
+        self.unauthenticatedMaxBodyBytes = unauthenticatedMaxBodyBytes
     }
 
     /// True for a path Connect answers: a method of `Protos/`, one registered
@@ -90,7 +96,9 @@ final class ConnectAPI: Sendable {
             metadata.append(name: "authorization", value: value)
         }
         if let admission = route.admission, let refusal = admission(metadata) { return .failure(.error(refusal)) }
-        return .success(Call(method: protoMethod, handler: handler, json: json, gzip: gzip, metadata: metadata, deadline: deadline))
+        return .success(Call(
+            method: protoMethod, handler: handler, json: json, gzip: gzip, metadata: metadata, deadline: deadline,
+            maxBodyBytes: route.unauthenticated ? min(unauthenticatedMaxBodyBytes, maxBodyBytes) : maxBodyBytes))
     }
 
     /// Runs an admitted call on its body; completes on `loop` (never fails).
@@ -98,7 +106,7 @@ final class ConnectAPI: Sendable {
         var body = body
         if call.gzip {
             do {
-                body = try GRPCGzip.decompress(body, limit: maxBodyBytes)
+                body = try GRPCGzip.decompress(body, limit: call.maxBodyBytes)
             } catch {
                 return loop.makeSucceededFuture(.error(error.code, "request body: \(error.message)"))
             }

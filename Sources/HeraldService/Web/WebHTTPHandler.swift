@@ -181,8 +181,8 @@ final class WebHTTPHandler: ChannelInboundHandler {
             // Answered before the body is read: the connection closes rather than reading it.
             write(context: context, answer, keepAlive: false)
         case .success(let call):
-            if let declared = head.headers.first(name: "content-length").flatMap(Int.init), declared > limits.maxBodyBytes {
-                write(context: context, connectTooLarge, keepAlive: false)
+            if let declared = head.headers.first(name: "content-length").flatMap(Int.init), declared > call.maxBodyBytes {
+                write(context: context, connectTooLarge(call.maxBodyBytes), keepAlive: false)
                 return
             }
             admitted(.connect(call), head, keepAlive: keepAlive, context: context)
@@ -201,16 +201,18 @@ final class WebHTTPHandler: ChannelInboundHandler {
         WebAPIError(.resourceExhausted, "the body is larger than \(limits.maxBodyBytes) bytes", httpStatus: 413)
     }
 
-    private var connectTooLarge: ConnectAnswer {
-        .error(.resourceExhausted, "the body is larger than \(limits.maxBodyBytes) bytes")
+    private func connectTooLarge(_ limit: Int) -> ConnectAnswer {
+        .error(.resourceExhausted, "the body is larger than \(limit) bytes")
     }
 
     private func received(_ chunk: ByteBuffer, context: ChannelHandlerContext) {
         switch state {
         case .receiving(let target, let keepAlive, var body):
-            guard body.readableBytes + chunk.readableBytes <= limits.maxBodyBytes else {
+            var bound = limits.maxBodyBytes
+            if case .connect(let call) = target { bound = call.maxBodyBytes }
+            guard body.readableBytes + chunk.readableBytes <= bound else {
                 if case .connect = target {
-                    write(context: context, connectTooLarge, keepAlive: false)
+                    write(context: context, connectTooLarge(bound), keepAlive: false)
                 } else {
                     respond(context: context, tooLarge, keepAlive: false)
                 }

@@ -38,6 +38,26 @@ public enum ProtoServices {
     }()
 }
 
+extension ProtoServices {
+    /// The field names of every message the methods take or return, nested ones included.
+    static let fieldNames: Set<String> = {
+        var names = Set<String>()
+        var seen = Set<UInt>()
+        var pending = methods.values.flatMap { [$0.request.descriptor, $0.reply.descriptor] }
+        while let descriptor = pending.popLast() {
+            guard seen.insert(UInt(bitPattern: descriptor)).inserted else { continue }
+            for number in 0..<Int(descriptor.pointee.n_fields) {
+                let field = descriptor.pointee.fields[number]
+                names.insert(String(cString: field.name))
+                if field.type == PROTOBUF_C_TYPE_MESSAGE {
+                    pending.append(field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self))
+                }
+            }
+        }
+        return names
+    }()
+}
+
 extension ProtoJSON {
     /// `bytes` (a `type`) as proto3 JSON: fields at their default left out,
     /// lowerCamelCase names, enums by name, 64-bit integers as strings.

@@ -224,6 +224,8 @@ let package = Package(
                 "PushProviders",
                 "APNsProvider",
                 "FCMProvider",
+                // The descriptor-driven proto3 JSON mapping (Connect) is HeraldClient's, shared.
+                "HeraldClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -285,7 +287,7 @@ let package = Package(
             name: "HeraldFuzz",
             dependencies: [
                 "CInterop", "HeraldProtos", "HeraldCore", "HeraldPrimitives", "GRPCEngine", "HeraldStorage", "HeraldService",
-                "TimeZones",
+                "TimeZones", "HeraldClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "fuzz/Sources/HeraldFuzz"
@@ -352,7 +354,7 @@ let package = Package(
             "HeraldStorage", "HeraldPostgres", "HeraldCore", "HeraldPrimitives", "HeraldTestSupport",
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
-        .testTarget(name: "HeraldClientTests", dependencies: ["HeraldClient", "GRPCEngine", "HeraldPrimitives"]),
+        .testTarget(name: "HeraldClientTests", dependencies: ["HeraldClient", "GRPCEngine", "HeraldPrimitives", "HeraldProtos", "CInterop"]),
         .testTarget(name: "HeraldServiceTests", dependencies: [
             "HeraldService", "HeraldProtos", "HeraldPrimitives", "HeraldTestSupport", "FCM", "TLSTransport", "HeraldCore",
             "PushProviders", "APNsProvider", "FCMProvider",

@@ -2,7 +2,7 @@
 # Coverage-guided fuzzing (libFuzzer) of the gRPC deframer + gzip, every RPC's
 # request decoding/validation/rendering, and the JSON parser/writer.
 #
-#   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET…]     (default 120 s; deframer requests json tzif)
+#   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET…]     (default 120 s; deframer requests json tzif connectjson)
 #
 # Builds a release binary with -sanitize=fuzzer,address into .build-fuzz/,
 # runs the targets one after the other (niced: the machine is shared), prints
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-120}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(deframer requests json tzif)
+[ ${#targets[@]} -gt 0 ] || targets=(deframer requests json tzif connectjson)
 scratch=.build-fuzz
 
 echo "== building herald-fuzz (release, -sanitize=fuzzer,address) in $scratch"
@@ -48,7 +48,8 @@ for target in "${targets[@]}"; do
     json) max_len=65536; extra=(-dict=fuzz/json.dict) ;;
     requests) max_len=65536; extra=() ;;
     tzif) max_len=70000; extra=() ;;        # past TZif.maximumFileSize (64 KiB)
-    *) echo "unknown target $target (deframer, requests, json, tzif)" >&2; exit 2 ;;
+    connectjson) max_len=65536; extra=(-dict=fuzz/json.dict) ;;
+    *) echo "unknown target $target (deframer, requests, json, tzif, connectjson)" >&2; exit 2 ;;
   esac
   max_len=${FUZZ_MAX_LEN:-$max_len}
   work="$scratch/corpus/$target"

@@ -48,7 +48,12 @@ extension GRPCConnection {
             return
         }
         if bytesEqual(name, "content-type") {
-            stream.contentType = isGRPCContentType(value) ? .grpc : .other
+            if isGRPCContentType(value) {
+                stream.contentType = .grpc
+            } else {
+                stream.contentType = .other
+                stream.plainContentType = String(decoding: value.prefix(256), as: UTF8.self)
+            }
         } else if bytesEqual(name, "grpc-encoding") {
             // Only gzip is supported; with any other encoding a compressed
             // message is UNIMPLEMENTED (checked per message: the flag byte).
@@ -84,7 +89,7 @@ extension GRPCConnection {
             return
         }
         guard stream.contentType == .grpc else {
-            stream.pendingAnswer = .notGRPC
+            stream.pendingAnswer = plainAnswer(stream) ?? .notGRPC
             return
         }
         counters.rpcStarted()
@@ -126,7 +131,10 @@ extension GRPCConnection {
             inboundData(stream, bytes)
             return
         }
-        guard stream.phase == .receiving, stream.counted else { return }
+        guard stream.phase == .receiving, stream.counted else {
+            if case .plainCall = stream.pendingAnswer { plainData(stream, bytes) }
+            return
+        }
         if stream.message != nil {
             // Unary: anything after the first message is a cardinality violation.
             stream.extraMessage = true
@@ -319,4 +327,52 @@ func isGRPCContentType(_ value: UnsafeRawBufferPointer) -> Bool {
     if value.count == baseCount { return true }
     let next = value[baseCount]
     return next == UInt8(ascii: "+") || next == UInt8(ascii: ";")
+}
+
+/// Plain (non-gRPC) calls on HTTP/2 (``GRPCPlainCalls``).
+extension GRPCConnection {
+    /// A POST that is not gRPC: what ``GRPCPlainCalls`` makes of it (out of
+    /// line: nothing of it on a gRPC call's path).
+    @inline(never)
+    func plainAnswer(_ stream: GRPCStream) -> GRPCStream.PendingAnswer? {
+        guard let plain = shared.configuration.plainCalls, let path = stream.path, stream.contentType == .other,
+              let admission = plain.admit(path, stream.plainContentType ?? "", stream.metadata) else { return nil }
+        switch admission {
+        case .answer(let answer): return .plain(answer)
+        case .call(let call):
+            // A method callable without a token: that class's message size and buffer budget.
+            if stream.route?.unauthenticated == true { stream.unauthenticated = true }
+            return .plainCall(call)
+        }
+    }
+
+    /// A plain call's body bytes, bounded by `maxReceiveMessageBytes` and
+    /// held under the same buffer budgets as a gRPC call's (per connection
+    /// and server-wide, released when the call is answered or its stream
+    /// closes); past either, the call is refused with RESOURCE_EXHAUSTED.
+    @inline(never)
+    func plainData(_ stream: GRPCStream, _ bytes: UnsafeRawBufferPointer) {
+        let configuration = shared.configuration
+        let limit = stream.unauthenticated
+            ? configuration.unauthenticatedMaxReceiveMessageBytes : configuration.maxReceiveMessageBytes
+        var refusal: String?
+        if stream.plainBody.count + bytes.count > limit {
+            refusal = "the body is larger than \(limit) bytes" + (stream.unauthenticated
+                ? " (unauthenticatedMaxReceiveMessageBytes, for methods callable without a token)" : " (maxReceiveMessageBytes)")
+        } else if bufferedRequestBytes + bytes.count > configuration.maxBufferedBytesPerConnection {
+            refusal = "connection request buffer limit of \(configuration.maxBufferedBytesPerConnection) bytes reached"
+        } else if !shared.requestBuffer(unauthenticated: stream.unauthenticated).reserve(bytes.count) {
+            refusal = "server request buffer limit reached; retry later"
+        }
+        if let refusal {
+            stream.plainBody = []
+            releaseBuffered(stream)
+            stream.pendingAnswer = configuration.plainCalls.map { .plain($0.refusal(GRPCStatus(.resourceExhausted, refusal))) }
+                ?? .notGRPC
+            return
+        }
+        bufferedRequestBytes += bytes.count
+        stream.bufferedBytes += bytes.count
+        stream.plainBody.append(contentsOf: bytes)
+    }
 }

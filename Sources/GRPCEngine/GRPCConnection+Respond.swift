@@ -156,15 +156,59 @@ extension GRPCConnection {
         }
     }
 
-    /// The plain HTTP answer of a request that is not a gRPC call, once its request ended.
-    func respondPending(_ stream: GRPCStream, _ answer: GRPCStream.PendingAnswer) {
+    /// The plain HTTP answer of a request that is not a gRPC call, once its
+    /// request ended (or, `ended` false, once its time to arrive ran out).
+    func respondPending(_ stream: GRPCStream, _ answer: GRPCStream.PendingAnswer, ended: Bool = true) {
         stream.pendingAnswer = nil
         switch answer {
+        case .plain(let answer):
+            respondPlain(stream, answer)
+        case .plainCall(let call):
+            let body = stream.plainBody
+            stream.plainBody = []
+            guard ended else {
+                let refusal = shared.configuration.plainCalls?.refusal(GRPCStatus(
+                    .deadlineExceeded, "request not received within \(shared.configuration.requestReceiveTimeout)"))
+                respondPlain(stream, refusal ?? GRPCPlainAnswer(status: 408, contentType: "text/plain", body: []))
+                return
+            }
+            stream.machine.handlerStarted()
+            let loop = eventLoop
+            let bound = NIOLoopBound(stream, eventLoop: loop)
+            call(body, remoteAddress, loop).hop(to: loop).whenComplete { [self] result in
+                let stream = bound.value
+                guard stream.machine.handlerFinished(), session != nil else { return }
+                switch result {
+                case .success(let answer): respondPlain(stream, answer)
+                case .failure: respondPlain(stream, GRPCPlainAnswer(status: 500, contentType: "text/plain", body: []))
+                }
+                scheduleFlush()
+            }
         case .notPost:
             respondHTTP(stream, StaticHeaders.status405, count: StaticHeaders.status405Count,
                         body: stream.isHead ? [] : HTTPAnswer.notPost)
         case .notGRPC:
             respondHTTP(stream, StaticHeaders.status415, count: StaticHeaders.status415Count, body: HTTPAnswer.notGRPC)
+        }
+    }
+
+    /// A plain call's answer (``GRPCPlainCalls``): status, content type and length, body.
+    func respondPlain(_ stream: GRPCStream, _ answer: GRPCPlainAnswer) {
+        guard let session, stream.machine.end() == .trailersOnly else { return }
+        releaseBuffered(stream)
+        let body = answer.body.isEmpty ? nil : HTTP2OutboundBody(answer.body)
+        stream.responseBody = body
+        let headers = [
+            (name: ":status", value: String(answer.status)), (name: "content-type", value: answer.contentType),
+            (name: "content-length", value: String(answer.body.count)),
+        ]
+        NGHTTP2Headers.with(headers) { list, count in
+            do throws(HTTP2SessionError) {
+                try injectedSubmissionFault()
+                try session.submitResponse(streamID: stream.id, headers: list, count: count, body: body)
+            } catch {
+                resetAfterFailedResponse(stream, error)
+            }
         }
     }
 

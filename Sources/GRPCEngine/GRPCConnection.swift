@@ -312,7 +312,7 @@ final class GRPCConnection: ChannelDuplexHandler, HTTP2SessionDelegate, @uncheck
         for stream in streams.all where stream.phase == .receiving {
             if stream.receiveStartedAt + receiveLimit <= now {
                 if let answer = stream.pendingAnswer {
-                    respondPending(stream, answer)
+                    respondPending(stream, answer, ended: false)
                     continue
                 }
                 respondError(stream, GRPCStatus(

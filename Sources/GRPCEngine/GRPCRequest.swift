@@ -188,6 +188,9 @@ public struct GRPCServerConfiguration: Sendable {
     /// `handshakeTimeout`), then nothing of the check stays in its pipeline.
     /// Such connections count against `maxConnections` as gRPC ones do.
     public var http1Pipeline: (@Sendable (any Channel) throws -> Void)?
+    /// POST requests on HTTP/2 whose content type is not gRPC's, taken by
+    /// another protocol (Connect); nil: they get HTTP 415.
+    public var plainCalls: GRPCPlainCalls?
 
     public init() {}
 }

@@ -75,6 +75,16 @@ public final class GRPCServer: Sendable {
         }
     }
 
+    /// A registered method, for callers that run it in process (the Connect
+    /// protocol on the same port): its unary handler (nil for a streaming
+    /// method), its admission, and whether it is callable without a token
+    /// (`GRPCRouteLimits.unauthenticated`). Nil for a path nothing is registered at.
+    public func registeredRoute(
+        _ path: String
+    ) -> (unary: GRPCUnaryHandler?, admission: GRPCAdmission?, unauthenticated: Bool)? {
+        state.withLock { state in state.routes[path].map { ($0.handler, $0.admission, $0.unauthenticated) } }
+    }
+
     /// Faults tests inject (honoured by debug builds only).
     let testFaults = GRPCTestFaults()
 

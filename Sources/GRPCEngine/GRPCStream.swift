@@ -88,7 +88,18 @@ final class GRPCStream {
     /// checked by nghttp2 to its end (content-length, trailers).
     var pendingAnswer: PendingAnswer?
 
-    enum PendingAnswer { case notPost, notGRPC }
+    enum PendingAnswer {
+        case notPost, notGRPC
+        /// A plain call (``GRPCPlainCalls``) answered without running.
+        case plain(GRPCPlainAnswer)
+        /// A plain call run once its body (`plainBody`) has arrived.
+        case plainCall(@Sendable ([UInt8], String?, any EventLoop) -> EventLoopFuture<GRPCPlainAnswer>)
+    }
+
+    /// A request whose content type is not gRPC's: that content type (for ``GRPCPlainCalls``).
+    var plainContentType: String?
+    /// A plain call's body as it arrives.
+    var plainBody: [UInt8] = []
 
     /// Links in the connection's `GRPCStreamList` (the list owns `next`).
     @exclusivity(unchecked) var next: GRPCStream?

@@ -23,4 +23,26 @@ extension GRPCUnaryHandler {
             }
         }
     }
+
+    /// Calls the handler in process on `loop` (call it there) and gives its
+    /// answer to `completion`, without a Swift task for `.sync`, `.compute`
+    /// and `.deferred` handlers (the Connect protocol's calls: one hop fewer
+    /// than `callInProcess` per call); `.async` runs in a task. The call is
+    /// never cancelled.
+    public func callInProcess(
+        _ request: GRPCRequest, on loop: any EventLoop,
+        completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void
+    ) {
+        switch self {
+        case .sync(let body), .compute(_, let body):
+            completion(Result { try body(request) })
+        case .async(let body):
+            Task {
+                do { completion(.success(try await body(request))) } catch { completion(.failure(error)) }
+            }
+        case .deferred(_, let body):
+            let reply = GRPCReply(loop: loop, cancellation: GRPCCallCancellation()) { completion($0) }
+            do { try body(request, reply) } catch { reply.answer(.failure(error)) }
+        }
+    }
 }

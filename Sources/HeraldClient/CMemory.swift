@@ -61,6 +61,7 @@ final class CMemory {
         case PROTOBUF_C_TYPE_INT64, PROTOBUF_C_TYPE_SINT64, PROTOBUF_C_TYPE_SFIXED64, PROTOBUF_C_TYPE_UINT64,
              PROTOBUF_C_TYPE_FIXED64, PROTOBUF_C_TYPE_DOUBLE: 8
         case PROTOBUF_C_TYPE_STRING, PROTOBUF_C_TYPE_MESSAGE: MemoryLayout<UnsafeRawPointer>.stride
+        case PROTOBUF_C_TYPE_BYTES: MemoryLayout<ProtobufCBinaryData>.stride
         default: 4
         }
     }
@@ -91,6 +92,12 @@ final class CMemory {
             at.storeBytes(of: number, as: UInt64.self)
         case (PROTOBUF_C_TYPE_DOUBLE, .double(let number)):
             at.storeBytes(of: number, as: Double.self)
+        case (PROTOBUF_C_TYPE_FLOAT, .double(let number)):
+            at.storeBytes(of: Float(number), as: Float.self)
+        case (PROTOBUF_C_TYPE_BYTES, .bytes(let bytes)):
+            let copy = allocate(bytes.count)
+            copy.copyMemory(from: bytes, byteCount: bytes.count)
+            at.storeBytes(of: ProtobufCBinaryData(len: bytes.count, data: copy.assumingMemoryBound(to: UInt8.self)), as: ProtobufCBinaryData.self)
         case (PROTOBUF_C_TYPE_ENUM, .enumName(let valueName)):
             let descriptor = field.descriptor.assumingMemoryBound(to: ProtobufCEnumDescriptor.self)
             guard let known = protobuf_c_enum_descriptor_get_value_by_name(descriptor, valueName) else {

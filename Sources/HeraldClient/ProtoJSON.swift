@@ -21,8 +21,20 @@ public enum ProtoJSON {
         return writer.string
     }
 
-    /// `oldest_due_lag_ms` → `oldestDueLagMs`.
+    /// `oldest_due_lag_ms` → `oldestDueLagMs` (the field names of the
+    /// services' messages from a table made once).
     static func camelCase(_ name: String) -> String {
+        jsonNames[name] ?? spelledCamelCase(name)
+    }
+
+    /// Every field name of the messages the services take and return, in its JSON spelling.
+    private static let jsonNames: [String: String] = {
+        var names: [String: String] = [:]
+        for name in ProtoServices.fieldNames { names[name] = spelledCamelCase(name) }
+        return names
+    }()
+
+    private static func spelledCamelCase(_ name: String) -> String {
         var out = ""
         var upper = false
         for character in name {

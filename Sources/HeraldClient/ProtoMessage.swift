@@ -38,7 +38,10 @@ public enum ProtoMessage {
     /// Unpacks `bytes` as a `type` and reads every field.
     ///
     /// - Throws: INTERNAL when the bytes are not a `type`.
-    public static func read(_ type: MessageType, _ bytes: [UInt8]) throws(ClientFailure) -> ProtoNode {
+    /// - Parameter defaults: false leaves out singular fields at their
+    ///   default and empty repeated fields (proto3 JSON's default output);
+    ///   true (the CLI's) keeps them so a script can index them.
+    public static func read(_ type: MessageType, _ bytes: [UInt8], defaults: Bool = true) throws(ClientFailure) -> ProtoNode {
         var empty: UInt8 = 0
         let parsed: UnsafeMutablePointer<ProtobufCMessage>? = bytes.withUnsafeBufferPointer { buffer in
             guard let base = buffer.baseAddress, !buffer.isEmpty else {
@@ -50,7 +53,7 @@ public enum ProtoMessage {
             throw ClientFailure(.internalError, "the server's reply is not a valid \(type.fullName) (\(bytes.count) bytes)")
         }
         defer { protobuf_c_message_free_unpacked(parsed, nil) }
-        return node(of: UnsafeRawPointer(parsed), type.descriptor)
+        return node(of: UnsafeRawPointer(parsed), type.descriptor, defaults: defaults)
     }
 
     /// The full name of an enum value, e.g. `MESSAGE_STATE_SENT`, from a
@@ -62,7 +65,9 @@ public enum ProtoMessage {
 
     // MARK: Reading
 
-    private static func node(of message: UnsafeRawPointer, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> ProtoNode {
+    private static func node(
+        of message: UnsafeRawPointer, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, defaults: Bool = true
+    ) -> ProtoNode {
         let name = String(cString: descriptor.pointee.name)
         if name.hasPrefix("google.protobuf."), let json = wellKnownJSON(message, descriptor, name) { return .json(json) }
         var fields: [ProtoField] = []
@@ -72,11 +77,11 @@ public enum ProtoMessage {
             let at = message + Int(field.offset)
             if field.label == PROTOBUF_C_LABEL_REPEATED {
                 let count = message.load(fromByteOffset: Int(field.quantifier_offset), as: Int.self)
-                guard let array = at.load(as: UnsafeRawPointer?.self) else {
-                    fields.append(ProtoField(fieldName, .list([])))
+                guard let array = at.load(as: UnsafeRawPointer?.self), count > 0 else {
+                    if defaults { fields.append(ProtoField(fieldName, .list([]))) }
                     continue
                 }
-                let elements = (0..<count).map { element(array + $0 * elementSize(field), field) }
+                let elements = (0..<count).map { element(array + $0 * elementSize(field), field, defaults: defaults) }
                 if field.type == PROTOBUF_C_TYPE_MESSAGE, isMapEntry(field) {
                     fields.append(ProtoField(fieldName, .map(elements.map { entry in
                         ProtoField(entry["key"]?.text ?? "", entry["value"] ?? .scalar(json: .null, text: ""))
@@ -92,22 +97,40 @@ public enum ProtoMessage {
             } else if field.label == PROTOBUF_C_LABEL_OPTIONAL, field.type != PROTOBUF_C_TYPE_MESSAGE,
                       field.type != PROTOBUF_C_TYPE_STRING {
                 guard message.load(fromByteOffset: Int(field.quantifier_offset), as: Int32.self) != 0 else { continue }
+            } else if !defaults, isDefault(at, field) {
+                continue
             }
             if field.type == PROTOBUF_C_TYPE_MESSAGE {
                 guard let sub = at.load(as: UnsafeRawPointer?.self) else { continue }
-                fields.append(ProtoField(fieldName, node(of: sub, field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self))))
+                fields.append(ProtoField(fieldName, node(
+                    of: sub, field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self), defaults: defaults)))
             } else {
-                fields.append(ProtoField(fieldName, element(at, field)))
+                fields.append(ProtoField(fieldName, element(at, field, defaults: defaults)))
             }
         }
         return .message(fields)
     }
 
-    private static func isMapEntry(_ field: ProtobufCFieldDescriptor) -> Bool {
+    static func isMapEntry(_ field: ProtobufCFieldDescriptor) -> Bool {
         let sub = field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
         guard sub.pointee.n_fields == 2 else { return false }
         return String(cString: sub.pointee.fields[0].name) == "key" && String(cString: sub.pointee.fields[1].name) == "value"
             && String(cString: sub.pointee.short_name).hasSuffix("Entry")
+    }
+
+    /// A singular field holding its default (proto3 JSON leaves it out):
+    /// zero, false, the first enum value, an empty string or bytes.
+    private static func isDefault(_ at: UnsafeRawPointer, _ field: ProtobufCFieldDescriptor) -> Bool {
+        switch field.type {
+        case PROTOBUF_C_TYPE_STRING:
+            guard let text = at.load(as: UnsafePointer<CChar>?.self) else { return true }
+            return text.pointee == 0
+        case PROTOBUF_C_TYPE_BYTES: return at.load(as: ProtobufCBinaryData.self).len == 0
+        case PROTOBUF_C_TYPE_MESSAGE: return false
+        default:
+            let size = elementSize(field)
+            return (0..<size).allSatisfy { at.load(fromByteOffset: $0, as: UInt8.self) == 0 }
+        }
     }
 
     private static func elementSize(_ field: ProtobufCFieldDescriptor) -> Int {
@@ -121,7 +144,7 @@ public enum ProtoMessage {
     }
 
     /// One value of `field` stored at `at` (for a message: a pointer to it).
-    private static func element(_ at: UnsafeRawPointer, _ field: ProtobufCFieldDescriptor) -> ProtoNode {
+    private static func element(_ at: UnsafeRawPointer, _ field: ProtobufCFieldDescriptor, defaults: Bool = true) -> ProtoNode {
         switch field.type {
         case PROTOBUF_C_TYPE_INT32, PROTOBUF_C_TYPE_SINT32, PROTOBUF_C_TYPE_SFIXED32:
             let value = at.load(as: Int32.self)
@@ -137,10 +160,10 @@ public enum ProtoMessage {
             return .scalar(json: .string("\(value)"), text: "\(value)")
         case PROTOBUF_C_TYPE_FLOAT:
             let value = Double(at.load(as: Float.self))
-            return .scalar(json: value.isFinite ? .number(value) : .string("\(value)"), text: "\(value)")
+            return .scalar(json: value.isFinite ? .number(value) : .string(nonFinite(value)), text: "\(value)")
         case PROTOBUF_C_TYPE_DOUBLE:
             let value = at.loadUnaligned(as: Double.self)
-            return .scalar(json: value.isFinite ? .number(value) : .string("\(value)"), text: "\(value)")
+            return .scalar(json: value.isFinite ? .number(value) : .string(nonFinite(value)), text: "\(value)")
         case PROTOBUF_C_TYPE_BOOL:
             let value = at.load(as: Int32.self) != 0
             return .scalar(json: .bool(value), text: value ? "true" : "false")
@@ -164,10 +187,15 @@ public enum ProtoMessage {
             return .scalar(json: .string(text), text: text)
         case PROTOBUF_C_TYPE_MESSAGE:
             guard let sub = at.load(as: UnsafeRawPointer?.self) else { return .message([]) }
-            return node(of: sub, field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self))
+            return node(of: sub, field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self), defaults: defaults)
         default:
             return .scalar(json: .null, text: "")
         }
+    }
+
+    /// NaN and the infinities as proto3 JSON spells them.
+    private static func nonFinite(_ value: Double) -> String {
+        value.isNaN ? "NaN" : value > 0 ? "Infinity" : "-Infinity"
     }
 
     /// `MessageState` → `MESSAGE_STATE_`: the prefix of the enum's value names.

@@ -13,6 +13,8 @@ public indirect enum ProtoValue: Sendable, Equatable {
     case bool(Bool)
     /// double fields (google.protobuf.Value's number_value).
     case double(Double)
+    /// bytes fields.
+    case bytes([UInt8])
     /// An enum value by its proto name, e.g. `PLATFORM_IOS`.
     case enumName(String)
     /// A sub-message (or a map entry: `key` and `value`).
@@ -28,6 +30,7 @@ public indirect enum ProtoValue: Sendable, Equatable {
         case (.uint(let x), .uint(let y)): x == y
         case (.bool(let x), .bool(let y)): x == y
         case (.double(let x), .double(let y)): x == y
+        case (.bytes(let x), .bytes(let y)): x == y
         case (.enumName(let x), .enumName(let y)): x == y
         case (.message(let x), .message(let y)): x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
         case (.list(let x), .list(let y)): x == y

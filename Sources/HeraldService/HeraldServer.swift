@@ -158,8 +158,16 @@ public final class HeraldServer: Service, Sendable {
         let webAPI = ContextPushAPI(admission: configuration.accessPolicy.admission)
         self.webAPI = webAPI
         let webLimits = WebLimits(grpc)
-        grpc.http1Pipeline = { channel in try WebPipeline.configure(channel, api: webAPI, limits: webLimits) }
+        // Connect unary on HTTP/1.1 (and HTTP/2, below): the registered handlers, run in process.
+        let connect = ConnectBox()
+        grpc.http1Pipeline = { channel in try WebPipeline.configure(channel, api: webAPI, connect: connect.api, limits: webLimits) }
+        grpc.plainCalls = GRPCPlainCalls(
+            admit: { path, contentType, metadata in connect.api?.plainCalls.admit(path, contentType, metadata) },
+            refusal: { status in ConnectAnswer.error(status).plain })
         let server = GRPCServer(configuration: grpc, logger: logger)
+        connect.api = ConnectAPI(
+            server: server, maxBodyBytes: webLimits.maxBodyBytes,
+            unauthenticatedMaxBodyBytes: grpc.unauthenticatedMaxReceiveMessageBytes)
         self.server = server
         webAPI.record { request, code, nanoseconds in
             server.recordInProcessCall(request, code: code, durationNanoseconds: nanoseconds)

@@ -187,10 +187,24 @@ def test_health_check_and_settings(herald):
     assert_serving(herald)
 
 
-@pytest.mark.parametrize("content_type", ["application/json", "text/plain", "application/grpcx"])
+@pytest.mark.parametrize("content_type", ["text/plain", "application/grpcx"])
 def test_non_grpc_content_type_is_415(herald, content_type):
     client = Client(herald.host, herald.port)
     response = client.call(HEALTH_CHECK, EMPTY_FRAME, content_type=content_type)
+    assert response.headers[":status"] == "415"
+    client.close()
+    assert_serving(herald)
+
+
+def test_json_content_type_is_connect(herald):
+    """application/json is the Connect protocol's (SPEC §8): a gRPC frame as its
+    body is not JSON (a Connect error, 400); on a path no service has, still 415."""
+    client = Client(herald.host, herald.port)
+    response = client.call(HEALTH_CHECK, EMPTY_FRAME, content_type="application/json")
+    assert response.headers[":status"] == "400"
+    assert response.headers["content-type"] == "application/json"
+    assert b'"code":"invalid_argument"' in response.data
+    response = client.call("/no.such.Service/Method", EMPTY_FRAME, content_type="application/json")
     assert response.headers[":status"] == "415"
     client.close()
     assert_serving(herald)

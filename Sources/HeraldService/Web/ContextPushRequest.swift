@@ -1,3 +1,5 @@
+import HeraldClient
+
 /// The ContextPush web API's JSON bodies (the seed document
 /// `contextpush-simple-web-request.md`, SPEC §8) mapped to the protobuf
 /// requests the gRPC Schedule and Cancel handlers take, field for field.

@@ -37,17 +37,24 @@ final class WebReadWatch: ChannelInboundHandler, RemovableChannelHandler {
 }
 
 /// The HTTP/1.1 requests of one connection on the gRPC port: routes them to
-/// the ContextPush web API, checks the token on the headers (before the
-/// body), bounds the body and the time a request may take, and answers JSON.
+/// the ContextPush web API or to a Connect unary call, checks the token on
+/// the headers (before the body), bounds the body and the time a request may
+/// take, and answers JSON (or, for Connect's `application/proto`, protobuf).
 final class WebHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
+
+    /// What an admitted request's body goes to.
+    private enum Target {
+        case contextPush(ContextPushAPI.Endpoint, GRPCMetadata)
+        case connect(ConnectAPI.Call)
+    }
 
     private enum State {
         /// Waiting for a request's head.
         case idle
         /// Reading an admitted request's body.
-        case receiving(ContextPushAPI.Endpoint, GRPCMetadata, keepAlive: Bool, body: ByteBuffer)
+        case receiving(Target, keepAlive: Bool, body: ByteBuffer)
         /// Reading (and dropping) the body of a request answered with this
         /// error at its end (404, 405), after which the connection closes.
         case rejected(WebAPIError, dropped: Int)
@@ -58,6 +65,8 @@ final class WebHTTPHandler: ChannelInboundHandler {
     }
 
     private let api: ContextPushAPI
+    /// Connect unary calls (nil: only the ContextPush endpoints).
+    private let connect: ConnectAPI?
     private let limits: WebLimits
     private let watch: WebReadWatch
     private var state = State.idle
@@ -67,8 +76,9 @@ final class WebHTTPHandler: ChannelInboundHandler {
     /// The server is shutting down: the next answer closes the connection.
     private var draining = false
 
-    init(api: ContextPushAPI, limits: WebLimits, watch: WebReadWatch) {
+    init(api: ContextPushAPI, connect: ConnectAPI? = nil, limits: WebLimits, watch: WebReadWatch) {
         self.api = api
+        self.connect = connect
         self.limits = limits
         self.watch = watch
     }
@@ -131,6 +141,10 @@ final class WebHTTPHandler: ChannelInboundHandler {
         if !requestTimerArmed { armTimer(context: context, request: true) }
         let keepAlive = head.isKeepAlive
         let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        if ContextPushAPI.endpoints[path] == nil, let connect, connect.handles(path) {
+            receivedConnect(head, path: path, connect: connect, keepAlive: keepAlive, context: context)
+            return
+        }
         guard let endpoint = ContextPushAPI.endpoints[path] else {
             let shown = path.count > 64 ? "\(path.prefix(64))…" : path
             state = .rejected(WebAPIError(
@@ -153,7 +167,30 @@ final class WebHTTPHandler: ChannelInboundHandler {
             respond(context: context, tooLarge, keepAlive: false)
             return
         }
-        state = .receiving(endpoint, metadata, keepAlive: keepAlive, body: context.channel.allocator.buffer(capacity: 0))
+        admitted(.contextPush(endpoint, metadata), head, keepAlive: keepAlive, context: context)
+    }
+
+    /// A request for a Connect method: its head checked (codec, version,
+    /// timeout, encoding, token) before the body is read.
+    private func receivedConnect(
+        _ head: HTTPRequestHead, path: String, connect: ConnectAPI, keepAlive: Bool, context: ChannelHandlerContext
+    ) {
+        let headers = head.headers.map { ($0.name, $0.value) }
+        switch connect.admit(path: path, method: head.method.rawValue, headers: headers) {
+        case .failure(let answer):
+            // Answered before the body is read: the connection closes rather than reading it.
+            write(context: context, answer, keepAlive: false)
+        case .success(let call):
+            if let declared = head.headers.first(name: "content-length").flatMap(Int.init), declared > call.maxBodyBytes {
+                write(context: context, connectTooLarge(call.maxBodyBytes), keepAlive: false)
+                return
+            }
+            admitted(.connect(call), head, keepAlive: keepAlive, context: context)
+        }
+    }
+
+    private func admitted(_ target: Target, _ head: HTTPRequestHead, keepAlive: Bool, context: ChannelHandlerContext) {
+        state = .receiving(target, keepAlive: keepAlive, body: context.channel.allocator.buffer(capacity: 0))
         // Admitted (token, size): a client waiting to send its body may (RFC 9110 §10.1.1).
         if head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
             context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
@@ -164,17 +201,27 @@ final class WebHTTPHandler: ChannelInboundHandler {
         WebAPIError(.resourceExhausted, "the body is larger than \(limits.maxBodyBytes) bytes", httpStatus: 413)
     }
 
+    private func connectTooLarge(_ limit: Int) -> ConnectAnswer {
+        .error(.resourceExhausted, "the body is larger than \(limit) bytes")
+    }
+
     private func received(_ chunk: ByteBuffer, context: ChannelHandlerContext) {
         switch state {
-        case .receiving(let endpoint, let metadata, let keepAlive, var body):
-            guard body.readableBytes + chunk.readableBytes <= limits.maxBodyBytes else {
-                respond(context: context, tooLarge, keepAlive: false)
+        case .receiving(let target, let keepAlive, var body):
+            var bound = limits.maxBodyBytes
+            if case .connect(let call) = target { bound = call.maxBodyBytes }
+            guard body.readableBytes + chunk.readableBytes <= bound else {
+                if case .connect = target {
+                    write(context: context, connectTooLarge(bound), keepAlive: false)
+                } else {
+                    respond(context: context, tooLarge, keepAlive: false)
+                }
                 return
             }
             state = .answering  // drops the state's reference to `body` before the write (no copy)
             var chunk = chunk
             body.writeBuffer(&chunk)
-            state = .receiving(endpoint, metadata, keepAlive: keepAlive, body: body)
+            state = .receiving(target, keepAlive: keepAlive, body: body)
         case .rejected(let error, let dropped):
             let total = dropped + chunk.readableBytes
             guard total <= limits.maxBodyBytes else {
@@ -190,13 +237,25 @@ final class WebHTTPHandler: ChannelInboundHandler {
     private func ended(context: ChannelHandlerContext) {
         watch.reset(headerPhase: true)
         switch state {
-        case .receiving(let endpoint, let metadata, let keepAlive, let body):
+        case .receiving(let target, let keepAlive, let body):
             state = .answering
             timer?.cancel()
             timer = nil
             requestTimerArmed = false
             let remote = context.channel.remoteAddress.flatMap { address in address.ipAddress.map { "\($0):\(address.port ?? 0)" } }
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let endpoint: ContextPushAPI.Endpoint, metadata: GRPCMetadata
+            switch target {
+            case .connect(let call):
+                connect?.run(call, body: Array(body.readableBytesView), remoteAddress: remote, on: context.eventLoop).whenSuccess { answer in
+                    let (handler, context) = loopBound.value
+                    guard case .answering = handler.state else { return }
+                    handler.write(context: context, answer, keepAlive: keepAlive)
+                }
+                return
+            case .contextPush(let pushEndpoint, let pushMetadata):
+                (endpoint, metadata) = (pushEndpoint, pushMetadata)
+            }
             api.call(
                 endpoint, body: Array(body.readableBytesView), metadata: metadata, remoteAddress: remote,
                 deadline: .now + limits.requestTimeout, on: context.eventLoop
@@ -223,13 +282,19 @@ final class WebHTTPHandler: ChannelInboundHandler {
         write(context: context, status: HTTPResponseStatus(statusCode: error.status), error.body, keepAlive: keepAlive, extra: headers)
     }
 
+    private func write(context: ChannelHandlerContext, _ answer: ConnectAnswer, keepAlive: Bool) {
+        write(context: context, status: HTTPResponseStatus(statusCode: answer.status), answer.body, keepAlive: keepAlive,
+              contentType: answer.contentType)
+    }
+
     private func write(
-        context: ChannelHandlerContext, status: HTTPResponseStatus, _ json: [UInt8], keepAlive: Bool, extra: [(String, String)] = []
+        context: ChannelHandlerContext, status: HTTPResponseStatus, _ json: [UInt8], keepAlive: Bool, extra: [(String, String)] = [],
+        contentType: String = "application/json"
     ) {
         guard context.channel.isActive else { return }
         if case .closing = state { return }
         let keepAlive = keepAlive && !draining
-        var headers = HTTPHeaders([("content-type", "application/json"), ("content-length", "\(json.count)")] + extra)
+        var headers = HTTPHeaders([("content-type", contentType), ("content-length", "\(json.count)")] + extra)
         if !keepAlive { headers.add(name: "connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: json)))), promise: nil)

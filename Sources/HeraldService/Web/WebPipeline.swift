@@ -6,7 +6,7 @@ import NIOHTTP1
 /// with the HTTP/2 preface (`GRPCServerConfiguration.http1Pipeline`).
 enum WebPipeline {
     /// Appends them to `channel`'s pipeline (on its loop).
-    static func configure(_ channel: any Channel, api: ContextPushAPI, limits: WebLimits) throws {
+    static func configure(_ channel: any Channel, api: ContextPushAPI, connect: ConnectAPI? = nil, limits: WebLimits) throws {
         let sync = channel.pipeline.syncOperations
         let watch = WebReadWatch(limit: limits.maxHeaderBytes + WebLimits.readSlack)
         var decoderLimits = NIOHTTPDecoderLimitConfiguration()
@@ -20,6 +20,6 @@ enum WebPipeline {
         try sync.addHandler(HTTPServerPipelineHandler())
         // A request the parser refuses (smuggling, bad bytes, headers too long): 400 and closed.
         try sync.addHandler(HTTPServerProtocolErrorHandler())
-        try sync.addHandler(WebHTTPHandler(api: api, limits: limits, watch: watch))
+        try sync.addHandler(WebHTTPHandler(api: api, connect: connect, limits: limits, watch: watch))
     }
 }

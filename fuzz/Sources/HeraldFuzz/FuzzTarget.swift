@@ -15,6 +15,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case json
     /// The TZif (time zone file) reader and the conversions on what it reads.
     case tzif
+    /// Connect JSON bodies through the proto3 JSON mapping (first byte picks the method).
+    case connectjson
 
     public func run(_ input: UnsafeRawBufferPointer) {
         let bytes = Array(input)
@@ -23,6 +25,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .requests: RequestsTarget.run(bytes)
         case .json: JSONTarget.run(bytes)
         case .tzif: TZifTarget.run(bytes)
+        case .connectjson: ConnectJSONTarget.run(bytes)
         }
     }
 

@@ -1,7 +1,7 @@
 /// A JSON value as the web API reads it: objects keep their members in
 /// order (duplicates are refused while reading), numbers keep whether
 /// they were written as integers.
-enum WebJSON: Sendable, Equatable {
+public enum WebJSON: Sendable, Equatable {
     case null
     case bool(Bool)
     /// The value, and its integer value when it was written without a
@@ -12,13 +12,21 @@ enum WebJSON: Sendable, Equatable {
     case object([Member])
 
     /// One object member.
-    struct Member: Sendable, Equatable {
-        var key: String
-        var value: WebJSON
+    public struct Member: Sendable, Equatable {
+        /// The member's name.
+        public var key: String
+        /// Its value.
+        public var value: WebJSON
+
+        /// A member `key` holding `value`.
+        public init(key: String, value: WebJSON) {
+            self.key = key
+            self.value = value
+        }
     }
 
     /// The type's name in an error ("must be a string, got an object").
-    var typeName: String {
+    public var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -31,14 +39,15 @@ enum WebJSON: Sendable, Equatable {
 }
 
 /// Why a body is not JSON the web API reads.
-struct WebJSONError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct WebJSONError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Byte offset of the problem.
-    var offset: Int
-    var reason: String
+    public var offset: Int
+    /// What is wrong.
+    public var reason: String
     /// The member path where it was found (`content.title`), when known.
-    var field: String?
+    public var field: String?
 
-    var description: String { "invalid JSON at byte \(offset): \(reason)" }
+    public var description: String { "invalid JSON at byte \(offset): \(reason)" }
 }
 
 /// A strict RFC 8259 reader for request bodies from the network, with
@@ -46,15 +55,22 @@ struct WebJSONError: Error, Sendable, Equatable, CustomStringConvertible {
 /// NUL (raw or `\u0000`), an unpaired surrogate, bytes after the value and
 /// invalid UTF-8 are errors (Foundation's and ``JSONParser`` keep the last
 /// of duplicate keys, which would let two readers of one body disagree).
-struct WebJSONReader {
+public struct WebJSONReader {
     /// The bounds; the body's size is bounded before it gets here.
-    struct Limits: Sendable {
-        var maxDepth = 32
-        var maxStringBytes = 64 * 1024
-        var maxValues = 10_000
+    public struct Limits: Sendable {
+        /// Objects and arrays nested deeper than this are refused.
+        public var maxDepth = 32
+        /// Bytes of one string (after unescaping).
+        public var maxStringBytes = 64 * 1024
+        /// Values in the whole document.
+        public var maxValues = 10_000
+
+        /// The defaults above.
+        public init() {}
     }
 
-    static func read(_ bytes: [UInt8], limits: Limits = Limits()) throws(WebJSONError) -> WebJSON {
+    /// Reads one JSON document (the whole of `bytes`).
+    public static func read(_ bytes: [UInt8], limits: Limits = Limits()) throws(WebJSONError) -> WebJSON {
         var reader = WebJSONReader(bytes: bytes, limits: limits)
         reader.skipWhitespace()
         let value = try reader.value(depth: 0, path: "")

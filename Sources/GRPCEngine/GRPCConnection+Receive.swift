@@ -361,7 +361,7 @@ extension GRPCConnection {
                 ? " (unauthenticatedMaxReceiveMessageBytes, for methods callable without a token)" : " (maxReceiveMessageBytes)")
         } else if bufferedRequestBytes + bytes.count > configuration.maxBufferedBytesPerConnection {
             refusal = "connection request buffer limit of \(configuration.maxBufferedBytesPerConnection) bytes reached"
-        } else if !shared.requestBuffer(unauthenticated: stream.unauthenticated).reserve(bytes.count) {
+        } else if !(stream.unauthenticated ? unauthenticatedBufferShare : bufferShare).reserve(bytes.count) {
             refusal = "server request buffer limit reached; retry later"
         }
         if let refusal {

@@ -27,14 +27,14 @@ final class CMemory {
         let raw = allocate(descriptor.pointee.sizeof_message)
         let message = raw.assumingMemoryBound(to: ProtobufCMessage.self)
         descriptor.pointee.message_init(message)
-        let typeName = String(cString: descriptor.pointee.name)
+        func typeName() -> String { String(cString: descriptor.pointee.name) }
         for (name, value) in fields {
             guard let field = protobuf_c_message_descriptor_get_field_by_name(descriptor, name)?.pointee else {
-                throw .local("\(typeName) has no field \(name)")
+                throw .local("\(typeName()) has no field \(name)")
             }
             let at = raw + Int(field.offset)
             if field.label == PROTOBUF_C_LABEL_REPEATED {
-                guard case .list(let elements) = value else { throw .local("\(typeName).\(name) is repeated: give a list") }
+                guard case .list(let elements) = value else { throw .local("\(typeName()).\(name) is repeated: give a list") }
                 guard !elements.isEmpty else { continue }
                 let size = Self.elementSize(field)
                 let array = allocate(size * elements.count)
@@ -67,23 +67,28 @@ final class CMemory {
     }
 
     /// Stores one value of `field` at `at`.
-    private func store(_ value: ProtoValue, at: UnsafeMutableRawPointer, _ field: ProtobufCFieldDescriptor, _ typeName: String) throws(ClientFailure) {
-        let name = "\(typeName).\(String(cString: field.name))"
+    private func store(_ value: ProtoValue, at: UnsafeMutableRawPointer, _ field: ProtobufCFieldDescriptor, _ typeName: () -> String) throws(ClientFailure) {
+        // Made only for an error message (this runs per field).
+        func name() -> String { "\(typeName()).\(String(cString: field.name))" }
         switch (field.type, value) {
         case (PROTOBUF_C_TYPE_STRING, .string(let text)):
-            guard !text.utf8.contains(0) else { throw .local("\(name) must not contain a NUL character") }
-            let bytes = Array(text.utf8)
-            let copy = allocate(bytes.count + 1)
-            copy.copyMemory(from: bytes, byteCount: bytes.count)
+            var text = text
+            let copy: UnsafeMutableRawPointer? = text.withUTF8 { utf8 in
+                guard !utf8.contains(0) else { return nil }
+                let copy = allocate(utf8.count + 1)  // zeroed: the terminator
+                if let base = utf8.baseAddress { copy.copyMemory(from: base, byteCount: utf8.count) }
+                return copy
+            }
+            guard let copy else { throw .local("\(name()) must not contain a NUL character") }
             at.storeBytes(of: UnsafeMutableRawPointer?(copy), as: UnsafeMutableRawPointer?.self)
         case (PROTOBUF_C_TYPE_BOOL, .bool(let flag)):
             at.storeBytes(of: Int32(flag ? 1 : 0), as: Int32.self)
         case (PROTOBUF_C_TYPE_INT32, .int(let number)), (PROTOBUF_C_TYPE_SINT32, .int(let number)),
              (PROTOBUF_C_TYPE_SFIXED32, .int(let number)):
-            guard let narrow = Int32(exactly: number) else { throw .local("\(name) is out of range: \(number)") }
+            guard let narrow = Int32(exactly: number) else { throw .local("\(name()) is out of range: \(number)") }
             at.storeBytes(of: narrow, as: Int32.self)
         case (PROTOBUF_C_TYPE_UINT32, .uint(let number)), (PROTOBUF_C_TYPE_FIXED32, .uint(let number)):
-            guard let narrow = UInt32(exactly: number) else { throw .local("\(name) is out of range: \(number)") }
+            guard let narrow = UInt32(exactly: number) else { throw .local("\(name()) is out of range: \(number)") }
             at.storeBytes(of: narrow, as: UInt32.self)
         case (PROTOBUF_C_TYPE_INT64, .int(let number)), (PROTOBUF_C_TYPE_SINT64, .int(let number)),
              (PROTOBUF_C_TYPE_SFIXED64, .int(let number)):
@@ -101,14 +106,14 @@ final class CMemory {
         case (PROTOBUF_C_TYPE_ENUM, .enumName(let valueName)):
             let descriptor = field.descriptor.assumingMemoryBound(to: ProtobufCEnumDescriptor.self)
             guard let known = protobuf_c_enum_descriptor_get_value_by_name(descriptor, valueName) else {
-                throw .local("\(name): unknown value \(valueName)")
+                throw .local("\(name()): unknown value \(valueName)")
             }
             at.storeBytes(of: known.pointee.value, as: Int32.self)
         case (PROTOBUF_C_TYPE_MESSAGE, .message(let fields)):
             let sub = try build(field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self), fields)
             at.storeBytes(of: UnsafeMutableRawPointer?(UnsafeMutableRawPointer(sub)), as: UnsafeMutableRawPointer?.self)
         default:
-            throw .local("\(name): a value of the wrong kind (\(value))")
+            throw .local("\(name()): a value of the wrong kind (\(value))")
         }
     }
 }

@@ -24,7 +24,7 @@ public enum ProtoJSONReader {
         } catch {
             throw ProtoJSONError(error.field ?? "", error.description)
         }
-        let value = try message(type.descriptor, json, path: "")
+        let value = try message(type.descriptor, json, path: { "" })
         guard case .message(let fields) = value else { return [] }
         do {
             return try ProtoMessage.pack(type, fields)
@@ -35,35 +35,39 @@ public enum ProtoJSONReader {
 
     /// The fields of a `descriptor` message that `json` stands for.
     static func message(
-        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ json: WebJSON, path: String
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ json: WebJSON, path: () -> String
     ) throws(ProtoJSONError) -> ProtoValue {
-        let typeName = String(cString: descriptor.pointee.name)
-        switch typeName {
-        case "google.protobuf.Struct":
-            guard case .object(let members) = json else { throw ProtoJSONError(path, "must be an object, got \(json.typeName)") }
+        // The well-known JSON types, by name without making a string (this runs per message).
+        let cName = descriptor.pointee.name!
+        if strcmp(cName, "google.protobuf.Struct") == 0 {
+            guard case .object(let members) = json else { throw ProtoJSONError(path(), "must be an object, got \(json.typeName)") }
             return structValue(members)
-        case "google.protobuf.Value": return value(json)
-        case "google.protobuf.ListValue":
-            guard case .array(let items) = json else { throw ProtoJSONError(path, "must be an array, got \(json.typeName)") }
+        }
+        if strcmp(cName, "google.protobuf.Value") == 0 { return value(json) }
+        if strcmp(cName, "google.protobuf.ListValue") == 0 {
+            guard case .array(let items) = json else { throw ProtoJSONError(path(), "must be an array, got \(json.typeName)") }
             return .message([("values", .list(items.map(value)))])
-        default: break
         }
         if case .null = json { return .message([]) }
-        guard case .object(let members) = json else { throw ProtoJSONError(path, "must be an object, got \(json.typeName)") }
+        guard case .object(let members) = json else { throw ProtoJSONError(path(), "must be an object, got \(json.typeName)") }
         var fields: [(String, ProtoValue)] = []
         var seen = Set<UInt32>()
         var oneofs: [UInt32: String] = [:]
         for member in members {
-            let memberPath = path.isEmpty ? member.key : "\(path).\(member.key)"
+            // Paths are made only for an error message.
+            func memberPath() -> String {
+                let parent = path()
+                return parent.isEmpty ? member.key : "\(parent).\(member.key)"
+            }
             guard let field = Self.field(descriptor, member.key) else {
-                throw ProtoJSONError(memberPath, "unknown field \"\(member.key)\" of \(typeName)")
+                throw ProtoJSONError(memberPath(), "unknown field \"\(member.key)\" of \(String(cString: cName))")
             }
             let name = String(cString: field.name)
-            guard seen.insert(field.id).inserted else { throw ProtoJSONError(memberPath, "field \(name) given twice") }
+            guard seen.insert(field.id).inserted else { throw ProtoJSONError(memberPath(), "field \(name) given twice") }
             if case .null = member.value, !isValue(field) { continue }
             if field.flags & UInt32(PROTOBUF_C_FIELD_FLAG_ONEOF.rawValue) != 0 {
                 if let other = oneofs[field.quantifier_offset] {
-                    throw ProtoJSONError(memberPath, "\(name) and \(other) are one oneof: give one")
+                    throw ProtoJSONError(memberPath(), "\(name) and \(other) are one oneof: give one")
                 }
                 oneofs[field.quantifier_offset] = name
             }
@@ -114,27 +118,27 @@ public enum ProtoJSONReader {
             == "google.protobuf.Value"
     }
 
-    private static func fieldValue(_ field: ProtobufCFieldDescriptor, _ json: WebJSON, path: String) throws(ProtoJSONError) -> ProtoValue {
+    private static func fieldValue(_ field: ProtobufCFieldDescriptor, _ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> ProtoValue {
         guard field.label == PROTOBUF_C_LABEL_REPEATED else { return try single(field, json, path: path) }
         if field.type == PROTOBUF_C_TYPE_MESSAGE, ProtoMessage.isMapEntry(field) {
-            guard case .object(let members) = json else { throw ProtoJSONError(path, "must be an object (a map), got \(json.typeName)") }
+            guard case .object(let members) = json else { throw ProtoJSONError(path(), "must be an object (a map), got \(json.typeName)") }
             let entry = field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
             var entries: [ProtoValue] = []
             for member in members {
                 let keyField = entry.pointee.fields[0], valueField = entry.pointee.fields[1]
-                let entryPath = "\(path)[\"\(member.key)\"]"
+                func entryPath() -> String { "\(path())[\"\(member.key)\"]" }
                 let key = try single(keyField, keyField.type == PROTOBUF_C_TYPE_STRING ? .string(member.key) : mapKey(member.key), path: entryPath)
-                guard !(member.value == .null && !isValue(valueField)) else { throw ProtoJSONError(entryPath, "a map value must not be null") }
+                guard !(member.value == .null && !isValue(valueField)) else { throw ProtoJSONError(entryPath(), "a map value must not be null") }
                 entries.append(.message([("key", key), ("value", try single(valueField, member.value, path: entryPath))]))
             }
             return .list(entries)
         }
-        guard case .array(let items) = json else { throw ProtoJSONError(path, "must be an array, got \(json.typeName)") }
+        guard case .array(let items) = json else { throw ProtoJSONError(path(), "must be an array, got \(json.typeName)") }
         var values: [ProtoValue] = []
         values.reserveCapacity(items.count)
         for (index, item) in items.enumerated() {
-            let itemPath = "\(path)[\(index)]"
-            if case .null = item, !(field.type == PROTOBUF_C_TYPE_MESSAGE) { throw ProtoJSONError(itemPath, "must not be null") }
+            func itemPath() -> String { "\(path())[\(index)]" }
+            if case .null = item, !(field.type == PROTOBUF_C_TYPE_MESSAGE) { throw ProtoJSONError(itemPath(), "must not be null") }
             values.append(try single(field, item, path: itemPath))
         }
         return .list(values)
@@ -148,96 +152,96 @@ public enum ProtoJSONReader {
     }
 
     /// One value of `field` (an element, for a repeated one).
-    private static func single(_ field: ProtobufCFieldDescriptor, _ json: WebJSON, path: String) throws(ProtoJSONError) -> ProtoValue {
+    private static func single(_ field: ProtobufCFieldDescriptor, _ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> ProtoValue {
         switch field.type {
         case PROTOBUF_C_TYPE_INT32, PROTOBUF_C_TYPE_SINT32, PROTOBUF_C_TYPE_SFIXED32:
             let number = try signed(json, path: path)
-            guard Int32(exactly: number) != nil else { throw ProtoJSONError(path, "\(number) is out of range for int32") }
+            guard Int32(exactly: number) != nil else { throw ProtoJSONError(path(), "\(number) is out of range for int32") }
             return .int(number)
         case PROTOBUF_C_TYPE_INT64, PROTOBUF_C_TYPE_SINT64, PROTOBUF_C_TYPE_SFIXED64:
             return .int(try signed(json, path: path))
         case PROTOBUF_C_TYPE_UINT32, PROTOBUF_C_TYPE_FIXED32:
             let number = try unsigned(json, path: path)
-            guard UInt32(exactly: number) != nil else { throw ProtoJSONError(path, "\(number) is out of range for uint32") }
+            guard UInt32(exactly: number) != nil else { throw ProtoJSONError(path(), "\(number) is out of range for uint32") }
             return .uint(number)
         case PROTOBUF_C_TYPE_UINT64, PROTOBUF_C_TYPE_FIXED64:
             return .uint(try unsigned(json, path: path))
         case PROTOBUF_C_TYPE_FLOAT, PROTOBUF_C_TYPE_DOUBLE:
             let number = try floating(json, path: path)
             if field.type == PROTOBUF_C_TYPE_FLOAT, number.isFinite, !Float(number).isFinite {
-                throw ProtoJSONError(path, "\(number) is out of range for float")
+                throw ProtoJSONError(path(), "\(number) is out of range for float")
             }
             return .double(number)
         case PROTOBUF_C_TYPE_BOOL:
-            guard case .bool(let flag) = json else { throw ProtoJSONError(path, "must be true or false, got \(json.typeName)") }
+            guard case .bool(let flag) = json else { throw ProtoJSONError(path(), "must be true or false, got \(json.typeName)") }
             return .bool(flag)
         case PROTOBUF_C_TYPE_STRING:
-            guard case .string(let text) = json else { throw ProtoJSONError(path, "must be a string, got \(json.typeName)") }
+            guard case .string(let text) = json else { throw ProtoJSONError(path(), "must be a string, got \(json.typeName)") }
             return .string(text)
         case PROTOBUF_C_TYPE_BYTES:
-            guard case .string(let text) = json else { throw ProtoJSONError(path, "must be a base64 string, got \(json.typeName)") }
-            guard let bytes = Base64.decodeURL(text) else { throw ProtoJSONError(path, "is not valid base64") }
+            guard case .string(let text) = json else { throw ProtoJSONError(path(), "must be a base64 string, got \(json.typeName)") }
+            guard let bytes = Base64.decodeURL(text) else { throw ProtoJSONError(path(), "is not valid base64") }
             return .bytes(bytes)
         case PROTOBUF_C_TYPE_ENUM:
             let descriptor = field.descriptor.assumingMemoryBound(to: ProtobufCEnumDescriptor.self)
-            let enumName = String(cString: descriptor.pointee.name)
+            func enumName() -> String { String(cString: descriptor.pointee.name) }
             switch json {
             case .string(let name):
                 guard protobuf_c_enum_descriptor_get_value_by_name(descriptor, name) != nil else {
-                    throw ProtoJSONError(path, "\"\(name)\" is not a value of \(enumName)")
+                    throw ProtoJSONError(path(), "\"\(name)\" is not a value of \(enumName())")
                 }
                 return .enumName(name)
             case .number(_, let integer?):
                 guard let number = Int32(exactly: integer), let known = protobuf_c_enum_descriptor_get_value(descriptor, number) else {
-                    throw ProtoJSONError(path, "\(integer) is not a value of \(enumName)")
+                    throw ProtoJSONError(path(), "\(integer) is not a value of \(enumName())")
                 }
                 return .enumName(String(cString: known.pointee.name))
             default:
-                throw ProtoJSONError(path, "must be a \(enumName) name or number, got \(json.typeName)")
+                throw ProtoJSONError(path(), "must be a \(enumName()) name or number, got \(json.typeName)")
             }
         case PROTOBUF_C_TYPE_MESSAGE:
             return try message(field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self), json, path: path)
         default:
-            throw ProtoJSONError(path, "has a type the JSON mapping does not read")
+            throw ProtoJSONError(path(), "has a type the JSON mapping does not read")
         }
     }
 
     /// An integer written as a number (integral) or a decimal string.
-    private static func signed(_ json: WebJSON, path: String) throws(ProtoJSONError) -> Int64 {
+    private static func signed(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> Int64 {
         switch json {
         case .number(_, let integer?): return integer
         case .number(let double, nil):
             guard double.rounded() == double, let exact = Int64(exactly: double) else {
-                throw ProtoJSONError(path, "\(double) is not an integer in range")
+                throw ProtoJSONError(path(), "\(double) is not an integer in range")
             }
             return exact
         case .string(let text):
-            guard let number = Int64(text) else { throw ProtoJSONError(path, "\"\(text.prefix(40))\" is not an integer in range") }
+            guard let number = Int64(text) else { throw ProtoJSONError(path(), "\"\(text.prefix(40))\" is not an integer in range") }
             return number
         default:
-            throw ProtoJSONError(path, "must be an integer, got \(json.typeName)")
+            throw ProtoJSONError(path(), "must be an integer, got \(json.typeName)")
         }
     }
 
-    private static func unsigned(_ json: WebJSON, path: String) throws(ProtoJSONError) -> UInt64 {
+    private static func unsigned(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> UInt64 {
         switch json {
         case .number(let double, let integer):
             if let integer, integer >= 0 { return UInt64(integer) }
             guard double.rounded() == double, let exact = UInt64(exactly: double) else {
-                throw ProtoJSONError(path, "\(integer.map { "\($0)" } ?? "\(double)") is not an unsigned integer in range")
+                throw ProtoJSONError(path(), "\(integer.map { "\($0)" } ?? "\(double)") is not an unsigned integer in range")
             }
             return exact
         case .string(let text):
             guard let number = UInt64(text) else {
-                throw ProtoJSONError(path, "\"\(text.prefix(40))\" is not an unsigned integer in range")
+                throw ProtoJSONError(path(), "\"\(text.prefix(40))\" is not an unsigned integer in range")
             }
             return number
         default:
-            throw ProtoJSONError(path, "must be an unsigned integer, got \(json.typeName)")
+            throw ProtoJSONError(path(), "must be an unsigned integer, got \(json.typeName)")
         }
     }
 
-    private static func floating(_ json: WebJSON, path: String) throws(ProtoJSONError) -> Double {
+    private static func floating(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> Double {
         switch json {
         case .number(let double, _): return double
         case .string("NaN"): return .nan
@@ -245,11 +249,11 @@ public enum ProtoJSONReader {
         case .string("-Infinity"): return -.infinity
         case .string(let text):
             guard text.count <= 64, let double = Double(text), double.isFinite else {
-                throw ProtoJSONError(path, "\"\(text.prefix(40))\" is not a number")
+                throw ProtoJSONError(path(), "\"\(text.prefix(40))\" is not a number")
             }
             return double
         default:
-            throw ProtoJSONError(path, "must be a number, got \(json.typeName)")
+            throw ProtoJSONError(path(), "must be a number, got \(json.typeName)")
         }
     }
 

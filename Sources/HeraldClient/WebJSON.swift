@@ -73,7 +73,7 @@ public struct WebJSONReader {
     public static func read(_ bytes: [UInt8], limits: Limits = Limits()) throws(WebJSONError) -> WebJSON {
         var reader = WebJSONReader(bytes: bytes, limits: limits)
         reader.skipWhitespace()
-        let value = try reader.value(depth: 0, path: "")
+        let value = try reader.value(depth: 0, path: { "" })
         reader.skipWhitespace()
         guard reader.index == bytes.count else { throw reader.error("unexpected bytes after the JSON value") }
         return value
@@ -89,8 +89,10 @@ public struct WebJSONReader {
         self.limits = limits
     }
 
-    private func error(_ reason: String, field: String? = nil) -> WebJSONError {
-        WebJSONError(offset: index, reason: reason, field: field.flatMap { $0.isEmpty ? nil : $0 })
+    /// `field` is called only here: member paths are made only for an error.
+    private func error(_ reason: String, field: () -> String = { "" }) -> WebJSONError {
+        let path = field()
+        return WebJSONError(offset: index, reason: reason, field: path.isEmpty ? nil : path)
     }
 
     private mutating func skipWhitespace() {
@@ -109,7 +111,7 @@ public struct WebJSONReader {
         return value
     }
 
-    private mutating func value(depth: Int, path: String) throws(WebJSONError) -> WebJSON {
+    private mutating func value(depth: Int, path: () -> String) throws(WebJSONError) -> WebJSON {
         values += 1
         guard values <= limits.maxValues else { throw error("more than \(limits.maxValues) values") }
         guard index < bytes.count else { throw error("truncated", field: path) }
@@ -129,7 +131,9 @@ public struct WebJSONReader {
             }
             while true {
                 skipWhitespace()
-                items.append(try value(depth: depth + 1, path: "\(path)[\(items.count)]"))
+                let position = items.count
+                func itemPath() -> String { "\(path())[\(position)]" }
+                items.append(try value(depth: depth + 1, path: itemPath))
                 skipWhitespace()
                 guard index < bytes.count else { throw error("truncated", field: path) }
                 if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
@@ -152,8 +156,19 @@ public struct WebJSONReader {
                 guard index < bytes.count else { throw error("truncated", field: path) }
                 guard bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name", field: path) }
                 let key = try string(field: path)
-                let memberPath = path.isEmpty ? key : "\(path).\(key)"
-                guard keys.insert(key).inserted else { throw error("duplicate key \"\(key)\"", field: memberPath) }
+                func memberPath() -> String {
+                    let parent = path()
+                    return parent.isEmpty ? key : "\(parent).\(key)"
+                }
+                // Small objects (every request here): a scan; larger ones a set.
+                if members.count < 16 {
+                    guard !members.contains(where: { $0.key == key }) else {
+                        throw error("duplicate key \"\(key)\"", field: memberPath)
+                    }
+                } else {
+                    if keys.isEmpty { keys = Set(members.map(\.key)) }
+                    guard keys.insert(key).inserted else { throw error("duplicate key \"\(key)\"", field: memberPath) }
+                }
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'", field: memberPath) }
                 index += 1
@@ -173,7 +188,7 @@ public struct WebJSONReader {
         }
     }
 
-    private mutating func number(field: String) throws(WebJSONError) -> WebJSON {
+    private mutating func number(field: () -> String) throws(WebJSONError) -> WebJSON {
         let start = index
         var integral = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
@@ -204,8 +219,21 @@ public struct WebJSONReader {
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 
-    private mutating func string(field: String) throws(WebJSONError) -> String {
+    private mutating func string(field: () -> String) throws(WebJSONError) -> String {
         index += 1  // the opening quote
+        // Fast path: printable ASCII up to the closing quote (valid UTF-8 as it
+        // is, nothing to unescape); anything else goes the checked way below.
+        var end = index
+        while end < bytes.count, end - index <= limits.maxStringBytes {
+            let byte = bytes[end]
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { break }
+            if byte == UInt8(ascii: "\"") {
+                let text = String(decoding: bytes[index..<end], as: UTF8.self)
+                index = end + 1
+                return text
+            }
+            end += 1
+        }
         var out: [UInt8] = []
         while true {
             guard index < bytes.count else { throw error("truncated string", field: field) }
@@ -264,7 +292,7 @@ public struct WebJSONReader {
         }
     }
 
-    private mutating func hex4(field: String) throws(WebJSONError) -> UInt32 {
+    private mutating func hex4(field: () -> String) throws(WebJSONError) -> UInt32 {
         guard index + 4 <= bytes.count else { throw error("truncated escape", field: field) }
         var value: UInt32 = 0
         for _ in 0..<4 {

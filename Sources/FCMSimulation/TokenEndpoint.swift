@@ -101,33 +101,6 @@ enum FormDecoder {
     }
 
     static func unescape(_ bytes: ArraySlice<UInt8>) -> String? {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "+") {
-                out.append(0x20)
-            } else if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.endIndex, let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2]) else {
-                    return nil
-                }
-                out.append(high << 4 | low)
-                index += 2
-            } else {
-                out.append(byte)
-            }
-            index += 1
-        }
-        return String(validating: out, as: UTF8.self)
-    }
-
-    private static func hex(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        FormURLDecoding.bytes(bytes).flatMap { String(validating: $0, as: UTF8.self) }
     }
 }

@@ -1,3 +1,4 @@
+import HeraldPrimitives
 /// A console request's page and query, decoded and checked before any page
 /// code sees it. Refused (``ConsoleRefusal``, 400) rather than guessed at:
 /// bad percent-escapes, bytes that are not UTF-8, NUL, a repeated or
@@ -62,34 +63,14 @@ struct ConsoleRequest: Sendable, Equatable {
 
     /// Percent-decodes (`+` is a space) into UTF-8 text without NUL.
     static func decode(_ text: Substring, what: String) throws(ConsoleRefusal) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            switch byte {
-            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
-            case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(hex), let low = iterator.next().flatMap(hex) else {
-                    throw ConsoleRefusal(.badRequest, "\(what) has a malformed percent-escape")
-                }
-                bytes.append(high << 4 | low)
-            default: bytes.append(byte)
-            }
+        guard let bytes = FormURLDecoding.bytes(text.utf8) else {
+            throw ConsoleRefusal(.badRequest, "\(what) has a malformed percent-escape")
         }
         guard !bytes.contains(0) else { throw ConsoleRefusal(.badRequest, "\(what) contains NUL") }
         guard let decoded = String(validating: bytes, as: UTF8.self) else {
             throw ConsoleRefusal(.badRequest, "\(what) is not valid UTF-8")
         }
         return decoded
-    }
-
-    private static func hex(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
 

@@ -18,6 +18,12 @@ struct HTMLWriter {
 
     /// `<tag a="v" ...>`; attribute values are escaped.
     mutating func open(_ tag: StaticString, _ attributes: KeyValuePairs<StaticString, String> = [:]) {
+        start(tag, attributes)
+        output += ">"
+    }
+
+    /// `<tag a="v" ...` (not closed); attribute values are escaped.
+    private mutating func start(_ tag: StaticString, _ attributes: KeyValuePairs<StaticString, String>) {
         output += "<"
         output += tag.description
         for (name, value) in attributes {
@@ -27,7 +33,6 @@ struct HTMLWriter {
             output += HTMLEscape.attribute(value)
             output += "\""
         }
-        output += ">"
     }
 
     mutating func close(_ tag: StaticString) {
@@ -45,15 +50,7 @@ struct HTMLWriter {
 
     /// A self-closing SVG element (`<rect .../>`).
     mutating func empty(_ tag: StaticString, _ attributes: KeyValuePairs<StaticString, String>) {
-        output += "<"
-        output += tag.description
-        for (name, value) in attributes {
-            output += " "
-            output += name.description
-            output += "=\""
-            output += HTMLEscape.attribute(value)
-            output += "\""
-        }
+        start(tag, attributes)
         output += "/>"
     }
 

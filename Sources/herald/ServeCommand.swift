@@ -62,7 +62,6 @@ struct ServeCommand: AsyncParsableCommand {
             print(unknown.isEmpty ? "configuration OK" : "configuration OK, with \(unknown.count) warning(s) above")
             return
         }
-        logger.info("\(configuration.grpc.eventLoopThreads) event loops, \(configuration.grpc.computeThreads) compute threads; \(CPUBudget.atStart.summary)")
         // Port in use, data dir not a directory: said before anything starts.
         try HeraldServer.checkBeforeStarting(configuration)
 
@@ -79,6 +78,8 @@ struct ServeCommand: AsyncParsableCommand {
                 print("admin listening on \(admin.host):\(admin.port)")
             }
             fflush(nil)  // all streams: `stdout` is not concurrency-safe to name
+            // Once serving: a start that fails says only why (one line).
+            logger.info("\(configuration.grpc.eventLoopThreads) event loops, \(configuration.grpc.computeThreads) compute threads; \(CPUBudget.atStart.summary)")
         }
     }
 }

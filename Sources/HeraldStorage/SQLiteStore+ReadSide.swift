@@ -43,6 +43,17 @@ extension SQLiteStore: MessageReadSide {
         GROUP BY delivery_method, ab_test, funnel
         """
 
+    // A whole campaign (no time range): the counts schema v14 keeps, a few
+    // dozen rows in GROUP BY order, the policy's counts beside the funnel's
+    // (deferred: held at least once and not superseded, as below).
+    static let campaignTotals = """
+        SELECT delivery_method, ab_test, funnel, sum(n),
+               sum(CASE WHEN policy & 1 AND funnel >> 4 <> 5 THEN n ELSE 0 END), sum(CASE WHEN policy & 2 THEN n ELSE 0 END)
+        FROM campaign_funnel
+        WHERE bundle_id = ?1 AND campaign_id = ?2
+        GROUP BY delivery_method, ab_test, funnel
+        """
+
     // The delivery policy's counts (schema v9): the partial index
     // messages_policy holds only the messages it held or suppressed.
     static let campaignPolicy = """
@@ -101,6 +112,7 @@ extension SQLiteStore: MessageReadSide {
         bundleID: String, campaignID: String, createdFrom: Int64?, createdBefore: Int64?
     ) async throws -> [CohortCounts] {
         try await readSide.read { db in
+            if createdFrom == nil, createdBefore == nil { return try Self.campaignTotals(db, bundleID: bundleID, campaignID: campaignID) }
             let statement = try db.cached(Self.campaign)
             try statement.bind(bundleID, at: 1)
             try statement.bind(campaignID, at: 2)
@@ -134,6 +146,28 @@ extension SQLiteStore: MessageReadSide {
             cohorts.removeAll { $0.scheduled == 0 }
             return cohorts
         }
+    }
+
+    private static func campaignTotals(_ db: Database, bundleID: String, campaignID: String) throws -> [CohortCounts] {
+        let statement = try db.cached(Self.campaignTotals)
+        defer { statement.reset() }
+        try statement.bind(bundleID, at: 1)
+        try statement.bind(campaignID, at: 2)
+        var cohorts: [CohortCounts] = []
+        while try statement.step() {
+            guard let method = DeliveryMethod(rawValue: statement.string(0)) else {
+                throw StoreError.invalidRecord("campaign \(campaignID): unknown delivery method \(statement.string(0))")
+            }
+            let abTest = statement.int64(1) != 0
+            if cohorts.last?.deliveryMethod != method || cohorts.last?.abTest != abTest {
+                cohorts.append(CohortCounts(deliveryMethod: method, abTest: abTest))
+            }
+            MessageFunnel(rawValue: statement.int(2)).add(statement.int(3), to: &cohorts[cohorts.count - 1])
+            cohorts[cohorts.count - 1].deferred += statement.int(4)
+            cohorts[cohorts.count - 1].suppressed += statement.int(5)
+        }
+        cohorts.removeAll { $0.scheduled == 0 }
+        return cohorts
     }
 
     // MARK: Rows

@@ -16,8 +16,17 @@ func undoSchemaV12(_ db: Database) throws {
     try db.execute("DROP TABLE event_horizon")
 }
 
+/// Back to what a build before schema v14 wrote: no campaign counts.
+func undoSchemaV14(_ db: Database) throws {
+    for trigger in ["campaign_funnel_insert", "campaign_funnel_delete", "campaign_funnel_update"] {
+        try db.execute("DROP TRIGGER \(trigger)")
+    }
+    try db.execute("DROP TABLE campaign_funnel")
+}
+
 /// Back to what a build before schema v13 wrote: v4's unguarded funnel trigger.
 func undoSchemaV13(_ db: Database) throws {
+    try undoSchemaV14(db)
     try db.execute("""
         DROP TRIGGER messages_funnel_update;
         CREATE TRIGGER messages_funnel_update

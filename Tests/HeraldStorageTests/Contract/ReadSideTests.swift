@@ -131,4 +131,82 @@ struct ReadSideTests {
             #expect(all.first { $0.deliveryMethod == .traditional && $0.abTest }?.scheduled == 3)
         }
     }
+
+    /// Issue 29: a report over a whole campaign reads the counts SQLite
+    /// keeps (schema v14) while a report over a time range counts messages.
+    /// Through every write path — Schedule, import, supersede, cancel,
+    /// transitions, outcomes, policy holds and suppressions, retention's
+    /// delete — both must say the same, cohort by cohort.
+    @Test(arguments: StoreKind.durable) func wholeCampaignCountsEqualCountingEveryMessage(_ kind: StoreKind) async throws {
+        try await withServableStore(kind) { store in
+            func message(_ id: String, _ method: DeliveryMethod, ab: Bool, key: String? = nil, created: Int64 = now) -> StoredMessage {
+                var m = makeMessage(id: id, key: key ?? id, method: method, createdAt: created)
+                m.abTest = ab
+                return m
+            }
+            func expectEqualCounts(_ step: String) async throws {
+                let kept = try await store.campaignCounts(bundleID: "com.example.app", campaignID: "welcome", createdFrom: nil, createdBefore: nil)
+                let counted = try await store.campaignCounts(bundleID: "com.example.app", campaignID: "welcome",
+                                                             createdFrom: .min, createdBefore: .max)
+                #expect(Set(kept) == Set(counted), "\(step)")
+                #expect(kept.count == counted.count, "\(step)")
+            }
+            try await expectEqualCounts("empty")
+            var imported: [StoredMessage] = []
+            for i in 0..<12 {
+                let method: DeliveryMethod = i % 3 == 0 ? .contextAware : .traditional
+                imported.append(message("m\(i)", method, ab: i % 4 != 0, created: now + Int64(i)))
+            }
+            var sent = message("imported-sent", .traditional, ab: true)
+            sent.state = .sent
+            imported.append(sent)
+            try await store.importMessages(imported)
+            _ = try await store.schedule(message("s1", .contextAware, ab: true, created: now + 20))
+            try await expectEqualCounts("imported and scheduled")
+
+            func move(_ id: String, _ steps: [MessageState], at: Int64) async throws {
+                var from = MessageState.scheduled
+                for to in steps {
+                    _ = try await store.claim(id: id, from: from, now: at)
+                    #expect(try await store.transition(id: id, from: from, to: to, dueAt: nil, providerMessageID: nil, lastError: nil, now: at))
+                    from = to
+                }
+            }
+            try await move("m0", [.handedOff, .sent], at: now + 100)
+            try await move("m1", [.sent], at: now + 100)
+            try await move("m2", [.failed], at: now + 100)
+            try await move("m3", [.handedOff], at: now + 100)
+            try await store.recordOutcome(DeviceOutcome(messageID: "m3", deviceToken: "t", kind: .displayed, at: now + 110))
+            try await store.recordOutcome(DeviceOutcome(messageID: "m3", deviceToken: "t", kind: .opened, at: now + 111))
+            try await store.recordOutcome(DeviceOutcome(messageID: "m1", deviceToken: "t", kind: .opened, at: now + 112))
+            try await expectEqualCounts("delivered")
+
+            _ = try #require(try await store.claim(id: "m4", from: .scheduled, now: now + 120))
+            #expect(try await store.hold(id: "m4", from: .scheduled, now: now + 120, recording: [
+                DeviceOutcome(messageID: "m4", deviceToken: "t", kind: .waiting, reason: "quiet_hours", at: now + 120, notBefore: now + 9_000),
+            ]))
+            try await move("m5", [.suppressed], at: now + 120)
+            _ = try #require(try await store.claim(id: "m6", from: .scheduled, now: now + 120))
+            #expect(try await store.hold(id: "m6", from: .scheduled, now: now + 120, recording: [
+                DeviceOutcome(messageID: "m6", deviceToken: "t", kind: .waiting, reason: "frequency_cap", at: now + 120, notBefore: now + 200),
+            ]))
+            try await expectEqualCounts("held and suppressed")
+
+            // m6 (held) superseded by its key; m7 cancelled; a message nobody has.
+            _ = try await store.schedule(message("m6-again", .traditional, ab: true, key: "m6", created: now + 130))
+            #expect(try await store.message(id: "m6")?.state == .superseded)
+            _ = try await store.cancel(bundleID: "com.example.app", platform: .ios, userID: "user-1", campaignID: "welcome",
+                                       idempotencyKey: "m7", now: now + 140)
+            try await move("m8", [.noDevices], at: now + 150)
+            try await move("m9", [.expired], at: now + 150)
+            try await expectEqualCounts("superseded, cancelled, ended")
+
+            // Retention deletes finished messages: their counts go with them.
+            let pruned = try await store.pruneFinished(before: now + 1_000_000, limit: 100)
+            #expect(pruned.messages > 0)
+            try await expectEqualCounts("pruned")
+            let left = try await store.campaignCounts(bundleID: "com.example.app", campaignID: "welcome", createdFrom: nil, createdBefore: nil)
+            #expect(!left.isEmpty)
+        }
+    }
 }

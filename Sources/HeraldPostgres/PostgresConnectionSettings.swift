@@ -14,6 +14,14 @@ extension PostgresStoreConfiguration {
         return parameters
     }
 
+    /// No parallel workers for the write and lease pools' statements: they
+    /// touch a few hundred rows through indexes (claims, ends, the ledger's
+    /// reservations), where a Gather's two extra backends cost more than they
+    /// save — the ledger's read of 180 users over 1M counted sends took
+    /// 10–12 ms with them and 5–7 ms without (bench/RESULTS.md, "Cap
+    /// reservations"). The read pool keeps them: CampaignReport's scans gain.
+    static let serialPlans = ("max_parallel_workers_per_gather", "0")
+
     /// One connection (the migrations at start).
     func connectionConfiguration() throws -> PostgresConnection.Configuration {
         var configuration: PostgresConnection.Configuration
@@ -50,6 +58,7 @@ extension PostgresStoreConfiguration {
         switch pool {
         case .main:
             configuration.options.maximumConnections = maximumConnections
+            configuration.options.additionalStartupParameters.append(Self.serialPlans)
         case .reads:
             configuration.options.maximumConnections = readConnections
             // Every statement of the read pool, set once per connection (a
@@ -58,6 +67,7 @@ extension PostgresStoreConfiguration {
             configuration.options.additionalStartupParameters.append(("statement_timeout", "\(milliseconds)"))
         case .leases:
             configuration.options.maximumConnections = leaseConnections
+            configuration.options.additionalStartupParameters.append(Self.serialPlans)
         }
         configuration.options.minimumConnections = 0
         // No keep-alive query on idle connections: postgres-nio 1.33 runs it

@@ -272,6 +272,29 @@ struct ReadIsolationTests {
         }
     }
 
+    /// The write and lease pools plan without parallel workers (their
+    /// statements are index lookups of a batch); the read pool keeps the
+    /// server's setting for CampaignReport's scans.
+    @Test(.enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+    func onlyThePostgresReadPoolPlansParallelScans() async throws {
+        try await PostgresTestDatabase.withSchema { configuration in
+            let store = try await PostgresStore.open(configuration)
+            func workers(_ pool: PostgresStore.Pool) async throws -> String {
+                try await store.connection(on: pool) { connection in
+                    var value = ""
+                    for try await row in try await connection.query("SHOW max_parallel_workers_per_gather", logger: store.logger) {
+                        value = try row.decode(String.self)
+                    }
+                    return value
+                }
+            }
+            #expect(try await workers(.main) == "0")
+            #expect(try await workers(.leases) == "0")
+            #expect(try await workers(.reads) != "0")
+            await closeInTime(store)
+        }
+    }
+
     /// The takeover scenario: with every read connection busy and hundreds
     /// of CampaignReports queued behind them, the owner's lease renewal (a
     /// 3 s lease, renewed each second) and a Schedule still go through at

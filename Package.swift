@@ -67,6 +67,7 @@ let package = Package(
             dependencies: [
                 "CInterop",
                 "HTTP2Core",
+                "HeraldPrimitives",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -101,6 +101,6 @@ enum FormDecoder {
     }
 
     static func unescape(_ bytes: ArraySlice<UInt8>) -> String? {
-        FormURLDecoding.bytes(bytes).flatMap { String(validating: $0, as: UTF8.self) }
+        PercentDecoding.bytes(bytes, plusIsSpace: true).flatMap { String(validating: $0, as: UTF8.self) }
     }
 }

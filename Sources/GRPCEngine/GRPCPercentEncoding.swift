@@ -1,3 +1,5 @@
+import HeraldPrimitives
+
 /// Percent-encoding of `grpc-message` (gRPC PROTOCOL-HTTP2): printable ASCII
 /// (0x20–0x7E) except `%` is sent as is; every other byte of the UTF-8 form is `%XX`.
 public enum GRPCPercentEncoding {
@@ -30,7 +32,7 @@ public enum GRPCPercentEncoding {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
+               let high = PercentDecoding.hexValue(bytes[index + 1]), let low = PercentDecoding.hexValue(bytes[index + 2]) {
                 out.append(high << 4 | low)
                 index += 3
             } else {
@@ -48,14 +50,5 @@ public enum GRPCPercentEncoding {
 
     private static func hexDigit(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -219,28 +219,13 @@ public struct PostgresStoreConfiguration: Sendable, Hashable, CustomStringConver
         return (host.isEmpty ? "localhost" : String(host), port)
     }
 
-    /// Percent-decoding (%XX); any other character is taken as it is.
+    /// Percent-decoding (%XX); any other character, `+` too, is taken as it is.
     private static func decode(_ text: Substring, _ what: String) throws(PostgresURLError) -> String {
         guard text.contains("%") else { return String(text) }
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                throw PostgresURLError("has a bad percent-escape in its \(what)")
-            }
-            bytes.append(high << 4 | low)
+        guard let bytes = PercentDecoding.bytes(text.utf8, plusIsSpace: false) else {
+            throw PostgresURLError("has a bad percent-escape in its \(what)")
         }
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }
 

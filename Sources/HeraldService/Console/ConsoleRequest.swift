@@ -63,7 +63,7 @@ struct ConsoleRequest: Sendable, Equatable {
 
     /// Percent-decodes (`+` is a space) into UTF-8 text without NUL.
     static func decode(_ text: Substring, what: String) throws(ConsoleRefusal) -> String {
-        guard let bytes = FormURLDecoding.bytes(text.utf8) else {
+        guard let bytes = PercentDecoding.bytes(text.utf8, plusIsSpace: true) else {
             throw ConsoleRefusal(.badRequest, "\(what) has a malformed percent-escape")
         }
         guard !bytes.contains(0) else { throw ConsoleRefusal(.badRequest, "\(what) contains NUL") }

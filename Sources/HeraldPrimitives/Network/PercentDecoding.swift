@@ -1,15 +1,18 @@
-/// `application/x-www-form-urlencoded` decoding (a query string, an OAuth
-/// token request's body): `+` is a space, `%XY` a byte. One decoder for the
-/// console's query strings and the FCM simulator's token endpoint.
-public enum FormURLDecoding {
-    /// The decoded bytes, or nil for a malformed escape (`%` without two hex digits).
-    public static func bytes(_ input: some Collection<UInt8>) -> [UInt8]? {
+/// Percent-decoding (`%XY` is a byte), strict: one decoder for the
+/// console's query strings and the FCM simulator's token endpoint
+/// (`application/x-www-form-urlencoded`, where `+` is a space) and
+/// PostgreSQL URLs (where it is not). `hexValue` also serves gRPC's lenient
+/// `grpc-message` decoding (`GRPCPercentEncoding`).
+public enum PercentDecoding {
+    /// The decoded bytes, or nil for a malformed escape (`%` without two hex
+    /// digits); `plusIsSpace`: a `+` is a space (form encoding).
+    public static func bytes(_ input: some Collection<UInt8>, plusIsSpace: Bool) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(input.count)
         var iterator = input.makeIterator()
         while let byte = iterator.next() {
             switch byte {
-            case UInt8(ascii: "+"): out.append(UInt8(ascii: " "))
+            case UInt8(ascii: "+") where plusIsSpace: out.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
                 guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
                 out.append(high << 4 | low)

@@ -119,16 +119,7 @@ extension SQLiteStore: MessageReadSide {
             try statement.bind(createdFrom ?? .min, at: 3)
             try statement.bind(createdBefore ?? .max, at: 4)
             var cohorts: [CohortCounts] = []
-            while try statement.step() {
-                guard let method = DeliveryMethod(rawValue: statement.string(0)) else {
-                    throw StoreError.invalidRecord("campaign \(campaignID): unknown delivery method \(statement.string(0))")
-                }
-                let abTest = statement.int64(1) != 0
-                if cohorts.last?.deliveryMethod != method || cohorts.last?.abTest != abTest {
-                    cohorts.append(CohortCounts(deliveryMethod: method, abTest: abTest))
-                }
-                MessageFunnel(rawValue: statement.int(2)).add(statement.int(3), to: &cohorts[cohorts.count - 1])
-            }
+            while try statement.step() { _ = try Self.addFunnelRow(statement, to: &cohorts, campaignID: campaignID) }
             statement.reset()
             let policy = try db.cached(Self.campaignPolicy)
             try policy.bind(bundleID, at: 1)
@@ -155,19 +146,26 @@ extension SQLiteStore: MessageReadSide {
         try statement.bind(campaignID, at: 2)
         var cohorts: [CohortCounts] = []
         while try statement.step() {
-            guard let method = DeliveryMethod(rawValue: statement.string(0)) else {
-                throw StoreError.invalidRecord("campaign \(campaignID): unknown delivery method \(statement.string(0))")
-            }
-            let abTest = statement.int64(1) != 0
-            if cohorts.last?.deliveryMethod != method || cohorts.last?.abTest != abTest {
-                cohorts.append(CohortCounts(deliveryMethod: method, abTest: abTest))
-            }
-            MessageFunnel(rawValue: statement.int(2)).add(statement.int(3), to: &cohorts[cohorts.count - 1])
-            cohorts[cohorts.count - 1].deferred += statement.int(4)
-            cohorts[cohorts.count - 1].suppressed += statement.int(5)
+            let index = try addFunnelRow(statement, to: &cohorts, campaignID: campaignID)
+            cohorts[index].deferred += statement.int(4)
+            cohorts[index].suppressed += statement.int(5)
         }
         cohorts.removeAll { $0.scheduled == 0 }
         return cohorts
+    }
+
+    /// Adds one (method, assignment, funnel, count) row, in GROUP BY order,
+    /// to its cohort (the last one, or a new one); returns the cohort's index.
+    private static func addFunnelRow(_ statement: Statement, to cohorts: inout [CohortCounts], campaignID: String) throws -> Int {
+        guard let method = DeliveryMethod(rawValue: statement.string(0)) else {
+            throw StoreError.invalidRecord("campaign \(campaignID): unknown delivery method \(statement.string(0))")
+        }
+        let abTest = statement.int64(1) != 0
+        if cohorts.last?.deliveryMethod != method || cohorts.last?.abTest != abTest {
+            cohorts.append(CohortCounts(deliveryMethod: method, abTest: abTest))
+        }
+        MessageFunnel(rawValue: statement.int(2)).add(statement.int(3), to: &cohorts[cohorts.count - 1])
+        return cohorts.count - 1
     }
 
     // MARK: Rows

@@ -87,32 +87,36 @@ struct ReadSideTests {
 
     // MARK: Campaign
 
+    /// A message of campaign "welcome" keyed by its id (or `key`).
+    static func message(_ id: String, _ method: DeliveryMethod, ab: Bool, key: String? = nil, created: Int64 = now) -> StoredMessage {
+        var m = makeMessage(id: id, key: key ?? id, method: method, createdAt: created)
+        m.abTest = ab
+        return m
+    }
+
+    /// Claims and moves `id` through `steps` from SCHEDULED, each transition expected to apply.
+    static func move(_ store: any TestStore, _ id: String, _ steps: [MessageState], at: Int64) async throws {
+        var from = MessageState.scheduled
+        for to in steps {
+            _ = try await store.claim(id: id, from: from, now: at)
+            #expect(try await store.transition(id: id, from: from, to: to, dueAt: nil, providerMessageID: nil, lastError: nil, now: at))
+            from = to
+        }
+    }
+
     @Test(arguments: StoreKind.durable) func campaignCountsFollowTheFunnel(_ kind: StoreKind) async throws {
         try await withServableStore(kind) { store in
-            func message(_ id: String, _ method: DeliveryMethod, ab: Bool, created: Int64 = now) -> StoredMessage {
-                var m = makeMessage(id: id, key: id, method: method, createdAt: created)
-                m.abTest = ab
-                return m
-            }
             try await store.importMessages([
-                message("ca1", .contextAware, ab: true), message("ca2", .contextAware, ab: true),
-                message("ca3", .contextAware, ab: true), message("tr1", .traditional, ab: true),
-                message("tr2", .traditional, ab: true), message("ch1", .traditional, ab: false),
-                message("late", .traditional, ab: true, created: now + 1_000_000),
+                Self.message("ca1", .contextAware, ab: true), Self.message("ca2", .contextAware, ab: true),
+                Self.message("ca3", .contextAware, ab: true), Self.message("tr1", .traditional, ab: true),
+                Self.message("tr2", .traditional, ab: true), Self.message("ch1", .traditional, ab: false),
+                Self.message("late", .traditional, ab: true, created: now + 1_000_000),
             ])
-            func move(_ id: String, _ steps: [MessageState], at: Int64) async throws {
-                var from = MessageState.scheduled
-                for to in steps {
-                    _ = try await store.claim(id: id, from: from, now: at)
-                    #expect(try await store.transition(id: id, from: from, to: to, dueAt: nil, providerMessageID: nil, lastError: nil, now: at))
-                    from = to
-                }
-            }
-            try await move("ca1", [.handedOff], at: now + 10)
-            try await move("ca2", [.handedOff, .sent], at: now + 20)  // the fallback alert
+            try await Self.move(store, "ca1", [.handedOff], at: now + 10)
+            try await Self.move(store, "ca2", [.handedOff, .sent], at: now + 20)  // the fallback alert
             try await store.recordOutcome(DeviceOutcome(messageID: "ca1", deviceToken: "t", kind: .displayed, at: now + 30))
             try await store.recordOutcome(DeviceOutcome(messageID: "ca1", deviceToken: "t", kind: .opened, at: now + 31))
-            try await move("tr1", [.sent], at: now + 10)
+            try await Self.move(store, "tr1", [.sent], at: now + 10)
             try await store.recordOutcome(DeviceOutcome(messageID: "tr1", deviceToken: "t", kind: .displayed, at: now + 30))
             #expect(try await store.transition(id: "tr2", from: .scheduled, to: .noDevices, dueAt: nil, providerMessageID: nil,
                                                lastError: "none", now: now + 10))
@@ -139,11 +143,6 @@ struct ReadSideTests {
     /// delete — both must say the same, cohort by cohort.
     @Test(arguments: StoreKind.durable) func wholeCampaignCountsEqualCountingEveryMessage(_ kind: StoreKind) async throws {
         try await withServableStore(kind) { store in
-            func message(_ id: String, _ method: DeliveryMethod, ab: Bool, key: String? = nil, created: Int64 = now) -> StoredMessage {
-                var m = makeMessage(id: id, key: key ?? id, method: method, createdAt: created)
-                m.abTest = ab
-                return m
-            }
             func expectEqualCounts(_ step: String) async throws {
                 let kept = try await store.campaignCounts(bundleID: "com.example.app", campaignID: "welcome", createdFrom: nil, createdBefore: nil)
                 let counted = try await store.campaignCounts(bundleID: "com.example.app", campaignID: "welcome",
@@ -155,27 +154,19 @@ struct ReadSideTests {
             var imported: [StoredMessage] = []
             for i in 0..<12 {
                 let method: DeliveryMethod = i % 3 == 0 ? .contextAware : .traditional
-                imported.append(message("m\(i)", method, ab: i % 4 != 0, created: now + Int64(i)))
+                imported.append(Self.message("m\(i)", method, ab: i % 4 != 0, created: now + Int64(i)))
             }
-            var sent = message("imported-sent", .traditional, ab: true)
+            var sent = Self.message("imported-sent", .traditional, ab: true)
             sent.state = .sent
             imported.append(sent)
             try await store.importMessages(imported)
-            _ = try await store.schedule(message("s1", .contextAware, ab: true, created: now + 20))
+            _ = try await store.schedule(Self.message("s1", .contextAware, ab: true, created: now + 20))
             try await expectEqualCounts("imported and scheduled")
 
-            func move(_ id: String, _ steps: [MessageState], at: Int64) async throws {
-                var from = MessageState.scheduled
-                for to in steps {
-                    _ = try await store.claim(id: id, from: from, now: at)
-                    #expect(try await store.transition(id: id, from: from, to: to, dueAt: nil, providerMessageID: nil, lastError: nil, now: at))
-                    from = to
-                }
-            }
-            try await move("m0", [.handedOff, .sent], at: now + 100)
-            try await move("m1", [.sent], at: now + 100)
-            try await move("m2", [.failed], at: now + 100)
-            try await move("m3", [.handedOff], at: now + 100)
+            try await Self.move(store, "m0", [.handedOff, .sent], at: now + 100)
+            try await Self.move(store, "m1", [.sent], at: now + 100)
+            try await Self.move(store, "m2", [.failed], at: now + 100)
+            try await Self.move(store, "m3", [.handedOff], at: now + 100)
             try await store.recordOutcome(DeviceOutcome(messageID: "m3", deviceToken: "t", kind: .displayed, at: now + 110))
             try await store.recordOutcome(DeviceOutcome(messageID: "m3", deviceToken: "t", kind: .opened, at: now + 111))
             try await store.recordOutcome(DeviceOutcome(messageID: "m1", deviceToken: "t", kind: .opened, at: now + 112))
@@ -185,7 +176,7 @@ struct ReadSideTests {
             #expect(try await store.hold(id: "m4", from: .scheduled, now: now + 120, recording: [
                 DeviceOutcome(messageID: "m4", deviceToken: "t", kind: .waiting, reason: "quiet_hours", at: now + 120, notBefore: now + 9_000),
             ]))
-            try await move("m5", [.suppressed], at: now + 120)
+            try await Self.move(store, "m5", [.suppressed], at: now + 120)
             _ = try #require(try await store.claim(id: "m6", from: .scheduled, now: now + 120))
             #expect(try await store.hold(id: "m6", from: .scheduled, now: now + 120, recording: [
                 DeviceOutcome(messageID: "m6", deviceToken: "t", kind: .waiting, reason: "frequency_cap", at: now + 120, notBefore: now + 200),
@@ -193,12 +184,12 @@ struct ReadSideTests {
             try await expectEqualCounts("held and suppressed")
 
             // m6 (held) superseded by its key; m7 cancelled; a message nobody has.
-            _ = try await store.schedule(message("m6-again", .traditional, ab: true, key: "m6", created: now + 130))
+            _ = try await store.schedule(Self.message("m6-again", .traditional, ab: true, key: "m6", created: now + 130))
             #expect(try await store.message(id: "m6")?.state == .superseded)
             _ = try await store.cancel(bundleID: "com.example.app", platform: .ios, userID: "user-1", campaignID: "welcome",
                                        idempotencyKey: "m7", now: now + 140)
-            try await move("m8", [.noDevices], at: now + 150)
-            try await move("m9", [.expired], at: now + 150)
+            try await Self.move(store, "m8", [.noDevices], at: now + 150)
+            try await Self.move(store, "m9", [.expired], at: now + 150)
             try await expectEqualCounts("superseded, cancelled, ended")
 
             // Retention deletes finished messages: their counts go with them.

@@ -79,6 +79,14 @@ final class MessageInsertBatch {
             n += 1
         }
         try MessageRows.count(db, state, n)
+        // Schema v14's campaign counts: one upsert per run of messages that
+        // count alike (nearly always the whole batch).
+        var first = 0
+        for index in messages.indices.dropFirst() where !MessageRows.sameCampaignCount(messages[first], messages[index]) {
+            try MessageRows.countCampaign(db, messages[first], index - first)
+            first = index
+        }
+        try MessageRows.countCampaign(db, messages[first], messages.count - first)
     }
 
     /// Chunk sizes, largest first: powers of two, so any count is at most

@@ -63,6 +63,35 @@ enum MessageRows {
         }
     }
 
+    /// Adds `n` messages like `message`, as inserted, to its campaign's
+    /// counts (schema v14's `campaign_funnel`; no INSERT trigger on
+    /// `messages` since v6: `MessageInsertBatch` counts what it inserts).
+    static func countCampaign(_ db: Database, _ message: StoredMessage, _ n: Int) throws {
+        let statement = try db.cached(countCampaignSQL)
+        defer { statement.reset() }
+        try statement.bind(message.bundleID, at: 1)
+        try statement.bind(message.campaignID, at: 2)
+        try statement.bind(message.deliveryMethod.rawValue, at: 3)
+        try statement.bind(message.abTest ? 1 : 0, at: 4)
+        try statement.bind(MessageFunnel.atInsert(message.state), at: 5)
+        // No `deferred_at` at insert: only SUPPRESSED sets a policy bit.
+        try statement.bind(message.state == .suppressed ? 2 : 0, at: 6)
+        try statement.bind(n, at: 7)
+        try statement.run()
+    }
+
+    private static let countCampaignSQL = """
+        INSERT INTO campaign_funnel(bundle_id, campaign_id, delivery_method, ab_test, funnel, policy, n)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO UPDATE SET n = n + excluded.n
+        """
+
+    /// Whether two messages, as inserted, fall in the same campaign count.
+    static func sameCampaignCount(_ a: StoredMessage, _ b: StoredMessage) -> Bool {
+        a.campaignID == b.campaignID && a.bundleID == b.bundleID && a.deliveryMethod == b.deliveryMethod
+            && a.abTest == b.abTest && MessageFunnel.atInsert(a.state) == MessageFunnel.atInsert(b.state)
+            && (a.state == .suppressed) == (b.state == .suppressed)
+    }
+
     /// Releases claims (`WHERE sending_since IS NOT NULL` plus the caller's
     /// terms; ?1 = now): the message waits again in its pre-claim state.
     /// A push with nothing handed over or answered yet is forgotten, and if

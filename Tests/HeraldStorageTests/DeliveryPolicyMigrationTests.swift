@@ -18,7 +18,7 @@ func undoSchemaV12(_ db: Database) throws {
 
 /// Back to what a build before schema v14 wrote: no campaign counts.
 func undoSchemaV14(_ db: Database) throws {
-    for trigger in ["campaign_funnel_insert", "campaign_funnel_delete", "campaign_funnel_update"] {
+    for trigger in ["campaign_funnel_delete", "campaign_funnel_update"] {
         try db.execute("DROP TRIGGER \(trigger)")
     }
     try db.execute("DROP TABLE campaign_funnel")

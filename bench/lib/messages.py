@@ -72,6 +72,12 @@ def fill(path: str, n: int, users: int, request: bytes) -> tuple[str, str]:
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows())
         db.execute("INSERT INTO message_keys(bundle_id, idempotency_key, message_id)"
                    " SELECT bundle_id, idempotency_key, id FROM messages")
+        # Schema v14's campaign counts, as Herald's insert batch keeps them (no INSERT trigger).
+        if db.execute("SELECT 1 FROM sqlite_schema WHERE name = 'campaign_funnel'").fetchone():
+            db.execute("INSERT INTO campaign_funnel(bundle_id, campaign_id, delivery_method, ab_test, funnel, policy, n)"
+                       " SELECT bundle_id, campaign_id, delivery_method, ab_test, funnel,"
+                       " (deferred_at IS NOT NULL) + 2 * (state = 'suppressed'), count(*)"
+                       " FROM messages GROUP BY 1, 2, 3, 4, 5, 6")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     print(f"filled {n} messages ({users} users, one campaign) in {time.monotonic() - t0:.1f} s; "

@@ -10,10 +10,12 @@
 /// `messages_policy` says per message: bit 0 when the policy held one of its
 /// pushes (`deferred_at`), bit 1 when it is SUPPRESSED.
 ///
-/// Triggers keep it exact on every write path — the INSERT of a Schedule or
-/// an import, the transition's own UPDATE, `messages_funnel_update`'s fix-up,
-/// retention's DELETE, a moved campaign — each moving one count from the
-/// old row's key to the new one's. A change that keeps the key (most
+/// It stays exact on every write path: `MessageInsertBatch` counts what it
+/// inserts (a Schedule, an import: one upsert per batch, as `state_counts`;
+/// no INSERT trigger on `messages` since v6), and triggers follow every
+/// other change — the transition's own UPDATE, `messages_funnel_update`'s
+/// fix-up, retention's DELETE, a moved campaign — each moving one count
+/// from the old row's key to the new one's. A change that keeps the key (most
 /// updates of a message's other columns) is skipped by the WHEN. A report
 /// with a time range still counts the index, which can tell creation times.
 ///
@@ -55,9 +57,6 @@ enum SchemaV14 {
         INSERT INTO campaign_funnel(bundle_id, campaign_id, delivery_method, ab_test, funnel, policy, n)
             SELECT \(key("")), count(*) FROM messages GROUP BY 1, 2, 3, 4, 5, 6;
 
-        CREATE TRIGGER campaign_funnel_insert AFTER INSERT ON messages BEGIN
-            \(add("NEW."))
-        END;
         CREATE TRIGGER campaign_funnel_delete AFTER DELETE ON messages BEGIN
             \(remove)
         END;

@@ -15,21 +15,208 @@ import HeraldProtos
 /// duplicate-key bounds).
 public enum ProtoJSONReader {
     /// Reads `bytes` as JSON and packs it as a `type`: protobuf wire bytes
-    /// written straight from the JSON tree (no value tree, no protoc-c
-    /// structs, no protobuf_c_message_pack).
+    /// written as the JSON text is read (objects and arrays of messages are
+    /// not built as a tree; scalars, google.protobuf.Struct/Value/ListValue
+    /// and anything refused go through ``WebJSON``): no value tree, no
+    /// protoc-c structs, no protobuf_c_message_pack. On any error the whole
+    /// body is read again as ``WebJSON`` first, so that a JSON error anywhere
+    /// in the body wins over a mapping error, as when the tree was read whole.
     public static func pack(
         _ type: ProtoMessage.MessageType, json bytes: [UInt8], limits: WebJSONReader.Limits = WebJSONReader.Limits()
     ) throws(ProtoJSONError) -> [UInt8] {
-        let json: WebJSON
-        do {
-            json = try WebJSONReader.read(bytes, limits: limits)
-        } catch {
-            throw ProtoJSONError(error.field ?? "", error.description)
-        }
+        var reader = WebJSONReader(bytes: bytes, limits: limits)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
-        try message(type.descriptor, json, path: { "" }, into: &out)
-        return out
+        do {
+            reader.skipWhitespace()
+            try streamMessage(type.descriptor, &reader, depth: 0, path: { "" }, into: &out)
+            reader.skipWhitespace()
+            guard reader.index == bytes.count else { throw reader.error("unexpected bytes after the JSON value") }
+            return out
+        } catch {
+            do {
+                _ = try WebJSONReader.read(bytes, limits: limits)
+            } catch {
+                throw ProtoJSONError(error.field ?? "", error.description)
+            }
+            switch error {
+            case let error as ProtoJSONError: throw error
+            case let error as WebJSONError: throw ProtoJSONError(error.field ?? "", error.description)
+            default: throw ProtoJSONError("", "\(error)")
+            }
+        }
+    }
+
+    /// Whether `byte` opens an object (`{`) and `descriptor` is not one of
+    /// the well-known JSON types (read as a tree).
+    private static func opensMessage(_ reader: WebJSONReader, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> Bool {
+        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "{") else { return false }
+        let name = descriptor.pointee.name!
+        return strcmp(name, "google.protobuf.Struct") != 0 && strcmp(name, "google.protobuf.Value") != 0
+            && strcmp(name, "google.protobuf.ListValue") != 0
+    }
+
+    /// Reads a `descriptor` message at the reader and writes its fields: an
+    /// object member by member, anything else through the tree.
+    private static func streamMessage(
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ reader: inout WebJSONReader, depth: Int, path: () -> String,
+        into out: inout [UInt8]
+    ) throws {
+        guard opensMessage(reader, descriptor) else {
+            try message(descriptor, try reader.value(depth: depth, path: path), path: path, into: &out)
+            return
+        }
+        var seen: [UInt32] = []
+        var oneofs: [(UInt32, String)] = []
+        try streamObject(&reader, depth: depth, path: path) { key, reader, memberPath throws in
+            guard let field = Self.field(descriptor, key) else {
+                throw ProtoJSONError(memberPath(), "unknown field \"\(key)\" of \(String(cString: descriptor.pointee.name))")
+            }
+            func name() -> String { String(cString: field.name) }
+            guard !seen.contains(field.id) else { throw ProtoJSONError(memberPath(), "field \(name()) given twice") }
+            seen.append(field.id)
+            let isOneof = field.flags & UInt32(PROTOBUF_C_FIELD_FLAG_ONEOF.rawValue) != 0
+            let always = isOneof || field.label != PROTOBUF_C_LABEL_NONE
+            let opens = reader.index < reader.bytes.count ? reader.bytes[reader.index] : 0
+            let streamed: Bool
+            if field.label == PROTOBUF_C_LABEL_REPEATED {
+                streamed = opens == UInt8(ascii: field.type == PROTOBUF_C_TYPE_MESSAGE && ProtoMessage.isMapEntry(field) ? "{" : "[")
+            } else {
+                streamed = field.type == PROTOBUF_C_TYPE_MESSAGE
+                    && opensMessage(reader, field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self))
+            }
+            guard streamed else {
+                // A scalar, null, a well-known type or a value of the wrong type: as a tree.
+                let json = try reader.value(depth: depth + 1, path: memberPath)
+                if case .null = json, !isValue(field) { return }
+                if isOneof { try oneof(field, &oneofs, path: memberPath) }
+                try fieldValue(field, json, always: always, path: memberPath, into: &out)
+                return
+            }
+            if isOneof { try oneof(field, &oneofs, path: memberPath) }
+            try streamField(field, &reader, depth: depth + 1, path: memberPath, into: &out)
+        }
+    }
+
+    private static func oneof(_ field: ProtobufCFieldDescriptor, _ oneofs: inout [(UInt32, String)], path: () -> String) throws(ProtoJSONError) {
+        let name = String(cString: field.name)
+        if let other = oneofs.first(where: { $0.0 == field.quantifier_offset }) {
+            throw ProtoJSONError(path(), "\(name) and \(other.1) are one oneof: give one")
+        }
+        oneofs.append((field.quantifier_offset, name))
+    }
+
+    /// A message field at an object, a map at an object or a repeated field at an array.
+    private static func streamField(
+        _ field: ProtobufCFieldDescriptor, _ reader: inout WebJSONReader, depth: Int, path: () -> String, into out: inout [UInt8]
+    ) throws {
+        if field.label != PROTOBUF_C_LABEL_REPEATED {
+            var body: [UInt8] = []
+            try streamMessage(field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self), &reader, depth: depth, path: path, into: &body)
+            ProtoWireOut.lengthDelimited(field.id, body, into: &out)
+            return
+        }
+        if field.type == PROTOBUF_C_TYPE_MESSAGE, ProtoMessage.isMapEntry(field) {
+            let entry = field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
+            let keyField = entry.pointee.fields[0], valueField = entry.pointee.fields[1]
+            try streamObject(&reader, depth: depth, path: path) { key, reader, _ throws in
+                func entryPath() -> String { "\(path())[\"\(key)\"]" }
+                var body: [UInt8] = []
+                try single(keyField, keyField.type == PROTOBUF_C_TYPE_STRING ? .string(key) : mapKey(key), always: true, path: entryPath, into: &body)
+                if valueField.type == PROTOBUF_C_TYPE_MESSAGE,
+                   opensMessage(reader, valueField.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)) {
+                    try streamField(valueField, &reader, depth: depth + 1, path: entryPath, into: &body)
+                } else {
+                    let json = try reader.value(depth: depth + 1, path: entryPath)
+                    if case .null = json, !isValue(valueField) { throw ProtoJSONError(entryPath(), "a map value must not be null") }
+                    try single(valueField, json, always: true, path: entryPath, into: &body)
+                }
+                ProtoWireOut.lengthDelimited(field.id, body, into: &out)
+            }
+            return
+        }
+        // An array (the caller saw its `[`).
+        try reader.countValue()
+        guard depth < reader.limits.maxDepth else { throw reader.error("nested deeper than \(reader.limits.maxDepth)", field: path) }
+        reader.index += 1
+        reader.skipWhitespace()
+        if reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "]") {
+            reader.index += 1
+            return
+        }
+        let message = field.type == PROTOBUF_C_TYPE_MESSAGE ? field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self) : nil
+        var position = 0
+        while true {
+            reader.skipWhitespace()
+            let index = position
+            func itemPath() -> String { "\(path())[\(index)]" }
+            if let message, opensMessage(reader, message) {
+                var body: [UInt8] = []
+                try streamMessage(message, &reader, depth: depth + 1, path: itemPath, into: &body)
+                ProtoWireOut.lengthDelimited(field.id, body, into: &out)
+            } else {
+                let item = try reader.value(depth: depth + 1, path: itemPath)
+                if case .null = item, message == nil { throw ProtoJSONError(itemPath(), "must not be null") }
+                try single(field, item, always: true, path: itemPath, into: &out)
+            }
+            position += 1
+            reader.skipWhitespace()
+            guard reader.index < reader.bytes.count else { throw reader.error("truncated", field: path) }
+            if reader.bytes[reader.index] == UInt8(ascii: ",") { reader.index += 1; continue }
+            guard reader.bytes[reader.index] == UInt8(ascii: "]") else { throw reader.error("expected ',' or ']'", field: path) }
+            reader.index += 1
+            return
+        }
+    }
+
+    /// Reads the object at the reader (its `{` seen) as ``WebJSONReader``
+    /// does (the same bounds and errors), handing each member's name to
+    /// `member` with the reader at its value, which `member` must read.
+    private static func streamObject(
+        _ reader: inout WebJSONReader, depth: Int, path: () -> String,
+        member: (String, inout WebJSONReader, () -> String) throws -> Void
+    ) throws {
+        try reader.countValue()
+        guard depth < reader.limits.maxDepth else { throw reader.error("nested deeper than \(reader.limits.maxDepth)", field: path) }
+        reader.index += 1
+        reader.skipWhitespace()
+        if reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "}") {
+            reader.index += 1
+            return
+        }
+        var keys: [String] = []
+        var keySet = Set<String>()
+        while true {
+            reader.skipWhitespace()
+            guard reader.index < reader.bytes.count else { throw reader.error("truncated", field: path) }
+            guard reader.bytes[reader.index] == UInt8(ascii: "\"") else { throw reader.error("expected a member name", field: path) }
+            let key = try reader.string(field: path)
+            func memberPath() -> String {
+                let parent = path()
+                return parent.isEmpty ? key : "\(parent).\(key)"
+            }
+            if keys.count < 16 {
+                guard !keys.contains(key) else { throw reader.error("duplicate key \"\(key)\"", field: memberPath) }
+                keys.append(key)
+            } else {
+                if keySet.isEmpty { keySet = Set(keys) }
+                guard keySet.insert(key).inserted else { throw reader.error("duplicate key \"\(key)\"", field: memberPath) }
+            }
+            reader.skipWhitespace()
+            guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: ":") else {
+                throw reader.error("expected ':'", field: memberPath)
+            }
+            reader.index += 1
+            reader.skipWhitespace()
+            // (`member` may not take a closure that captures `path` as it is.)
+            try withoutActuallyEscaping(member) { member in try member(key, &reader, memberPath) }
+            reader.skipWhitespace()
+            guard reader.index < reader.bytes.count else { throw reader.error("truncated", field: path) }
+            if reader.bytes[reader.index] == UInt8(ascii: ",") { reader.index += 1; continue }
+            guard reader.bytes[reader.index] == UInt8(ascii: "}") else { throw reader.error("expected ',' or '}'", field: path) }
+            reader.index += 1
+            return
+        }
     }
 
     /// Writes the fields of a `descriptor` message that `json` stands for.

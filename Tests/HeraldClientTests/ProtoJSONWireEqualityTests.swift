@@ -24,11 +24,12 @@ import Testing
     }
 
     private func compare(
-        _ type: ProtoMessage.MessageType, _ json: String, accepted: Bool, sourceLocation: SourceLocation = #_sourceLocation
+        _ type: ProtoMessage.MessageType, _ json: String, accepted: Bool, limits: WebJSONReader.Limits = WebJSONReader.Limits(),
+        sourceLocation: SourceLocation = #_sourceLocation
     ) {
         let body = Array(json.utf8)
-        let new: Result<[UInt8], ProtoJSONError> = Result { () throws(ProtoJSONError) in try ProtoJSONReader.pack(type, json: body) }
-        let old: Result<[UInt8], ProtoJSONError> = Result { () throws(ProtoJSONError) in try LegacyProtoJSONReader.pack(type, json: body) }
+        let new: Result<[UInt8], ProtoJSONError> = Result { () throws(ProtoJSONError) in try ProtoJSONReader.pack(type, json: body, limits: limits) }
+        let old: Result<[UInt8], ProtoJSONError> = Result { () throws(ProtoJSONError) in try LegacyProtoJSONReader.pack(type, json: body, limits: limits) }
         switch (new, old) {
         case (.success(let a), .success(let b)):
             #expect(accepted, "accepted: \(json)", sourceLocation: sourceLocation)
@@ -72,7 +73,44 @@ import Testing
         compare(HeraldRPC.status.reply, #"{"uptimeSeconds": "18446744073709551616"}"#, accepted: false)
     }
 
+    @Test func lateJSONErrorsWinAndLimitsHoldAsWhenTheTreeWasReadWhole() {
+        let schedule = HeraldRPC.schedule.request
+        for json in [
+            #"{"bundleId": 5, "x": }"#, #"{"bundelId": "a", "content": {"title": {"text": "x"}}, }"#,
+            #"{"content": {"title": {"txt": "x"}, "title": {}}}"#, #"{"content": {"body": {"translations": {"de": "a", "de": "b"}}}}"#,
+            #"{"content": {"title": {"text": "x""#, #"{"content": {"title": {"text": 1}}} ]"#, #"{"content": {"title" {}}}"#,
+            #"{"content": {"title": {"translations": {"de": 5}}}}"#, #"{"content": {"title": {"translations": {"de": "a",}}}}"#,
+            #"{"content": {"userInfo": {"a": [1, 2,]}}}"#, #"{"content": {"title": {"text": "x"}, "body": {"text": "\ud800"}}}"#,
+            #"{"content": {"title": {"text": "x"}}, "content": {}}"#, #"{"content": {"title": {"text": "x"}} "bundleId": "a"}"#,
+        ] {
+            compare(schedule, json, accepted: false)
+        }
+        let list = HeraldRPC.listMessages.request
+        for json in [#"{"states": ["MESSAGE_STATE_SENT", ]}"#, #"{"states": ["MESSAGE_STATE_SENT" 1]}"#, #"{"states": [1, "NOPE", tru]}"#] {
+            compare(list, json, accepted: false)
+        }
+        var shallow = WebJSONReader.Limits()
+        shallow.maxDepth = 2
+        compare(schedule, #"{"content": {"title": {"text": "x"}}}"#, accepted: false, limits: shallow)
+        compare(schedule, #"{"content": {"title": null}}"#, accepted: true, limits: shallow)
+        var few = WebJSONReader.Limits()
+        few.maxValues = 5
+        compare(schedule, #"{"content": {"title": {"text": "x"}, "body": {"text": "y"}}}"#, accepted: false, limits: few)
+        compare(schedule, #"{"content": {"title": {"text": "x"}}, "bundleId": "b"}"#, accepted: true, limits: few)
+        compare(list, #"{"states": [1, 2, 3, 4, 5, 6]}"#, accepted: false, limits: few)
+        var short = WebJSONReader.Limits()
+        short.maxStringBytes = 3
+        compare(schedule, #"{"content": {"title": {"text": "long"}}}"#, accepted: false, limits: short)
+        compare(schedule, #"{"content": {"title": {"longer": "x"}}}"#, accepted: false, limits: short)
+    }
+
     // MARK: Accepted
+
+    @Test func whitespaceAnywhereIsAcceptedTheSameWay() {
+        compare(HeraldRPC.schedule.request, " \n{ \"content\" :\t{ \"title\" : { \"text\" : \"x\" } , \"body\":{\"translations\" : { \"de\" : \"y\" } } } ,\r\n \"bundleId\" : \"b\" } \n", accepted: true)
+        compare(HeraldRPC.listMessages.request, #"{ "states" : [ 1 , "MESSAGE_STATE_SENT" ] , "pageSize" : 3 }"#, accepted: true)
+        compare(HeraldRPC.listMessages.request, #"{"states": []}"#, accepted: true)
+    }
 
     @Test func everyMessageFilledDecodesToTheSameMessage() throws {
         #expect(types.count >= 20)

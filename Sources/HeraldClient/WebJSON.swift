@@ -79,23 +79,25 @@ public struct WebJSONReader {
         return value
     }
 
-    private let bytes: [UInt8]
-    private let limits: Limits
-    private var index = 0
+    // Internal, not private: ``ProtoJSONReader`` drives a reader token by
+    // token to write wire bytes without building the tree of an object.
+    let bytes: [UInt8]
+    let limits: Limits
+    var index = 0
     private var values = 0
 
-    private init(bytes: [UInt8], limits: Limits) {
+    init(bytes: [UInt8], limits: Limits) {
         self.bytes = bytes
         self.limits = limits
     }
 
     /// `field` is called only here: member paths are made only for an error.
-    private func error(_ reason: String, field: () -> String = { "" }) -> WebJSONError {
+    func error(_ reason: String, field: () -> String = { "" }) -> WebJSONError {
         let path = field()
         return WebJSONError(offset: index, reason: reason, field: path.isEmpty ? nil : path)
     }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D {
             index += 1
         }
@@ -111,9 +113,14 @@ public struct WebJSONReader {
         return value
     }
 
-    private mutating func value(depth: Int, path: () -> String) throws(WebJSONError) -> WebJSON {
+    /// Counts one more value of the document (refused past ``Limits/maxValues``).
+    mutating func countValue() throws(WebJSONError) {
         values += 1
         guard values <= limits.maxValues else { throw error("more than \(limits.maxValues) values") }
+    }
+
+    mutating func value(depth: Int, path: () -> String) throws(WebJSONError) -> WebJSON {
+        try countValue()
         guard index < bytes.count else { throw error("truncated", field: path) }
         switch bytes[index] {
         case UInt8(ascii: "n"): return try literal("null", .null)
@@ -219,7 +226,7 @@ public struct WebJSONReader {
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 
-    private mutating func string(field: () -> String) throws(WebJSONError) -> String {
+    mutating func string(field: () -> String) throws(WebJSONError) -> String {
         index += 1  // the opening quote
         // Fast path: printable ASCII up to the closing quote (valid UTF-8 as it
         // is, nothing to unescape); anything else goes the checked way below.

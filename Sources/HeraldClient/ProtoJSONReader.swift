@@ -446,7 +446,7 @@ public enum ProtoJSONReader {
     }
 
     /// An integer written as a number (integral) or a decimal string.
-    private static func signed(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> Int64 {
+    static func signed(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> Int64 {
         switch json {
         case .number(_, let integer?): return integer
         case .number(let double, nil):
@@ -462,7 +462,7 @@ public enum ProtoJSONReader {
         }
     }
 
-    private static func unsigned(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> UInt64 {
+    static func unsigned(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> UInt64 {
         switch json {
         case .number(let double, let integer):
             if let integer, integer >= 0 { return UInt64(integer) }
@@ -480,7 +480,7 @@ public enum ProtoJSONReader {
         }
     }
 
-    private static func floating(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> Double {
+    static func floating(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> Double {
         switch json {
         case .number(let double, _): return double
         case .string("NaN"): return .nan

@@ -161,19 +161,19 @@ enum LegacyProtoJSONReader {
     private static func single(_ field: ProtobufCFieldDescriptor, _ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> ProtoValue {
         switch field.type {
         case PROTOBUF_C_TYPE_INT32, PROTOBUF_C_TYPE_SINT32, PROTOBUF_C_TYPE_SFIXED32:
-            let number = try signed(json, path: path)
+            let number = try ProtoJSONReader.signed(json, path: path)
             guard Int32(exactly: number) != nil else { throw ProtoJSONError(path(), "\(number) is out of range for int32") }
             return .int(number)
         case PROTOBUF_C_TYPE_INT64, PROTOBUF_C_TYPE_SINT64, PROTOBUF_C_TYPE_SFIXED64:
-            return .int(try signed(json, path: path))
+            return .int(try ProtoJSONReader.signed(json, path: path))
         case PROTOBUF_C_TYPE_UINT32, PROTOBUF_C_TYPE_FIXED32:
-            let number = try unsigned(json, path: path)
+            let number = try ProtoJSONReader.unsigned(json, path: path)
             guard UInt32(exactly: number) != nil else { throw ProtoJSONError(path(), "\(number) is out of range for uint32") }
             return .uint(number)
         case PROTOBUF_C_TYPE_UINT64, PROTOBUF_C_TYPE_FIXED64:
-            return .uint(try unsigned(json, path: path))
+            return .uint(try ProtoJSONReader.unsigned(json, path: path))
         case PROTOBUF_C_TYPE_FLOAT, PROTOBUF_C_TYPE_DOUBLE:
-            let number = try floating(json, path: path)
+            let number = try ProtoJSONReader.floating(json, path: path)
             if field.type == PROTOBUF_C_TYPE_FLOAT, number.isFinite, !Float(number).isFinite {
                 throw ProtoJSONError(path(), "\(number) is out of range for float")
             }
@@ -209,57 +209,6 @@ enum LegacyProtoJSONReader {
             return try message(field.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self), json, path: path)
         default:
             throw ProtoJSONError(path(), "has a type the JSON mapping does not read")
-        }
-    }
-
-    /// An integer written as a number (integral) or a decimal string.
-    private static func signed(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> Int64 {
-        switch json {
-        case .number(_, let integer?): return integer
-        case .number(let double, nil):
-            guard double.rounded() == double, let exact = Int64(exactly: double) else {
-                throw ProtoJSONError(path(), "\(double) is not an integer in range")
-            }
-            return exact
-        case .string(let text):
-            guard let number = Int64(text) else { throw ProtoJSONError(path(), "\"\(text.prefix(40))\" is not an integer in range") }
-            return number
-        default:
-            throw ProtoJSONError(path(), "must be an integer, got \(json.typeName)")
-        }
-    }
-
-    private static func unsigned(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> UInt64 {
-        switch json {
-        case .number(let double, let integer):
-            if let integer, integer >= 0 { return UInt64(integer) }
-            guard double.rounded() == double, let exact = UInt64(exactly: double) else {
-                throw ProtoJSONError(path(), "\(integer.map { "\($0)" } ?? "\(double)") is not an unsigned integer in range")
-            }
-            return exact
-        case .string(let text):
-            guard let number = UInt64(text) else {
-                throw ProtoJSONError(path(), "\"\(text.prefix(40))\" is not an unsigned integer in range")
-            }
-            return number
-        default:
-            throw ProtoJSONError(path(), "must be an unsigned integer, got \(json.typeName)")
-        }
-    }
-
-    private static func floating(_ json: WebJSON, path: () -> String) throws(ProtoJSONError) -> Double {
-        switch json {
-        case .number(let double, _): return double
-        case .string("NaN"): return .nan
-        case .string("Infinity"): return .infinity
-        case .string("-Infinity"): return -.infinity
-        case .string(let text):
-            guard text.count <= 64, let double = Double(text), double.isFinite else {
-                throw ProtoJSONError(path(), "\"\(text.prefix(40))\" is not a number")
-            }
-            return double
-        default:
-            throw ProtoJSONError(path(), "must be a number, got \(json.typeName)")
         }
     }
 

@@ -81,12 +81,17 @@ final class MessageInsertBatch {
         try MessageRows.count(db, state, n)
         // Schema v14's campaign counts: one upsert per run of messages that
         // count alike (nearly always the whole batch).
-        var first = 0
-        for index in messages.indices.dropFirst() where !MessageRows.sameCampaignCount(messages[first], messages[index]) {
-            try MessageRows.countCampaign(db, messages[first], index - first)
-            first = index
+        var key = MessageRows.CampaignCountKey(inserting: messages[0]), alike = 0
+        for message in messages {
+            let next = MessageRows.CampaignCountKey(inserting: message)
+            if next != key {
+                try MessageRows.countCampaign(db, key, alike)
+                key = next
+                alike = 0
+            }
+            alike += 1
         }
-        try MessageRows.countCampaign(db, messages[first], messages.count - first)
+        try MessageRows.countCampaign(db, key, alike)
     }
 
     /// Chunk sizes, largest first: powers of two, so any count is at most

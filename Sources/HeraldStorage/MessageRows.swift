@@ -63,19 +63,38 @@ enum MessageRows {
         }
     }
 
-    /// Adds `n` messages like `message`, as inserted, to its campaign's
-    /// counts (schema v14's `campaign_funnel`; no INSERT trigger on
-    /// `messages` since v6: `MessageInsertBatch` counts what it inserts).
-    static func countCampaign(_ db: Database, _ message: StoredMessage, _ n: Int) throws {
+    /// Where an inserted message counts in schema v14's `campaign_funnel`
+    /// (no INSERT trigger on `messages` since v6: `MessageInsertBatch`
+    /// counts what it inserts, a run of equal keys in one upsert).
+    struct CampaignCountKey: Equatable {
+        var bundleID: String
+        var campaignID: String
+        var deliveryMethod: DeliveryMethod
+        var abTest: Bool
+        var funnel: Int
+        /// No `deferred_at` at insert: only SUPPRESSED sets a policy bit.
+        var policy: Int
+
+        init(inserting message: StoredMessage) {
+            bundleID = message.bundleID
+            campaignID = message.campaignID
+            deliveryMethod = message.deliveryMethod
+            abTest = message.abTest
+            funnel = MessageFunnel.atInsert(message.state)
+            policy = message.state == .suppressed ? 2 : 0
+        }
+    }
+
+    /// Adds `n` inserted messages to the count of `key`.
+    static func countCampaign(_ db: Database, _ key: CampaignCountKey, _ n: Int) throws {
         let statement = try db.cached(countCampaignSQL)
         defer { statement.reset() }
-        try statement.bind(message.bundleID, at: 1)
-        try statement.bind(message.campaignID, at: 2)
-        try statement.bind(message.deliveryMethod.rawValue, at: 3)
-        try statement.bind(message.abTest ? 1 : 0, at: 4)
-        try statement.bind(MessageFunnel.atInsert(message.state), at: 5)
-        // No `deferred_at` at insert: only SUPPRESSED sets a policy bit.
-        try statement.bind(message.state == .suppressed ? 2 : 0, at: 6)
+        try statement.bind(key.bundleID, at: 1)
+        try statement.bind(key.campaignID, at: 2)
+        try statement.bind(key.deliveryMethod.rawValue, at: 3)
+        try statement.bind(key.abTest ? 1 : 0, at: 4)
+        try statement.bind(key.funnel, at: 5)
+        try statement.bind(key.policy, at: 6)
         try statement.bind(n, at: 7)
         try statement.run()
     }
@@ -84,13 +103,6 @@ enum MessageRows {
         INSERT INTO campaign_funnel(bundle_id, campaign_id, delivery_method, ab_test, funnel, policy, n)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO UPDATE SET n = n + excluded.n
         """
-
-    /// Whether two messages, as inserted, fall in the same campaign count.
-    static func sameCampaignCount(_ a: StoredMessage, _ b: StoredMessage) -> Bool {
-        a.campaignID == b.campaignID && a.bundleID == b.bundleID && a.deliveryMethod == b.deliveryMethod
-            && a.abTest == b.abTest && MessageFunnel.atInsert(a.state) == MessageFunnel.atInsert(b.state)
-            && (a.state == .suppressed) == (b.state == .suppressed)
-    }
 
     /// Releases claims (`WHERE sending_since IS NOT NULL` plus the caller's
     /// terms; ?1 = now): the message waits again in its pre-claim state.

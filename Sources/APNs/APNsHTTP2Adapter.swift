@@ -8,27 +8,27 @@ import HeraldPrimitives
 struct APNsHTTP2Adapter: HTTP2ClientAdapter {
     typealias Response = APNsResponse
     /// The provider token the stream went out with.
-    typealias Credential = String
+    typealias Credential = ProviderTokenCache.Token
 
     static var keptHeader: StaticString { "apns-id" }
     static var keptHeaderMaximumBytes: Int { .max }
 
     let tokens: ProviderTokenCache?
 
-    func credential(now: Timestamp) throws(HTTP2ClientError) -> String? {
+    func credential(now: Timestamp) throws(HTTP2ClientError) -> ProviderTokenCache.Token? {
         guard let tokens else { return nil }
         do {
-            return try tokens.current(now: now).value
+            return try tokens.current(now: now)
         } catch {
             throw .credentials("cannot sign provider token: \(error)")
         }
     }
 
-    func header(for credential: String) -> (name: String, value: String) {
-        ("authorization", "bearer " + credential)
+    func header(for credential: ProviderTokenCache.Token) -> (name: String, value: String) {
+        ("authorization", credential.authorization)
     }
 
-    func response(to answer: HTTP2ClientAnswer, credential: String?) -> (response: APNsResponse, retireConnection: Bool) {
+    func response(to answer: HTTP2ClientAnswer, credential: ProviderTokenCache.Token?) -> (response: APNsResponse, retireConnection: Bool) {
         let response = APNsResponse.parse(status: answer.status, apnsID: answer.keptHeader, body: answer.body)
         guard response.reason == .expiredProviderToken, let credential else { return (response, false) }
         // One token per connection: retire both; the retry opens a fresh connection and token.

@@ -45,9 +45,18 @@ public struct APNsTokenSigner: Sendable {
 /// `refreshAge` old, re-minted at most once per `minimumInterval` unless APNs
 /// said it expired.
 final class ProviderTokenCache: Sendable {
-    struct Token: Sendable {
+    /// One minted token, shared (a reference) by every stream that goes out with it.
+    final class Token: Sendable {
         let value: String
+        /// `authorization`'s value, made once per token rather than per request.
+        let authorization: String
         let issuedAt: Timestamp
+
+        init(value: String, issuedAt: Timestamp) {
+            self.value = value
+            self.authorization = "bearer " + value
+            self.issuedAt = issuedAt
+        }
     }
 
     private let signer: APNsTokenSigner
@@ -82,9 +91,9 @@ final class ProviderTokenCache: Sendable {
     /// APNs answered ExpiredProviderToken for `value`: drop it so the next
     /// `current` mints a new one (only if it is still the current token, so many
     /// failures with one token cause one refresh).
-    func expire(_ value: String) {
+    func expire(_ expired: Token) {
         state.withLock { token in
-            if token?.value == value { token = nil }
+            if token?.value == expired.value { token = nil }
         }
     }
 }

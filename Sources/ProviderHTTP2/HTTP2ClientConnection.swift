@@ -17,7 +17,10 @@ final class HTTP2ClientConnection: ChannelInboundHandler, HTTP2SessionDelegate, 
     private let authority: String
     let clock: any ProviderClock
     private let localStreamCap: Int
-    private let responseTimeout: Duration
+    /// When each open stream must have its answer (one timer for all, ``responseCheck``).
+    private var responseDeadlines: HTTP2ResponseDeadlines
+    /// Armed for the oldest stream's response timeout while any is open.
+    private var responseCheck: ProviderTimer?
     let pingInterval: Duration
     let idleTimeout: Duration?
     weak var slot: HTTP2ClientSlot?
@@ -48,7 +51,7 @@ final class HTTP2ClientConnection: ChannelInboundHandler, HTTP2SessionDelegate, 
         self.adapter = adapter
         self.clock = clock
         self.localStreamCap = localStreamCap
-        self.responseTimeout = responseTimeout
+        self.responseDeadlines = HTTP2ResponseDeadlines(timeout: responseTimeout)
         self.pingInterval = pingInterval
         self.idleTimeout = idleTimeout
         self.outbound = ByteBufferAllocator().buffer(capacity: 0)
@@ -212,19 +215,34 @@ final class HTTP2ClientConnection: ChannelInboundHandler, HTTP2SessionDelegate, 
         }
         streams[streamID] = stream
         pending.written(on: self, streamID: streamID)
-        lastStreamActivity = clock.now()
+        let now = clock.now()
+        lastStreamActivity = now
         // A hung endpoint must not hold the request until its deadline: reset
-        // the stream after the response timeout; the client retries.
-        stream.responseTimer = clock.scheduleTimer(after: responseTimeout, on: eventLoop) { [weak self] in
-            self?.cancelStream(streamID, because: .responseTimeout)
-        }
-        if let deadline = request.deadline {
-            pending.deadlineTimer?.cancel()
-            pending.deadlineTimer = clock.scheduleTimer(at: deadline, on: eventLoop) { [weak self] in
-                self?.cancelStream(streamID, because: .deadlineExceeded)
-            }
-        }
+        // the stream after the response timeout; the client retries. (The
+        // request's deadline timer, armed by the slot, resets it too.)
+        responseDeadlines.started(streamID, at: now)
+        armResponseCheck(now: now)
         if !insideReceive { flushSoon() }
+    }
+
+    /// Arms the one response-timeout timer for the oldest open stream, unless armed.
+    private func armResponseCheck(now: Timestamp) {
+        guard responseCheck == nil, let delay = responseDeadlines.nextCheck(now: now) else { return }
+        responseCheck = clock.scheduleTimer(after: delay, on: eventLoop) { [weak self] in
+            self?.checkResponseTimeouts()
+        }
+    }
+
+    /// Resets every stream whose response timeout passed, then re-arms for the next.
+    private func checkResponseTimeouts() {
+        eventLoop.assertInEventLoop()
+        responseCheck = nil
+        guard !machine.isClosed else { return }
+        let now = clock.now()
+        for streamID in responseDeadlines.expired(now: now, isOpen: { streams[$0] != nil }) {
+            cancelStream(streamID, because: .responseTimeout)
+        }
+        armResponseCheck(now: now)
     }
 
     /// Coalesces writes of many `start` calls made in one event-loop tick.
@@ -254,7 +272,14 @@ final class HTTP2ClientConnection: ChannelInboundHandler, HTTP2SessionDelegate, 
 
     private func streamClosed(_ id: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
-        stream.responseTimer?.cancel()
+        if streams.isEmpty {
+            // Nothing waits for an answer: no timer stays armed for nothing.
+            responseCheck?.cancel()
+            responseCheck = nil
+            responseDeadlines.removeAll()
+        } else {
+            responseDeadlines.compact(open: streams.count) { streams[$0] != nil }
+        }
         lastStreamActivity = clock.now()
         capacityFreed = true
         if let abandoned = stream.abandonedWith {
@@ -341,11 +366,13 @@ final class HTTP2ClientConnection: ChannelInboundHandler, HTTP2SessionDelegate, 
         guard let wasReady = machine.closed() else { return }
         keepAlive?.cancel()
         keepAlive = nil
+        responseCheck?.cancel()
+        responseCheck = nil
+        responseDeadlines.removeAll()
         let open = streams
         streams.removeAll()
         let reason = error ?? .connectionClosed("connection closed")
         for (_, stream) in open.sorted(by: { $0.key < $1.key }) {
-            stream.responseTimer?.cancel()
             stream.pending.fail(stream.abandonedWith ?? reason)
         }
         slot?.connectionClosed(self, error: error, wasReady: wasReady)

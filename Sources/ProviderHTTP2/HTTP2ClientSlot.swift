@@ -63,32 +63,31 @@ package final class HTTP2ClientSlot: @unchecked Sendable {
         if let deadline = request.request.deadline {
             let clock = settings.clock
             if deadline.timeIntervalSince(clock.now()) <= 0 { request.fail(.deadlineExceeded); return }
+            // One timer for the request's whole life, queued or in flight.
             request.deadlineTimer = clock.scheduleTimer(at: deadline, on: eventLoop) { [weak self, weak request] in
                 guard let self, let request else { return }
-                self.expireQueued(request)
+                self.abandon(request, because: .deadlineExceeded)
             }
         }
         pending.append(request)
         pump()
     }
 
-    private func expireQueued(_ request: Pending) {
-        eventLoop.assertInEventLoop()
-        if let index = pending.firstIndex(where: { $0 === request }) {
-            pending.remove(at: index)
-            request.fail(.deadlineExceeded)
-        }
-    }
-
     /// The caller's task was cancelled: withdraw the request (queued or in flight).
     func cancel(_ request: Pending) {
+        abandon(request, because: .cancelled)
+    }
+
+    /// Ends `request` with `error` wherever it is: out of the queue, or its
+    /// stream reset (the answer, if one comes first, wins).
+    private func abandon(_ request: Pending, because error: HTTP2ClientError) {
         eventLoop.assertInEventLoop()
         switch request.phase {
         case .completed:
             return
         case .onStream(let streamID):
             if let connection = request.connection {
-                connection.cancelStream(streamID, because: .cancelled)
+                connection.cancelStream(streamID, because: error)
                 return
             }
         case .queued, .handOverRecorded:
@@ -96,10 +95,8 @@ package final class HTTP2ClientSlot: @unchecked Sendable {
         }
         if let index = pending.firstIndex(where: { $0 === request }) {
             pending.remove(at: index)
-            request.fail(.cancelled)
-        } else {
-            request.fail(.cancelled)
         }
+        request.fail(error)
     }
 
     /// Starts queued requests while the connection has room; opens one if needed.

@@ -99,8 +99,6 @@ final class HTTP2StreamState {
     var truncated = false
     /// Reset by us: why the caller gets (deadline, timeout or cancellation).
     var abandonedWith: HTTP2ClientError?
-    /// Resets the stream when no response came within the response timeout.
-    var responseTimer: ProviderTimer?
     /// The adapter's credential the stream went out with (type-erased).
     let credential: (any Sendable)?
 

@@ -46,6 +46,36 @@ struct APNsClockTests {
         }
     }
 
+    @Test("Hung streams started apart each time out one response timeout after their own start (one timer per connection)")
+    func responseTimeoutsInStartOrder() async throws {
+        try await withHungEndpoint { simulator, client, clock in
+            var events = simulator.events().makeAsyncIterator()
+            func held() async {
+                while let event = await events.next() {
+                    if case .requestHeld = event { return }
+                }
+            }
+            var request = alertRequest()
+            request.singleAttempt = true  // the timeout is returned, not retried
+            let first = Task { [request] in try await client.send(request) }
+            await held()
+            await clock.waitForTimers(2)  // the keep-alive, the response timeout
+            clock.advance(by: .seconds(10))
+            let second = Task { [request] in try await client.send(request) }
+            await held()
+            #expect(clock.pendingTimers == 2)  // no timer per stream
+            clock.advance(by: .seconds(20))  // 30 s after the first started
+            await #expect(throws: APNsError.responseTimeout) { try await first.value }
+            await clock.waitForTimers(2)  // re-armed for the second
+            clock.advance(by: .seconds(9))
+            #expect(await client.status().streamsInFlight == 1)  // the second is not due yet
+            clock.advance(by: .seconds(1))  // 30 s after the second started
+            await #expect(throws: APNsError.responseTimeout) { try await second.value }
+            #expect(clock.pendingTimers == 1)  // nothing open: only the keep-alive stays
+            #expect(simulator.deliveredCount == 0)
+        }
+    }
+
     @Test("A queued request's deadline fires on the manual clock while the stream ahead of it hangs")
     func deadlineQueued() async throws {
         try await withHungEndpoint(streams: 1) { simulator, client, clock in

@@ -64,7 +64,7 @@ enum ServeSettings {
         "Read-side calls waiting for one of those places; more are RESOURCE_EXHAUSTED at once.",
         check: SettingRules.range(0...100_000))
     static let readTimeout = Setting.number(
-        "read-timeout", default: base.readSide.timeout.seconds,
+        "read-timeout", default: base.readSide.timeout.timeInterval,
         "Seconds one read-side query may run in the store before it is stopped and answered RESOURCE_EXHAUSTED."
     ) { $0 >= 0.01 && $0 <= 3600 ? nil : "must be 0.01...3600 seconds, got \($0)" }
     static let maxEventStreams = Setting.integer(
@@ -178,7 +178,7 @@ enum ServeSettings {
         "admin-host", placeholder: "address", default: admin.host, "Address of the admin listener.",
         check: SettingRules.notEmpty)
     static let adminTimeout = Setting.number(
-        "admin-timeout", default: admin.requestTimeout.seconds,
+        "admin-timeout", default: admin.requestTimeout.timeInterval,
         "Seconds an admin connection has to send a whole request; then it is closed."
     ) { $0 > 0 && $0 <= 3600 ? nil : "must be more than 0 and at most 3600, got \($0)" }
     static let adminMaxConnectionsPerPeer = Setting.integer(
@@ -226,7 +226,7 @@ enum ServeSettings {
         "unauthenticated-streams", default: base.grpc.unauthenticatedMaxStreams,
         "The same bound for the whole server.", check: SettingRules.atLeastOne)
     static let unauthenticatedStreamMaxAge = Setting.seconds(
-        "unauthenticated-stream-max-age", default: base.grpc.unauthenticatedMaxStreamAge.seconds,
+        "unauthenticated-stream-max-age", default: base.grpc.unauthenticatedMaxStreamAge.timeInterval,
         "Seconds after which such a streaming call is ended with UNAVAILABLE (the client calls again).")
     static let maxBufferedRequestMiB = Setting.integer(
         "max-buffered-request-mib", default: base.grpc.maxBufferedBytes >> 20,
@@ -236,16 +236,16 @@ enum ServeSettings {
         "max-connection-buffer-mib", default: base.grpc.maxBufferedBytesPerConnection >> 20,
         "The same bound (MiB) per connection.", check: SettingRules.atLeastOne)
     static let handshakeTimeout = Setting.seconds(
-        "handshake-timeout", default: base.grpc.handshakeTimeout.seconds,
+        "handshake-timeout", default: base.grpc.handshakeTimeout.timeInterval,
         "Seconds a new connection has to send the HTTP/2 preface and SETTINGS.")
     static let idleTimeout = Setting.seconds(
-        "idle-timeout", default: base.grpc.idleTimeout.seconds, "Seconds without an open call before a connection gets GOAWAY.")
+        "idle-timeout", default: base.grpc.idleTimeout.timeInterval, "Seconds without an open call before a connection gets GOAWAY.")
     static let keepaliveInterval = Setting.seconds(
-        "keepalive-interval", default: base.grpc.keepaliveInterval.seconds, "Seconds of silence from a peer before Herald PINGs it.")
+        "keepalive-interval", default: base.grpc.keepaliveInterval.timeInterval, "Seconds of silence from a peer before Herald PINGs it.")
     static let keepaliveTimeout = Setting.seconds(
-        "keepalive-timeout", default: base.grpc.keepaliveTimeout.seconds, "Seconds to wait for anything after that PING before closing.")
+        "keepalive-timeout", default: base.grpc.keepaliveTimeout.timeInterval, "Seconds to wait for anything after that PING before closing.")
     static let requestReceiveTimeout = Setting.seconds(
-        "request-receive-timeout", default: base.grpc.requestReceiveTimeout.seconds,
+        "request-receive-timeout", default: base.grpc.requestReceiveTimeout.timeInterval,
         "Seconds a call's request (headers to end of body) may take to arrive.")
 
     // MARK: Routes and retention
@@ -285,10 +285,3 @@ enum ServeSettings {
         "admin-tls", "Serve the admin listener over TLS with --tls-cert/--tls-key.")
 }
 
-extension Duration {
-    /// This duration in seconds, as a number.
-    var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
-    }
-}

@@ -8,9 +8,18 @@ import Synchronization
 /// (concurrent callers wait for it), dropped when FCM refuses it.
 actor FCMAccessTokens {
     struct Token: Sendable {
-        var value: String
-        var expiresAt: Timestamp
-        var refreshAt: Timestamp
+        let value: String
+        /// `authorization`'s value, made once per token rather than per request.
+        let authorization: String
+        let expiresAt: Timestamp
+        let refreshAt: Timestamp
+
+        init(value: String, expiresAt: Timestamp, refreshAt: Timestamp) {
+            self.value = value
+            self.authorization = "Bearer " + value
+            self.expiresAt = expiresAt
+            self.refreshAt = refreshAt
+        }
     }
 
     typealias Fetch = @Sendable () async -> Result<(token: String, expiresIn: Int64), FCMTokenFailure>
@@ -39,10 +48,15 @@ actor FCMAccessTokens {
     /// past `deadline` (the caller's request's): nil when it came first.
     /// The fetch itself goes on (bounded by its own timeout) for later callers.
     func token(waitingUntil deadline: Timestamp? = nil) async throws(FCMTokenFailure) -> String? {
+        try await credential(waitingUntil: deadline)?.value
+    }
+
+    /// ``token(waitingUntil:)`` with its `authorization` header value.
+    func credential(waitingUntil deadline: Timestamp? = nil) async throws(FCMTokenFailure) -> Token? {
         let now = clock.now()
         if let current, now < current.expiresAt {
             if now >= current.refreshAt, quietUntil.map({ now >= $0 }) ?? true { _ = startFetch() }
-            return current.value
+            return current
         }
         let fetch = startFetch()
         let result: Result<Token, FCMTokenFailure>?
@@ -53,7 +67,7 @@ actor FCMAccessTokens {
             result = await fetch.value
         }
         switch result {
-        case .success(let token): return token.value
+        case .success(let token): return token
         case .failure(let failure): throw failure
         case nil: return nil
         }

@@ -25,9 +25,9 @@ extension FCMClient {
             if isShutdown.load(ordering: .relaxed) { throw FCMError.shutdown }
             if let deadline = request.deadline, clock.now() >= deadline { throw FCMError.deadlineExceeded }
             try await limiter.acquire(project: request.projectID, clock: clock, deadline: request.deadline)
-            let fetched: String?
+            let fetched: FCMAccessTokens.Token?
             do {
-                fetched = try await tokens.token(waitingUntil: request.deadline)
+                fetched = try await tokens.credential(waitingUntil: request.deadline)
             } catch {
                 if isShutdown.load(ordering: .relaxed) { throw FCMError.shutdown }
                 failures += 1
@@ -43,7 +43,7 @@ extension FCMClient {
             attempts += 1
             let http = FCMHTTPRequest(
                 path: path,
-                headers: [("authorization", "Bearer " + token), ("content-type", "application/json; charset=utf-8")],
+                headers: [("authorization", token.authorization), ("content-type", "application/json; charset=utf-8")],
                 body: request.body, deadline: request.deadline, willHandOver: request.willHandOver)
             let answer: FCMHTTPAnswer
             do {
@@ -93,7 +93,7 @@ extension FCMClient {
                 return finished(response, request)
             case .refreshToken:
                 tokenRefreshed = true
-                await tokens.invalidate(token)
+                await tokens.invalidate(token.value)
                 logger.info("FCM refused the access token (401); fetching a new one", metadata: ["project": "\(request.projectID)"])
                 continue
             case .retry(let pause):

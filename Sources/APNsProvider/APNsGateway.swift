@@ -107,33 +107,25 @@ public final class APNsGateway: Sendable {
     /// Sends through `client`, timing the request and keeping its pool's
     /// error book and the delivery counters.
     public func send(_ request: APNsRequest, with client: APNsClient) async throws -> APNsResponse {
-        let began = ContinuousClock.now
-        let observation = observation.withLock { $0 }
-        let logger = observation?.logger ?? Logger(label: "herald")
-        retirement.begin(client)
-        defer { retirement.end(client) }
-        do {
-            let response = try await client.send(request)
-            let outcome = response.isSuccess ? "accepted" : DeviceOutcomeKind(refusal: response).rawValue
-            observation?.metrics.delivery(service: "apns", outcome: outcome, duration: ContinuousClock.now - began)
-            let reason = response.reason.map { Self.isPoolError($0) ? $0 : nil } ?? nil
-            if response.isSuccess || reason != nil || response.status >= 500 {
-                errors.record(
-                    pool: ObjectIdentifier(client), route: routeName(client),
+        try await errors.observedSend(
+            through: client, retirement: retirement, route: { routeName(client) }, service: ("apns", "APNs"),
+            observation: observation.withLock { $0 }, { try await client.send(request) },
+            answered: { response in
+                let reason = response.reason.map { Self.isPoolError($0) ? $0 : nil } ?? nil
+                return ProviderSendVerdict(
+                    outcome: response.isSuccess ? "accepted" : DeviceOutcomeKind(refusal: response).rawValue,
+                    booked: response.isSuccess || reason != nil || response.status >= 500,
                     error: response.isSuccess ? nil : "HTTP \(response.status) \(response.reason?.rawValue ?? "")",
-                    authReason: reason.flatMap { ProviderErrorBook.apnsAuthReasons.contains($0) ? $0 : nil }, logger: logger)
-            }
-            return response
-        } catch {
-            let outcome = switch error {
-            case APNsError.deadlineExceeded: "expired"
-            case APNsError.shutdown: "interrupted"
-            default: "error"
-            }
-            observation?.metrics.delivery(service: "apns", outcome: outcome, duration: ContinuousClock.now - began)
-            errors.record(pool: ObjectIdentifier(client), route: routeName(client), error: "\(error)", authReason: nil, logger: logger)
-            throw error
-        }
+                    authReason: reason.flatMap { ProviderErrorBook.apnsAuthReasons.contains($0) ? $0.rawValue : nil })
+            },
+            failed: { error in
+                let outcome = switch error {
+                case APNsError.deadlineExceeded: "expired"
+                case APNsError.shutdown: "interrupted"
+                default: "error"
+                }
+                return ProviderSendVerdict(outcome: outcome, booked: true, error: "\(error)")
+            })
     }
 
     /// A refusal about the pool (credentials, topic, server), not one device.

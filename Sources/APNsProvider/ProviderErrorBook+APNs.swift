@@ -1,5 +1,4 @@
 import APNs
-import Logging
 import PushProviders
 
 extension ProviderErrorBook {
@@ -9,11 +8,4 @@ extension ProviderErrorBook {
         .invalidProviderToken, .expiredProviderToken, .missingProviderToken, .badCertificate,
         .badCertificateEnvironment, .forbidden, .unrelatedKeyIdInToken, .badEnvironmentKeyInToken,
     ]
-
-    /// A request the pool got an answer to (or gave up on): an error
-    /// (`error` non-nil) is kept as the last one; an auth refusal is counted
-    /// and, first in its streak, logged at error level.
-    func record(pool: ObjectIdentifier, route: String, error: String?, authReason: APNsReason?, logger: Logger) {
-        record(pool: pool, route: route, error: error, authReason: authReason?.rawValue, service: "APNs", logger: logger)
-    }
 }

@@ -97,36 +97,27 @@ public final class FCMGateway: Sendable {
     /// error book and the delivery counters (labels: outcome only, never a
     /// token).
     public func send(_ request: FCMRequest, with client: FCMClient) async throws -> FCMResponse {
-        let began = ContinuousClock.now
-        let observation = observation.withLock { $0 }
-        let logger = observation?.logger ?? Logger(label: "herald")
-        retirement.begin(client)
-        defer { retirement.end(client) }
-        do {
-            let response = try await client.send(request)
-            let outcome = response.isSuccess ? "accepted" : FCMRefusal(response).kind.rawValue
-            observation?.metrics.delivery(service: "fcm", outcome: outcome, duration: ContinuousClock.now - began)
-            let auth = FCMRefusal.authCodes.contains(response.errorCode ?? .unspecified) ? response.errorCode : nil
-            if response.isSuccess || auth != nil || response.status >= 500 || response.status == 429 {
-                errors.record(
-                    pool: ObjectIdentifier(client), route: routeName(client),
+        try await errors.observedSend(
+            through: client, retirement: retirement, route: { routeName(client) }, service: ("fcm", "FCM"),
+            observation: observation.withLock { $0 }, { try await client.send(request) },
+            answered: { response in
+                let auth = FCMRefusal.authCodes.contains(response.errorCode ?? .unspecified) ? response.errorCode : nil
+                return ProviderSendVerdict(
+                    outcome: response.isSuccess ? "accepted" : FCMRefusal(response).kind.rawValue,
+                    booked: response.isSuccess || auth != nil || response.status >= 500 || response.status == 429,
                     error: response.isSuccess ? nil : "HTTP \(response.status) \(response.errorCode?.rawValue ?? "")",
-                    authReason: auth?.rawValue, service: "FCM", logger: logger)
-            }
-            return response
-        } catch {
-            let outcome = switch error {
-            case FCMError.deadlineExceeded: "expired"
-            case FCMError.shutdown: "interrupted"
-            default: "error"
-            }
-            observation?.metrics.delivery(service: "fcm", outcome: outcome, duration: ContinuousClock.now - began)
-            // No access token (invalid_grant, token endpoint down): the credentials' problem.
-            let auth: String? = if case FCMError.tokenEndpoint = error { "TOKEN_ENDPOINT" } else { nil }
-            errors.record(pool: ObjectIdentifier(client), route: routeName(client), error: "\(error)", authReason: auth,
-                          service: "FCM", logger: logger)
-            throw error
-        }
+                    authReason: auth?.rawValue)
+            },
+            failed: { error in
+                let outcome = switch error {
+                case FCMError.deadlineExceeded: "expired"
+                case FCMError.shutdown: "interrupted"
+                default: "error"
+                }
+                // No access token (invalid_grant, token endpoint down): the credentials' problem.
+                let auth: String? = if case FCMError.tokenEndpoint = error { "TOKEN_ENDPOINT" } else { nil }
+                return ProviderSendVerdict(outcome: outcome, booked: true, error: "\(error)", authReason: auth)
+            })
     }
 
     /// Swaps in `routes` at once; returns the clients no new route uses

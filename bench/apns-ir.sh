@@ -75,7 +75,7 @@ for scenario in "1 1000" "4 1000" "4 4000"; do
         mkfifo "$TMP/sim.out"
         "$TMP/new" fcm-sim --port 0 --ca-out "$TMP/fcm-ca.pem" --max-streams 1000 --quiet \
             --account "project=bench-project email=bench@bench-project.iam.gserviceaccount.com kid=benchkid1 public-key=$TMP/rsa-pub.pem" \
-            >"$TMP/sim.out" &
+            >"$TMP/sim.out" 2>/dev/null &
         SIM_PID=$!
         exec 3<"$TMP/sim.out"
         read -r line <&3; port="${line##*:}"

@@ -1,8 +1,8 @@
 import HeraldCore
 
 /// The messages one group-commit transaction inserts, written together:
-/// one multi-row INSERT into `messages` per chunk, one into `events` (their
-/// first event), one multi-row upsert into
+/// one multi-row INSERT into `messages` per chunk, one INSERT … SELECT
+/// into `events` (their first event, copied from the rows), one multi-row upsert into
 /// `message_keys`, one `state_counts` change per state (issue 14: "group
 /// commit writes each batch as one multi-row statement").
 ///
@@ -44,22 +44,21 @@ final class MessageInsertBatch {
     func flush(_ db: Database) throws {
         guard !messages.isEmpty else { return }
         defer { removeAll() }
+        // The rows this flush inserts get rowids above the largest one now
+        // (SQLite allocates max + 1 for a table without AUTOINCREMENT).
+        let above = try Self.largestRowID(db)
         try Self.chunked(messages.count, width: MessageRows.insertWidth, sql: Self.messageSQL, db) { s, offset, row in
             try MessageRows.bind(messages[row], to: s, after: offset)
             try s.bind(MessageFunnel.atInsert(messages[row].state), at: offset + 23)
         }
         // The delivery event log (schema v12): each message's first event,
-        // one multi-row INSERT beside the messages'.
-        try Self.chunked(messages.count, width: 8, sql: Self.eventSQL, db) { s, offset, row in
-            let message = messages[row]
-            try s.bind(message.bundleID, at: offset + 1)
-            try s.bind(message.createdAt, at: offset + 2)
-            try s.bind(message.state.rawValue, at: offset + 3)
-            try s.bind(message.id, at: offset + 4)
-            try s.bind(message.idempotencyKey, at: offset + 5)
-            try s.bind(message.userID, at: offset + 6)
-            try s.bind(message.campaignID, at: offset + 7)
-            try s.bind(message.platform.rawValue, at: offset + 8)
+        // copied from the rows just written by one INSERT … SELECT (no
+        // parameter per row: binding the columns again cost more than the
+        // copy), in rowid order, which is the batch's order.
+        try db.run(Self.eventSQL) { try $0.bind(above, at: 1) }
+        guard db.changes == messages.count else {
+            throw StoreError.invalidRecord(
+                "event log: \(db.changes) events for \(messages.count) inserted messages (rowids not above \(above))")
         }
         let keyed = messages.indices.filter { messages[$0].idempotencyKey != nil }
         try Self.chunked(keyed.count, width: 3, sql: Self.keySQL, db) { s, offset, row in
@@ -98,9 +97,18 @@ final class MessageInsertBatch {
     /// `count / 64 + 6` statements and seven cached statements per table.
     private static let sizes = [64, 32, 16, 8, 4, 2, 1]
     private static let messageSQL = sizes.map { MessageRows.insertSQL(rows: $0) }
-    private static let eventSQL = sizes.map { rows in
-        "INSERT INTO events(bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform) VALUES "
-            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+    private static let eventSQL = """
+        INSERT INTO events(bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform)
+        SELECT bundle_id, created_at, state, id, idempotency_key, user_id, campaign_id, platform
+        FROM messages WHERE rowid > ?1 ORDER BY rowid
+        """
+
+    /// The largest rowid in `messages` (0 when empty).
+    private static func largestRowID(_ db: Database) throws -> Int64 {
+        let statement = try db.cached("SELECT coalesce(max(rowid), 0) FROM messages")
+        defer { statement.reset() }
+        guard try statement.step() else { return 0 }
+        return statement.int64(0)
     }
     private static let keySQL = sizes.map { rows in
         "INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES "

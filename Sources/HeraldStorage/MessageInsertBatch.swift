@@ -1,10 +1,10 @@
 import HeraldCore
 
 /// The messages one group-commit transaction inserts, written together:
-/// one multi-row INSERT into `messages` per chunk, one INSERT … SELECT
-/// into `events` (their first event, copied from the rows), one multi-row upsert into
-/// `message_keys`, one `state_counts` change per state (issue 14: "group
-/// commit writes each batch as one multi-row statement").
+/// one multi-row INSERT into `messages` per chunk; then, copied from those
+/// rows by an INSERT … SELECT each, their first events into `events` and
+/// their live keys into `message_keys`; one `state_counts` change per state
+/// (issue 14: "group commit writes each batch as one multi-row statement").
 ///
 /// Schedule jobs append here (`Database.insertBatch`, set by the writer for
 /// the batch's fast path) instead of inserting one row each. The writer
@@ -60,12 +60,12 @@ final class MessageInsertBatch {
             throw StoreError.invalidRecord(
                 "event log: \(db.changes) events for \(messages.count) inserted messages (rowids not above \(above))")
         }
-        let keyed = messages.indices.filter { messages[$0].idempotencyKey != nil }
-        try Self.chunked(keyed.count, width: 3, sql: Self.keySQL, db) { s, offset, row in
-            let message = messages[keyed[row]]
-            try s.bind(message.bundleID, at: offset + 1)
-            try s.bind(message.idempotencyKey, at: offset + 2)
-            try s.bind(message.id, at: offset + 3)
+        // The live keys, copied from the same rows (no key in the batch
+        // twice: a repeated one flushed the batch first).
+        try db.run(Self.keySQL) { try $0.bind(above, at: 1) }
+        let keyed = messages.reduce(0) { $0 + ($1.idempotencyKey == nil ? 0 : 1) }
+        guard db.changes == keyed else {
+            throw StoreError.invalidRecord("message keys: \(db.changes) written for \(keyed) keyed messages")
         }
         // Nearly always one state (SCHEDULED): counted without a dictionary.
         var state = messages[0].state, n = 0
@@ -94,7 +94,7 @@ final class MessageInsertBatch {
     }
 
     /// Chunk sizes, largest first: powers of two, so any count is at most
-    /// `count / 64 + 6` statements and seven cached statements per table.
+    /// `count / 64 + 6` statements and seven cached statements.
     private static let sizes = [64, 32, 16, 8, 4, 2, 1]
     private static let messageSQL = sizes.map { MessageRows.insertSQL(rows: $0) }
     private static let eventSQL = """
@@ -110,11 +110,14 @@ final class MessageInsertBatch {
         guard try statement.step() else { return 0 }
         return statement.int64(0)
     }
-    private static let keySQL = sizes.map { rows in
-        "INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES "
-            + Array(repeating: "(?, ?, ?)", count: rows).joined(separator: ", ")
-            + " ON CONFLICT(bundle_id, idempotency_key) DO UPDATE SET message_id = excluded.message_id"
-    }
+    /// The keys' upsert (`WHERE` before `ON CONFLICT`: SQLite's rule for
+    /// an upsert from a SELECT).
+    private static let keySQL = """
+        INSERT INTO message_keys(bundle_id, idempotency_key, message_id)
+        SELECT bundle_id, idempotency_key, id FROM messages WHERE rowid > ?1 AND idempotency_key IS NOT NULL
+        ORDER BY rowid
+        ON CONFLICT(bundle_id, idempotency_key) DO UPDATE SET message_id = excluded.message_id
+        """
 
     /// Runs `total` rows through the multi-row statements `sql` (one per
     /// entry of `sizes`), `bind` filling row `row` after parameter `offset`.

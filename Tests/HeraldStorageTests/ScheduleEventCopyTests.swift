@@ -4,14 +4,14 @@ import HeraldTestSupport
 import Testing
 @testable import HeraldStorage
 
-/// Schedule's first events (`MessageInsertBatch`): one INSERT … SELECT per
-/// flush copies them from the `messages` rows the flush just wrote (rowids
-/// above the largest before it). Each case checks the whole log through the
+/// Schedule's first events and live keys (`MessageInsertBatch`): one
+/// INSERT … SELECT each per flush copies them from the `messages` rows the
+/// flush just wrote (rowids above the largest before it). Each case checks the whole log through the
 /// read API: one event per stored message, its columns the message's, in the
 /// batch's order — through the gathered path, the mid-batch flush of a
 /// repeated key, the row-by-row fallback after a failed INSERT, and a flush
 /// right after retention deleted the row with the largest rowid.
-@Suite("Schedule's events copied from the inserted rows", .timeLimit(.minutes(1)))
+@Suite("Schedule's events and keys copied from the inserted rows", .timeLimit(.minutes(1)))
 struct ScheduleEventCopyTests {
     /// What an event says, without its cursor (compared in log order).
     struct Entry: Equatable, CustomStringConvertible {
@@ -146,6 +146,28 @@ struct ScheduleEventCopyTests {
             #expect(after.map(Entry.init) == later.map { Entry(.scheduled, $0) })
             // The events before are untouched (the deleted message's included).
             #expect(Array(try await Self.log(store, "com.example.app").prefix(2)) == before)
+        }
+    }
+
+    @Test func theLiveKeysAreTheCopiedRowsPerBundle() async throws {
+        try await withStore { store, _ in
+            // The same key string in two bundles, rows without a key between
+            // them, and an import carrying one key twice (one flush: the
+            // later row's is live, as with the multi-row upsert before).
+            let a = makeMessage(bundleID: "com.example.a", key: "same"), b = makeMessage(bundleID: "com.example.b", key: "same")
+            let unkeyed = (0..<3).map { _ in makeMessage(bundleID: "com.example.a", key: nil) }
+            let results = try await InsertBatchTests.oneBatch(store, ([a] + unkeyed + [b]).map { message in
+                { try await store.schedule(message) }
+            })
+            #expect(results.allSatisfy { (try? $0.get()) != nil })
+            #expect(try await store.message(bundleID: "com.example.a", idempotencyKey: "same")?.id == a.id)
+            #expect(try await store.message(bundleID: "com.example.b", idempotencyKey: "same")?.id == b.id)
+            let older = makeMessage(key: "twice", state: .superseded, createdAt: now - 2)
+            let newer = makeMessage(key: "twice", createdAt: now - 1)
+            try await store.importMessages([older, newer])
+            #expect(try await store.message(bundleID: newer.bundleID, idempotencyKey: "twice")?.id == newer.id)
+            let keys = try store.read { db in try db.scalarInt("SELECT count(*) FROM message_keys") }
+            #expect(keys == 3)
         }
     }
 }

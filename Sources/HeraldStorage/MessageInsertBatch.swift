@@ -1,10 +1,10 @@
 import HeraldCore
 
 /// The messages one group-commit transaction inserts, written together:
-/// one multi-row INSERT into `messages` per chunk, one into `events` (their
-/// first event), one multi-row upsert into
-/// `message_keys`, one `state_counts` change per state (issue 14: "group
-/// commit writes each batch as one multi-row statement").
+/// one multi-row INSERT into `messages` per chunk; then, copied from those
+/// rows by an INSERT … SELECT each, their first events into `events` and
+/// their live keys into `message_keys`; one `state_counts` change per state
+/// (issue 14: "group commit writes each batch as one multi-row statement").
 ///
 /// Schedule jobs append here (`Database.insertBatch`, set by the writer for
 /// the batch's fast path) instead of inserting one row each. The writer
@@ -44,29 +44,28 @@ final class MessageInsertBatch {
     func flush(_ db: Database) throws {
         guard !messages.isEmpty else { return }
         defer { removeAll() }
+        // The rows this flush inserts get rowids above the largest one now
+        // (SQLite allocates max + 1 for a table without AUTOINCREMENT).
+        let above = try Self.largestRowID(db)
         try Self.chunked(messages.count, width: MessageRows.insertWidth, sql: Self.messageSQL, db) { s, offset, row in
             try MessageRows.bind(messages[row], to: s, after: offset)
             try s.bind(MessageFunnel.atInsert(messages[row].state), at: offset + 23)
         }
         // The delivery event log (schema v12): each message's first event,
-        // one multi-row INSERT beside the messages'.
-        try Self.chunked(messages.count, width: 8, sql: Self.eventSQL, db) { s, offset, row in
-            let message = messages[row]
-            try s.bind(message.bundleID, at: offset + 1)
-            try s.bind(message.createdAt, at: offset + 2)
-            try s.bind(message.state.rawValue, at: offset + 3)
-            try s.bind(message.id, at: offset + 4)
-            try s.bind(message.idempotencyKey, at: offset + 5)
-            try s.bind(message.userID, at: offset + 6)
-            try s.bind(message.campaignID, at: offset + 7)
-            try s.bind(message.platform.rawValue, at: offset + 8)
+        // copied from the rows just written by one INSERT … SELECT (no
+        // parameter per row: binding the columns again cost more than the
+        // copy), in rowid order, which is the batch's order.
+        try db.run(Self.eventSQL) { try $0.bind(above, at: 1) }
+        guard db.changes == messages.count else {
+            throw StoreError.invalidRecord(
+                "event log: \(db.changes) events for \(messages.count) inserted messages (rowids not above \(above))")
         }
-        let keyed = messages.indices.filter { messages[$0].idempotencyKey != nil }
-        try Self.chunked(keyed.count, width: 3, sql: Self.keySQL, db) { s, offset, row in
-            let message = messages[keyed[row]]
-            try s.bind(message.bundleID, at: offset + 1)
-            try s.bind(message.idempotencyKey, at: offset + 2)
-            try s.bind(message.id, at: offset + 3)
+        // The live keys, copied from the same rows (no key in the batch
+        // twice: a repeated one flushed the batch first).
+        try db.run(Self.keySQL) { try $0.bind(above, at: 1) }
+        let keyed = messages.reduce(0) { $0 + ($1.idempotencyKey == nil ? 0 : 1) }
+        guard db.changes == keyed else {
+            throw StoreError.invalidRecord("message keys: \(db.changes) written for \(keyed) keyed messages")
         }
         // Nearly always one state (SCHEDULED): counted without a dictionary.
         var state = messages[0].state, n = 0
@@ -95,18 +94,30 @@ final class MessageInsertBatch {
     }
 
     /// Chunk sizes, largest first: powers of two, so any count is at most
-    /// `count / 64 + 6` statements and seven cached statements per table.
+    /// `count / 64 + 6` statements and seven cached statements.
     private static let sizes = [64, 32, 16, 8, 4, 2, 1]
     private static let messageSQL = sizes.map { MessageRows.insertSQL(rows: $0) }
-    private static let eventSQL = sizes.map { rows in
-        "INSERT INTO events(bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform) VALUES "
-            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+    private static let eventSQL = """
+        INSERT INTO events(bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform)
+        SELECT bundle_id, created_at, state, id, idempotency_key, user_id, campaign_id, platform
+        FROM messages WHERE rowid > ?1 ORDER BY rowid
+        """
+
+    /// The largest rowid in `messages` (0 when empty).
+    private static func largestRowID(_ db: Database) throws -> Int64 {
+        let statement = try db.cached("SELECT coalesce(max(rowid), 0) FROM messages")
+        defer { statement.reset() }
+        guard try statement.step() else { return 0 }
+        return statement.int64(0)
     }
-    private static let keySQL = sizes.map { rows in
-        "INSERT INTO message_keys(bundle_id, idempotency_key, message_id) VALUES "
-            + Array(repeating: "(?, ?, ?)", count: rows).joined(separator: ", ")
-            + " ON CONFLICT(bundle_id, idempotency_key) DO UPDATE SET message_id = excluded.message_id"
-    }
+    /// The keys' upsert (`WHERE` before `ON CONFLICT`: SQLite's rule for
+    /// an upsert from a SELECT).
+    private static let keySQL = """
+        INSERT INTO message_keys(bundle_id, idempotency_key, message_id)
+        SELECT bundle_id, idempotency_key, id FROM messages WHERE rowid > ?1 AND idempotency_key IS NOT NULL
+        ORDER BY rowid
+        ON CONFLICT(bundle_id, idempotency_key) DO UPDATE SET message_id = excluded.message_id
+        """
 
     /// Runs `total` rows through the multi-row statements `sql` (one per
     /// entry of `sizes`), `bind` filling row `row` after parameter `offset`.

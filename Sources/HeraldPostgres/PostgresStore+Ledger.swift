@@ -4,14 +4,17 @@ import Logging
 import PostgresNIO
 
 // The policy ledger across replicas. A batch of reservations is one
-// transaction that first takes `pg_advisory_xact_lock` on each (bundle,
-// user)'s stable hash, then reads the users' counted sends and inserts its
-// own: every replica's reservations for a user queue on its lock, and each
-// reads after the previous holder committed (READ COMMITTED takes a
+// transaction that first takes an advisory lock on each (bundle, user)'s
+// stable hash, then reads the users' counted sends and inserts its own:
+// every replica's reservations for a user are serialized by its lock, and
+// each reads after the previous holder committed (READ COMMITTED takes a
 // snapshot per statement, after the lock). A lock, not a row: nothing to
 // create per user, and two users whose hashes collide only wait for each
-// other. The throttle is one
-// upsert per grant, serialized by the bundle's row lock.
+// other. The dispatcher's batches try the locks (`pg_try_advisory_xact_lock`):
+// a user another replica's batch holds is answered busy and asked again in
+// the caller's next batch, instead of the whole batch waiting for that
+// transaction's commit; after a bound, it waits (`ReservationBatcher`).
+// The throttle is one upsert per grant, serialized by the bundle's row lock.
 
 extension PostgresStore {
     /// The advisory lock of a (bundle, user)'s reservations: the A/B split's
@@ -22,34 +25,58 @@ extension PostgresStore {
         Int64(bitPattern: ABSplit.hash(bundleID: bundleID, userID: userID))
     }
 
-    /// One transaction for the whole batch: the batch users' advisory locks
-    /// (in key order, as every batch takes them: two batches never wait for
-    /// each other in a cycle; a deadlock would be retried), one read of the
-    /// batch messages' own rows and the users' counted sends, the answers
-    /// (`CapArithmetic`, in batch order), one insert of the reservations.
+    /// Every reservation answered: each waits for its user's lock.
     public func reserveCountedSends(_ reservations: [CapReservation]) async throws -> [CapAnswer] {
+        try await reserveCountedSends(reservations, waitingIfBusy: Array(repeating: true, count: reservations.count)).map {
+            guard let answer = $0 else { throw StoreError.database("a reservation that waits for its lock answered busy") }
+            return answer
+        }
+    }
+
+    /// One transaction for the whole batch: the batch users' advisory locks
+    /// in key order (as every batch takes them: two batches never wait for
+    /// each other in a cycle; a deadlock would be retried), each taken with
+    /// `pg_try_advisory_xact_lock` unless one of its reservations waits —
+    /// a user another replica is reserving for is busy, answered nil, not
+    /// waited for; then one read of the granted messages' own rows and
+    /// their users' counted sends, the answers (`CapArithmetic`, in batch
+    /// order), one insert of the reservations.
+    public func reserveCountedSends(_ reservations: [CapReservation], waitingIfBusy: [Bool]) async throws -> [CapAnswer?] {
         guard !reservations.isEmpty else { return [] }
-        let users = CapArithmetic.lookBacks(of: reservations)
-        let keys = Set(users.map { Self.ledgerLockKey(bundleID: $0.bundleID, userID: $0.userID) }).sorted()
+        precondition(waitingIfBusy.count == reservations.count, "one waitingIfBusy flag per reservation")
+        let keyOf = reservations.map { Self.ledgerLockKey(bundleID: $0.bundleID, userID: $0.userID) }
+        var waits: [Int64: Bool] = [:]
+        for (key, wait) in zip(keyOf, waitingIfBusy) { waits[key] = (waits[key] ?? false) || wait }
+        let keys = waits.keys.sorted(), keyWaits = keys.map { waits[$0] ?? true }
         return try await transaction { connection in
-            _ = try await Self.run(connection, """
-                SELECT pg_advisory_xact_lock(k) FROM unnest(\(keys)::bigint[]) AS k
-                """, logger: self.logger)
-            // After the locks: READ COMMITTED reads what the previous holders committed.
+            // Busy keys: those another transaction holds (a waiting key is
+            // never busy: it returns once taken). In the array's order.
+            let busy = Set(try await Self.rows(connection, """
+                SELECT k FROM unnest(\(keys)::bigint[], \(keyWaits)::bool[]) AS q(k, w)
+                WHERE NOT CASE WHEN w THEN pg_advisory_xact_lock(k) IS NOT NULL ELSE pg_try_advisory_xact_lock(k) END
+                """, logger: self.logger) { try $0.decode(Int64.self) })
+            let granted = reservations.indices.filter { !busy.contains(keyOf[$0]) }
+            guard !granted.isEmpty else { return Array(repeating: nil, count: reservations.count) }
+            let batch = granted.map { reservations[$0] }
+            let users = CapArithmetic.lookBacks(of: batch)
+            // After the locks: READ COMMITTED reads what the previous holders
+            // committed. One index lookup per message (the primary key) and
+            // per user (`counted_sends_user`): LATERAL … OFFSET 0 keeps each a
+            // lookup, where a join would hash a scan of the whole table.
             let counted = try await Self.rows(connection, """
-                SELECT c.bundle_id, c.user_id, c.campaign_id, c.message_id, c.at FROM counted_sends c
-                JOIN unnest(\(reservations.map(\.bundleID))::text[], \(reservations.map(\.messageID))::text[]) AS q(b, m)
-                  ON c.bundle_id = q.b AND c.message_id = q.m
+                SELECT c.* FROM unnest(\(batch.map(\.bundleID))::text[], \(batch.map(\.messageID))::text[]) AS q(b, m),
+                LATERAL (SELECT c.bundle_id, c.user_id, c.campaign_id, c.message_id, c.at FROM counted_sends c
+                         WHERE c.bundle_id = q.b AND c.message_id = q.m OFFSET 0) AS c
                 UNION ALL
-                SELECT c.bundle_id, c.user_id, c.campaign_id, c.message_id, c.at FROM counted_sends c
-                JOIN unnest(\(users.map(\.bundleID))::text[], \(users.map(\.userID))::text[], \(users.map(\.since))::bigint[])
-                     AS q(b, u, s)
-                  ON c.bundle_id = q.b AND c.user_id = q.u AND c.at > q.s
+                SELECT c.* FROM unnest(\(users.map(\.bundleID))::text[], \(users.map(\.userID))::text[],
+                                       \(users.map(\.since))::bigint[]) AS q(b, u, s),
+                LATERAL (SELECT c.bundle_id, c.user_id, c.campaign_id, c.message_id, c.at FROM counted_sends c
+                         WHERE c.bundle_id = q.b AND c.user_id = q.u AND c.at > q.s OFFSET 0) AS c
                 """, logger: self.logger) { row in
                 let (bundleID, userID, campaignID, messageID, at) = try row.decode((String, String, String, String, Int64).self)
                 return CountedSend(bundleID: bundleID, userID: userID, campaignID: campaignID, messageID: messageID, at: at)
             }
-            let (answers, inserts) = CapArithmetic.answer(batch: reservations, counted: counted)
+            let (answers, inserts) = CapArithmetic.answer(batch: batch, counted: counted)
             if !inserts.isEmpty {
                 _ = try await Self.run(connection, """
                     INSERT INTO counted_sends(bundle_id, message_id, user_id, campaign_id, at)
@@ -59,7 +86,9 @@ extension PostgresStore {
                     ON CONFLICT (bundle_id, message_id) DO NOTHING RETURNING 1
                     """, logger: self.logger)
             }
-            return answers
+            var all = [CapAnswer?](repeating: nil, count: reservations.count)
+            for (index, answer) in zip(granted, answers) { all[index] = answer }
+            return all
         }
     }
 

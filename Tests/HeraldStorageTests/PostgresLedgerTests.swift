@@ -89,6 +89,83 @@ struct PostgresLedgerTests {
         }
     }
 
+    // MARK: Busy users (try-locks)
+
+    /// A user whose lock another transaction holds (as a replica's batch
+    /// would) is busy for a batch that does not wait: answered nil, nothing
+    /// reserved for it, and the rest of the batch is answered; once the
+    /// lock is released, the same reservation is granted.
+    @Test func aUserLockedElsewhereIsBusyWhileTheRestOfTheBatchIsReserved() async throws {
+        try await withTwoReplicas { a, b in
+            // Users no other test names: advisory locks are the database's, not the schema's.
+            let held = LedgerContractTests.reservation("held", at: now, user: "locked-user")
+            let free = LedgerContractTests.reservation("free", at: now, user: "free-user")
+            let alsoHeld = LedgerContractTests.reservation("held-2", at: now + 1, user: "locked-user")
+            let key = PostgresStore.ledgerLockKey(bundleID: "com.example.app", userID: "locked-user")
+            let answers = try await b.transaction { connection in
+                _ = try await PostgresStore.run(connection, "SELECT pg_advisory_xact_lock(\(key)) IS NOT NULL", logger: b.logger)
+                return try await a.reserveCountedSends([held, free, alsoHeld], waitingIfBusy: [false, false, false])
+            }
+            #expect(answers == [nil, .reserved(at: now), nil])
+            #expect(try await a.countedSends(bundleID: "com.example.app", userID: "locked-user", campaignID: nil, since: 0).isEmpty)
+            #expect(try await a.countedSends(bundleID: "com.example.app", userID: "free-user", campaignID: nil, since: 0) == [now])
+            // Released (the holder committed): granted, and the batch's order kept.
+            #expect(try await a.reserveCountedSends([held, alsoHeld], waitingIfBusy: [false, false])
+                    == [.reserved(at: now), .reserved(at: now + 1)])
+            // Every reservation answered busy at once: nothing reserved, nothing thrown.
+            let none = try await b.transaction { connection in
+                _ = try await PostgresStore.run(connection, "SELECT pg_advisory_xact_lock(\(key)) IS NOT NULL", logger: b.logger)
+                return try await a.reserveCountedSends(
+                    [LedgerContractTests.reservation("late", at: now + 2, user: "locked-user")], waitingIfBusy: [false])
+            }
+            #expect(none == [nil])
+            #expect(try await b.countedSends(bundleID: "com.example.app", userID: "locked-user", campaignID: nil, since: 0) == [now, now + 1])
+        }
+    }
+
+    /// N + k reservations per user from batches on both replicas at once,
+    /// none waiting at first: each answered busy is asked again in the
+    /// caller's next call, waiting after two busy answers (as the
+    /// dispatcher's `ReservationBatcher` does). Every reservation is
+    /// answered (none starves, none is lost) and exactly N are counted per user.
+    @Test func busyRetriesOnTwoReplicasReserveExactlyTheCapPerUserAndAnswerEveryReservation() async throws {
+        try await withTwoReplicas { a, b in
+            let answers = try await withThrowingTaskGroup(of: [CapReservation: CapAnswer].self) { group in
+                for caller in 0..<8 {
+                    let replica = caller % 2 == 0 ? a : b
+                    group.addTask {
+                        var answered: [CapReservation: CapAnswer] = [:]
+                        var pending: [(CapReservation, busy: Int)] = []
+                        var round = 0
+                        while round < 5 || !pending.isEmpty {
+                            if round < 5 {
+                                pending += (0..<10).map { user in
+                                    (LedgerContractTests.reservation("c\(caller)-r\(round)-u\(user)", at: now + Int64(round), user: "user-\(user)"), 0)
+                                }
+                            }
+                            round += 1
+                            let asked = pending
+                            let replies = try await replica.reserveCountedSends(asked.map(\.0), waitingIfBusy: asked.map { $0.busy >= 2 })
+                            pending = []
+                            for ((reservation, busy), reply) in zip(asked, replies) {
+                                if let reply { answered[reservation] = reply } else { pending.append((reservation, busy + 1)) }
+                            }
+                            #expect(round <= 8, "a busy reservation waits after two busy answers")
+                        }
+                        return answered
+                    }
+                }
+                return try await group.reduce(into: [CapReservation: CapAnswer]()) { $0.merge($1) { first, _ in first } }
+            }
+            #expect(answers.count == 8 * 5 * 10)
+            for user in 0..<10 {
+                let mine = answers.filter { $0.key.userID == "user-\(user)" }.values
+                #expect(mine.filter { if case .reserved = $0 { true } else { false } }.count == 3, "user-\(user)")
+                #expect(try await b.countedSends(bundleID: "com.example.app", userID: "user-\(user)", campaignID: nil, since: 0).count == 3)
+            }
+        }
+    }
+
     /// Two replicas, four callers each, on one virtual clock advancing 20 ms
     /// a call over 12 s, at R = 200: the slots of both are never closer than
     /// 1/R and any 10 s holds R × 10 within 10 %.

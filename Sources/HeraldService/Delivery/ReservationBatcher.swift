@@ -7,8 +7,19 @@ import Synchronization
 /// On PostgreSQL one reservation per transaction runs at a few hundred per
 /// second, a batch of 100 at thousands (bench/RESULTS.md, "Cap
 /// reservations"); a dispatched batch's pushes reserve together this way.
+///
+/// A reservation whose user another replica is reserving for at that moment
+/// is answered busy (`reserveCountedSends(_:waitingIfBusy:)`): it goes first
+/// into the next batch, and after `busyLimit` busy answers it waits for the
+/// user's lock there (no starvation), so one replica's batch never waits
+/// for the other's whole transaction over users they share.
 final class ReservationBatcher: Sendable {
-    private typealias Waiter = (reservation: CapReservation, answer: CheckedContinuation<CapAnswer, any Error>)
+    private struct Waiter {
+        var reservation: CapReservation
+        var answer: CheckedContinuation<CapAnswer, any Error>
+        /// Busy answers so far.
+        var busy = 0
+    }
 
     private struct State {
         var queued: [Waiter] = []
@@ -17,6 +28,9 @@ final class ReservationBatcher: Sendable {
 
     /// Most reservations in one batch.
     static let batchLimit = 256
+
+    /// Busy answers a reservation takes before it waits for its user's lock.
+    static let busyLimit = 2
 
     private let ledger: any PolicyLedger
     private let state = Mutex(State())
@@ -30,7 +44,7 @@ final class ReservationBatcher: Sendable {
     func reserve(_ reservation: CapReservation) async throws -> CapAnswer {
         try await withCheckedThrowingContinuation { continuation in
             let leads = state.withLock { state -> Bool in
-                state.queued.append((reservation, continuation))
+                state.queued.append(Waiter(reservation: reservation, answer: continuation))
                 guard !state.writing else { return false }
                 state.writing = true
                 return true
@@ -43,8 +57,19 @@ final class ReservationBatcher: Sendable {
     private func drain() async {
         while let batch = next() {
             do {
-                let answers = try await ledger.reserveCountedSends(batch.map(\.reservation))
-                for (waiter, answer) in zip(batch, answers) { waiter.answer.resume(returning: answer) }
+                let answers = try await ledger.reserveCountedSends(
+                    batch.map(\.reservation), waitingIfBusy: batch.map { $0.busy >= Self.busyLimit })
+                var busy: [Waiter] = []
+                for (waiter, answer) in zip(batch, answers) {
+                    if let answer {
+                        waiter.answer.resume(returning: answer)
+                    } else {
+                        var again = waiter
+                        again.busy += 1
+                        busy.append(again)
+                    }
+                }
+                if !busy.isEmpty { state.withLock { $0.queued.insert(contentsOf: busy, at: 0) } }
             } catch {
                 for waiter in batch { waiter.answer.resume(throwing: error) }
             }

@@ -14,6 +14,17 @@ public protocol PolicyLedger: Sendable {
     /// was reserved.
     func reserveCountedSends(_ reservations: [CapReservation]) async throws -> [CapAnswer]
 
+    /// `reserveCountedSends` without waiting for another process: a
+    /// reservation whose (bundle, user) another process is reserving for
+    /// at this moment answers nil ("busy: ask again shortly"), and nothing
+    /// is reserved for it, unless `waitingIfBusy` at its index is true
+    /// (then it waits, as in `reserveCountedSends`: a caller's bound on
+    /// asking again). The others are answered as `reserveCountedSends`
+    /// would answer them alone, in order. `waitingIfBusy` has one flag per
+    /// reservation. A store with a single writer is never busy (the default
+    /// answers every reservation).
+    func reserveCountedSends(_ reservations: [CapReservation], waitingIfBusy: [Bool]) async throws -> [CapAnswer?]
+
     /// Counts `send` whatever the caps say (an SDK-reported DISPLAYED counts
     /// even over the cap, SPEC "What counts"). Idempotent by message: a
     /// message already counted keeps its first instant. Returns whether it
@@ -54,6 +65,11 @@ public protocol PolicyLedger: Sendable {
 }
 
 extension PolicyLedger {
+    /// Never busy: `reserveCountedSends`, every reservation answered.
+    public func reserveCountedSends(_ reservations: [CapReservation], waitingIfBusy: [Bool]) async throws -> [CapAnswer?] {
+        try await reserveCountedSends(reservations).map(Optional.some)
+    }
+
     /// In one atomic step: if `reservation.messageID` is already counted,
     /// `.reserved(at:)` its recorded instant (a resumed or retried push never
     /// counts twice); else, if every cap allows one more counted send at

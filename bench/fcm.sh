@@ -16,6 +16,9 @@
 # Usage: bench/fcm.sh [notifications-per-scenario]   (default 100000;
 #        HERALD_BIN overrides the binary)
 #        BASELINE_BIN=/tmp/herald-old SKIP_BUILD=1 bench/fcm.sh   # A/B (bench/lib/ab.sh)
+#        SIM_BIN=/tmp/herald-x …: every run's simulators from that binary, so an
+#        A/B compares the clients alone (the simulator is the costlier side
+#        of each notification and sets the pace on two cores)
 set -euo pipefail
 umask 077  # the keys made below are secrets: owner-only, as Herald requires
 cd "$(dirname "$0")/.."
@@ -36,6 +39,7 @@ ab_run fcm_figures bench/fcm.sh "$@"
 COUNT="${1:-100000}"
 SIM_MAX_STREAMS="${SIM_MAX_STREAMS:-1000}"
 source bench/lib/release.sh
+SIM_BIN="${SIM_BIN:-$HERALD_BIN}"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 TICKS="$(getconf CLK_TCK)"
@@ -64,7 +68,7 @@ sim_figures() {
 
 run_apns() {
     local connections="$1" concurrency="$2" line port client
-    coproc SIM { exec "$HERALD_BIN" apns-sim --port 0 --ca-out "$TMP/apns-ca.pem" --public-key "$TMP/pub.pem" \
+    coproc SIM { exec "$SIM_BIN" apns-sim --port 0 --ca-out "$TMP/apns-ca.pem" --public-key "$TMP/pub.pem" \
         --key-id BENCHKEY1 --team-id BENCHTEAM1 --topics com.example.bench --max-streams "$SIM_MAX_STREAMS" --quiet; }
     local sim_pid="$SIM_PID"
     read -r line <&"${SIM[0]}"
@@ -77,7 +81,7 @@ run_apns() {
 
 run_fcm() {
     local connections="$1" concurrency="$2" line port token_url client
-    coproc SIM { exec "$HERALD_BIN" fcm-sim --port 0 --ca-out "$TMP/fcm-ca.pem" --max-streams "$SIM_MAX_STREAMS" --quiet \
+    coproc SIM { exec "$SIM_BIN" fcm-sim --port 0 --ca-out "$TMP/fcm-ca.pem" --max-streams "$SIM_MAX_STREAMS" --quiet \
         --account "project=$PROJECT email=$EMAIL kid=benchkid1 public-key=$TMP/rsa-pub.pem"; }
     local sim_pid="$SIM_PID"
     read -r line <&"${SIM[0]}"

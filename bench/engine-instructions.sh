@@ -17,6 +17,12 @@
 # prints it with calls per call of malloc, swift_retain, swift_release, … and
 # the top functions by exclusive and inclusive instructions per call.
 #
+# RPC=schedule counts durable Schedules instead (bench/schedule-instructions.sh):
+# bench/schedule.sh's request (`schedule_request`, no idempotency key: the
+# server makes one), `GroupCommitWriter.loop()` in the inclusive list being
+# the writer thread's share. Group commits gather differently under callgrind
+# than at full speed, so compare binaries within one run.
+#
 # callgrind runs the server ~50x slower: keep N modest (default 20000). Only
 # 127.0.0.1 is loaded; every step is bounded by `timeout`.
 set -euo pipefail
@@ -47,14 +53,22 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-printf '\x00\x00\x00\x00\x00' > "$WORK/empty.bin"           # framed empty message
+case "${RPC:-health}" in
+    health)
+        printf '\x00\x00\x00\x00\x00' > "$WORK/empty.bin"           # framed empty message
+        RPC_PATH=grpc.health.v1.Health/Check ;;
+    schedule)
+        "$PY" -c "import sys,time; sys.path.insert(0,\"bench/lib\"); from herald_bench import *; open(\"$WORK/empty.bin\",\"wb\").write(framed(schedule_request(user=\"user-000042\", key=\"\", after=time.time()+86400)))"
+        RPC_PATH=herald.v1.PushService/Schedule ;;
+    *) echo "engine-instructions: RPC is health or schedule" >&2; exit 2 ;;
+esac
 # valgrind 3.19 dies on libdispatch's sigsuspend (bench/lib/valgrind-sigsuspend.c).
 "${CC:-cc}" -O2 -shared -fPIC -o "$WORK/sigsuspend.so" bench/lib/valgrind-sigsuspend.c
 
-health() {  # health PORT CALLS
+health() {  # health PORT CALLS (of RPC_PATH)
     local out
     out=$(timeout "$RUN_TIMEOUT" h2load -n "$2" -c 16 -m 32 -t 1 -d "$WORK/empty.bin" \
-        -H "content-type: application/grpc" -H "te: trailers" "http://127.0.0.1:$1/grpc.health.v1.Health/Check" 2>&1) \
+        -H "content-type: application/grpc" -H "te: trailers" "http://127.0.0.1:$1/$RPC_PATH" 2>&1) \
         || { echo "h2load failed: $out" >&2; return 1; }
     grep -q " $2 succeeded" <<< "$out" || { echo "h2load: not all $2 succeeded: $out" >&2; return 1; }
 }

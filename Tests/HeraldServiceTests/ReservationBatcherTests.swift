@@ -5,11 +5,36 @@ import Testing
 
 @testable import HeraldService
 
+/// A ledger that hands every call but the reservations to `base`.
+private protocol ForwardingLedger: PolicyLedger {
+    var base: any PolicyLedger { get }
+}
+
+extension ForwardingLedger {
+    func recordCountedSend(_ send: CountedSend) async throws -> Bool { try await base.recordCountedSend(send) }
+    func releaseCountedSend(bundleID: String, messageID: String) async throws -> Bool {
+        try await base.releaseCountedSend(bundleID: bundleID, messageID: messageID)
+    }
+    func countedSends(bundleID: String, userID: String, campaignID: String?, since: Int64) async throws -> [Int64] {
+        try await base.countedSends(bundleID: bundleID, userID: userID, campaignID: campaignID, since: since)
+    }
+    func pruneCountedSends(before cutoff: Int64, limit: Int) async throws -> Int {
+        try await base.pruneCountedSends(before: cutoff, limit: limit)
+    }
+    func takeThrottleSlots(bundleID: String, ratePerSecond: Int, count: Int, now: Int64) async throws -> ThrottleGrant {
+        try await base.takeThrottleSlots(bundleID: bundleID, ratePerSecond: ratePerSecond, count: count, now: now)
+    }
+    func returnThrottleSlots(bundleID: String, grant: ThrottleGrant, unused: Int) async throws -> Bool {
+        try await base.returnThrottleSlots(bundleID: bundleID, grant: grant, unused: unused)
+    }
+}
+
 /// A ledger that counts its batch calls and can be told to fail.
-private final class CountingLedger: PolicyLedger {
+private final class CountingLedger: ForwardingLedger {
     let store = InMemoryStore()
     let batches = Mutex<[Int]>([])
     let failing = Atomic<Bool>(false)
+    var base: any PolicyLedger { store }
 
     struct Down: Error {}
 
@@ -18,30 +43,15 @@ private final class CountingLedger: PolicyLedger {
         if failing.load(ordering: .relaxed) { throw Down() }
         return try await store.reserveCountedSends(reservations)
     }
-    func recordCountedSend(_ send: CountedSend) async throws -> Bool { try await store.recordCountedSend(send) }
-    func releaseCountedSend(bundleID: String, messageID: String) async throws -> Bool {
-        try await store.releaseCountedSend(bundleID: bundleID, messageID: messageID)
-    }
-    func countedSends(bundleID: String, userID: String, campaignID: String?, since: Int64) async throws -> [Int64] {
-        try await store.countedSends(bundleID: bundleID, userID: userID, campaignID: campaignID, since: since)
-    }
-    func pruneCountedSends(before cutoff: Int64, limit: Int) async throws -> Int {
-        try await store.pruneCountedSends(before: cutoff, limit: limit)
-    }
-    func takeThrottleSlots(bundleID: String, ratePerSecond: Int, count: Int, now: Int64) async throws -> ThrottleGrant {
-        try await store.takeThrottleSlots(bundleID: bundleID, ratePerSecond: ratePerSecond, count: count, now: now)
-    }
-    func returnThrottleSlots(bundleID: String, grant: ThrottleGrant, unused: Int) async throws -> Bool {
-        try await store.returnThrottleSlots(bundleID: bundleID, grant: grant, unused: unused)
-    }
 }
 
 /// A ledger shared with another replica that always holds "busy-user"'s
 /// lock: that user's reservations are busy unless they wait. Records each
 /// call's flags for that user.
-private final class BusyLedger: PolicyLedger {
+private final class BusyLedger: ForwardingLedger {
     let ledger = CountingLedger()
     let busyUserFlags = Mutex<[Bool]>([])
+    var base: any PolicyLedger { ledger }
 
     func reserveCountedSends(_ reservations: [CapReservation]) async throws -> [CapAnswer] {
         try await ledger.reserveCountedSends(reservations)
@@ -54,22 +64,6 @@ private final class BusyLedger: PolicyLedger {
         let granted = zip(reservations, busy).filter { !$1 }.map(\.0)
         var answers = try await ledger.reserveCountedSends(granted).makeIterator()
         return busy.map { $0 ? nil : answers.next() }
-    }
-    func recordCountedSend(_ send: CountedSend) async throws -> Bool { try await ledger.recordCountedSend(send) }
-    func releaseCountedSend(bundleID: String, messageID: String) async throws -> Bool {
-        try await ledger.releaseCountedSend(bundleID: bundleID, messageID: messageID)
-    }
-    func countedSends(bundleID: String, userID: String, campaignID: String?, since: Int64) async throws -> [Int64] {
-        try await ledger.countedSends(bundleID: bundleID, userID: userID, campaignID: campaignID, since: since)
-    }
-    func pruneCountedSends(before cutoff: Int64, limit: Int) async throws -> Int {
-        try await ledger.pruneCountedSends(before: cutoff, limit: limit)
-    }
-    func takeThrottleSlots(bundleID: String, ratePerSecond: Int, count: Int, now: Int64) async throws -> ThrottleGrant {
-        try await ledger.takeThrottleSlots(bundleID: bundleID, ratePerSecond: ratePerSecond, count: count, now: now)
-    }
-    func returnThrottleSlots(bundleID: String, grant: ThrottleGrant, unused: Int) async throws -> Bool {
-        try await ledger.returnThrottleSlots(bundleID: bundleID, grant: grant, unused: unused)
     }
 }
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from herald_bench import Herald, bench_tmp, register_users, schedule_bulk, wait_for
+from herald_bench import Herald, bench_tmp, register_users, rmtree, schedule_bulk, wait_for
 
 
 def dump(h: Herald, out: str, label: str) -> str:
@@ -56,6 +56,7 @@ def main():
     finally:
         h.proc.terminate()
         h.proc.wait(timeout=600)
+        rmtree(tmp)
     subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "callgrind_diff.py"),
                     dumps[0], dumps[1], str(n // users_n * users_n), "--top", top], check=False)
 

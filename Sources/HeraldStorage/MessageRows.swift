@@ -87,16 +87,15 @@ enum MessageRows {
 
     /// Adds `n` inserted messages to the count of `key`.
     static func countCampaign(_ db: Database, _ key: CampaignCountKey, _ n: Int) throws {
-        let statement = try db.cached(countCampaignSQL)
-        defer { statement.reset() }
-        try statement.bind(key.bundleID, at: 1)
-        try statement.bind(key.campaignID, at: 2)
-        try statement.bind(key.deliveryMethod.rawValue, at: 3)
-        try statement.bind(key.abTest ? 1 : 0, at: 4)
-        try statement.bind(key.funnel, at: 5)
-        try statement.bind(key.policy, at: 6)
-        try statement.bind(n, at: 7)
-        try statement.run()
+        try db.run(countCampaignSQL) {
+            try $0.bind(key.bundleID, at: 1)
+            try $0.bind(key.campaignID, at: 2)
+            try $0.bind(key.deliveryMethod.rawValue, at: 3)
+            try $0.bind(key.abTest ? 1 : 0, at: 4)
+            try $0.bind(key.funnel, at: 5)
+            try $0.bind(key.policy, at: 6)
+            try $0.bind(n, at: 7)
+        }
     }
 
     private static let countCampaignSQL = """

@@ -25,8 +25,8 @@ struct RouteAdmissionTests {
         #expect(route.admit(ticket: 3, now: 0) == .wait)
         #expect(route.admit(ticket: 4, now: 0) == .full)
         #expect(route.park("m4") == [])  // no room yet
-        #expect(route.release(now: 0) == .wake(3))  // the slot goes to the waiter
-        #expect(route.release(now: 0) == .resume(["m4"]))  // nothing waits: the parked message comes back
+        #expect(route.release(now: 0) == .wake(3, resume: ["m4"]))  // the slot goes to the waiter; the route progresses: m4 comes back
+        #expect(route.release(now: 0) == .resume([]))  // nothing waits, nothing parked
         #expect(route.sending == 1)
     }
 
@@ -51,6 +51,23 @@ struct RouteAdmissionTests {
         #expect(route.evictIfStalled(now: 5_101) == [4, 5, 6])  // stalled: all but queueLimit go back
         #expect(route.admit(ticket: 7, now: 5_102) == .full)
         #expect(route.release(now: 6_000) == .wake(3))
+    }
+
+    @Test func aParkedMessageComesBackOnceTheRouteProgressesEvenWhileOthersWait() {
+        // A backlog released at once onto a route with no recent send: the
+        // messages beyond the queue are parked; the route then progresses
+        // and never empties its queue (new messages keep waiting).
+        var route = RouteAdmission(limit: 1, queueLimit: 1)
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.admit(ticket: 2, now: 0) == .wait)
+        #expect(route.admit(ticket: 3, now: 0) == .full)
+        #expect(route.admit(ticket: 4, now: 0) == .full)
+        #expect(route.park("m3") == [] && route.park("m4") == [])
+        #expect(route.release(now: 10) == .wake(2, resume: ["m3"]))  // oldest first, queueLimit per release
+        #expect(route.admit(ticket: 5, now: 11) == .wait)  // progressing: waits, never parked
+        #expect(route.release(now: 20) == .wake(5, resume: ["m4"]))
+        #expect(route.release(now: 30) == .resume([]))
+        #expect(route.parked.isEmpty && route.sending == 0)
     }
 
     @Test func parkingWhenRoomCameMeanwhileReturnsItAtOnce() {

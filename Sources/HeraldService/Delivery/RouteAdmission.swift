@@ -76,19 +76,28 @@ struct RouteAdmission {
 
     /// A slot came free (a send finished, or a `.go` was not used).
     enum Released: Equatable {
-        /// Hand the slot to this waiting ticket (it now counts as sending).
-        case wake(Int)
+        /// Hand the slot to this waiting ticket (it now counts as sending),
+        /// and reschedule these parked messages now: the route progresses,
+        /// so they may queue with the others (``release(now:)``).
+        case wake(Int, resume: [String] = [])
         /// Nothing waits: reschedule these parked messages now (up to the room there is).
         case resume([String])
     }
 
+    /// A slot came free at `now` (the route progresses). A parked message
+    /// comes back even while others wait — up to `queueLimit` (at least one)
+    /// per release, oldest first — or a route busy from the moment it was
+    /// parked (a backlog released at once, before its first send finished)
+    /// would keep it parked until the whole backlog had gone.
     mutating func release(now: Int64) -> Released {
         lastProgress = now
         if waitingCount > 0 {
             let next = waiting[waitingHead]
             waitingHead += 1
             compact()
-            return .wake(next)
+            let back = Array(parked.prefix(max(1, queueLimit)))
+            parked.removeFirst(back.count)
+            return .wake(next, resume: back)
         }
         sending -= 1
         return .resume(takeParked())
@@ -187,8 +196,8 @@ final class RouteGate: Sendable {
                 if state.woken.removeValue(forKey: ticket) == false { return (nil, []) }
             }
             switch state.admission.release(now: now) {
-            case .wake(let next):
-                return (Self.take(next, answer: true, from: &state), [])
+            case .wake(let next, let parked):
+                return (Self.take(next, answer: true, from: &state), parked)
             case .resume(let ids):
                 return (nil, ids)
             }

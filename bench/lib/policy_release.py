@@ -209,7 +209,7 @@ def phase(a, release: bool, sched_rate: float, ref_rate: float) -> dict:
         deadline = time.monotonic() + max(0.0, t0 - time.time()) + a.timeout
         cpu1 = None
         perf = Perf(h.proc.pid, f"{a.perf}-{'release' if release else 'reference'}.data" if a.perf else None,
-                    call_graph=None).__enter__()
+                    freq=a.perf_freq, call_graph=a.perf_call_graph or None).__enter__()
         while time.monotonic() < deadline:
             if cpu1 is None and d.a >= n:
                 cpu1, rss1 = server_usage(h)
@@ -291,6 +291,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=900, help="seconds after T0/E to wait for the pushes")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--perf", default="", help="perf record (flat) the server from T0/E to the drain's end into PREFIX-{reference,release}.data")
+    ap.add_argument("--perf-call-graph", default="", help="with --perf: perf's --call-graph (e.g. dwarf,8192; default flat)")
+    ap.add_argument("--perf-freq", type=int, default=499, help="with --perf: samples per second")
     a = ap.parse_args()
     if a.users < 1 or a.n < a.users or a.tx < 0 or a.tx > 99 or a.b_rate < 1 or a.b_step <= 0:
         ap.error("need -n >= --users >= 1, 0 <= --tx <= 99, --b-rate >= 1, --b-step > 0")

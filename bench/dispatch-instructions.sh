@@ -4,6 +4,10 @@
 #
 #   HERALD_BIN=<release herald> bench/dispatch-instructions.sh [N] [USERS]   (default 2000, 20)
 #   TOP=60 KEEP=/tmp/cg …   (more functions; keep the dumps)
+#   MODE=release …   per message released from a hold (quiet hours) vs per
+#                    plainly dispatched one, same server
+#                    (bench/lib/release_instructions.py; LEAD=seconds to the
+#                    quiet end)
 # Only 127.0.0.1 is loaded; every wait is bounded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,4 +34,4 @@ exec env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --callgrind-
     --dump-instr=no "$WORK/herald" "\$@" 2>>"$WORK/valgrind.err"
 WRAP
 chmod +x "$WORK/herald-cg"
-HERALD_BIN="$WORK/herald-cg" PYTHONPATH=bench/lib timeout 7200 "$PY" bench/lib/dispatch_instructions.py "$N" "$USERS" "$WORK" "${TOP:-40}"
+HERALD_BIN="$WORK/herald-cg" PYTHONPATH=bench/lib timeout 7200 "$PY" "bench/lib/${MODE:-dispatch}_instructions.py" "$N" "$USERS" "$WORK" "${TOP:-40}"

@@ -18,24 +18,19 @@ runs the server ~50x slower."""
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import os
 import subprocess
 import sys
 import time
-from zoneinfo import ZoneInfo
 
 from dispatch_instructions import dump
-from herald_bench import BUNDLE, Herald, bench_tmp, register_users, rmtree, schedule_bulk, stubs, wait_for
-
-OTHER = "com.example.other"
-ZONE = ZoneInfo("Europe/Zurich")  # register_users' device zone
+from herald_bench import BUNDLE, Herald, bench_tmp, register_users, rmtree, schedule_bulk, wait_for
+from policy_release import CAMPAIGN, OTHER, minute_floor, read_side
 
 
 def deferred(h: Herald) -> int:
-    stubs()
-    rs = importlib.import_module("herald.v1.read_side_pb2")
-    report = h.push().CampaignReport(rs.CampaignReportRequest(bundle_id=BUNDLE, campaign_id="daily-digest"), timeout=300)
+    rs = read_side()
+    report = h.push().CampaignReport(rs.CampaignReportRequest(bundle_id=BUNDLE, campaign_id=CAMPAIGN), timeout=300)
     return sum(c.deferred for c in report.cohorts)
 
 
@@ -44,7 +39,7 @@ def main():
     lead = float(os.environ.get("LEAD", 60 + n / 200 * 2 + n / 50 + n / 20))
     per = n // users_n
     n = per * users_n
-    start = dt.datetime.fromtimestamp(time.time(), ZONE).replace(second=0, microsecond=0)
+    start = minute_floor(time.time())  # in the devices' zone
     end = start + dt.timedelta(minutes=int(lead // 60) + 1)
     e = end.timestamp()
     spec = f"bundles={BUNDLE} quiet-hours={start:%H:%M}-{end:%H:%M}"

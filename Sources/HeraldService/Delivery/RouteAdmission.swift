@@ -95,9 +95,7 @@ struct RouteAdmission {
             let next = waiting[waitingHead]
             waitingHead += 1
             compact()
-            let back = Array(parked.prefix(max(1, queueLimit)))
-            parked.removeFirst(back.count)
-            return .wake(next, resume: back)
+            return .wake(next, resume: takeParked(upTo: max(1, queueLimit)))
         }
         sending -= 1
         return .resume(takeParked())
@@ -119,9 +117,13 @@ struct RouteAdmission {
 
     /// As many parked messages as the route has room for, oldest first.
     private mutating func takeParked() -> [String] {
-        let room = limit - sending + queueLimit - waitingCount
-        guard room > 0, !parked.isEmpty else { return [] }
-        let taken = Array(parked.prefix(room))
+        takeParked(upTo: limit - sending + queueLimit - waitingCount)
+    }
+
+    /// Up to `count` parked messages, oldest first.
+    private mutating func takeParked(upTo count: Int) -> [String] {
+        guard count > 0, !parked.isEmpty else { return [] }
+        let taken = Array(parked.prefix(count))
         parked.removeFirst(taken.count)
         return taken
     }

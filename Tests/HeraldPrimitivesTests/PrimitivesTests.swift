@@ -64,6 +64,42 @@ struct UUIDGeneratorTests {
         }
     }
 
+    @Test("Hostile: parse takes only the exact text format makes")
+    func parseRejectsEveryOtherText() {
+        let id = "018bcfe5-6800-7abc-8def-0123456789ab"
+        for text in [
+            "", "018BCFE5-6800-7ABC-8DEF-0123456789AB", "018bcfe5-6800-7abc-8def-0123456789a",
+            "018bcfe5-6800-7abc-8def-0123456789abc", "018bcfe5x6800-7abc-8def-0123456789ab",
+            "018bcfe5-6800-7abc-8def-0123456789a\u{0}", "{18bcfe5-6800-7abc-8def-0123456789a}",
+            "018bcfe56800-7abc-8def-0123456789ab-", "018bcfe5-6800-7abc-8def-0123456789\u{e9}",
+            "g18bcfe5-6800-7abc-8def-0123456789ab", String(repeating: "-", count: 36),
+        ] {
+            #expect(UUIDText.parse(text) == nil, "\(text)")
+        }
+        let bits = UUIDText.parse(id)
+        #expect(bits?.high == 0x018b_cfe5_6800_7abc && bits?.low == 0x8def_0123_4567_89ab)
+    }
+
+    @Test("parse and format round-trip, and the bits sort as the text does")
+    func parseRoundTrips() {
+        var generator = SplitMix64(seed: 11)
+        var previous: (text: String, bits: (UInt64, UInt64))?
+        for value in [UInt64.max, 0] {
+            let text = UUIDText.format(high: value, low: value)
+            #expect(UUIDText.parse(text).map { [$0.high, $0.low] } == [value, value])
+        }
+        for _ in 0..<1_000 {
+            let text = UUIDv4.make(using: &generator)
+            guard let bits = UUIDText.parse(text) else {
+                Issue.record("not parsed: \(text)")
+                return
+            }
+            #expect(UUIDText.format(high: bits.high, low: bits.low) == text)
+            if let previous { #expect((previous.text < text) == (previous.bits < (bits.high, bits.low))) }
+            previous = (text, (bits.high, bits.low))
+        }
+    }
+
     @Test("v4 from the system generator; v7 starts with the time and sorts by it")
     func shapes() {
         let ids = (0..<100).map { _ in UUIDv4.make() }

@@ -1,3 +1,4 @@
+import HeraldPrimitives
 import HeraldTestSupport
 import Logging
 import Synchronization
@@ -28,17 +29,44 @@ struct DueIndexTests {
         #expect(index.count == 0)
     }
 
+    /// A message id as Herald makes them (a lowercase UUID), in `n`'s order.
+    static func uuid(_ n: UInt64) -> String { UUIDText.format(high: 0x018b_cfe5_6800_7000 | n, low: 0x8000_0000_0000_0000 | n) }
+
     @Test func popsInDueOrderWithTiesByID() {
         var index = DueIndex()
-        index.insert(id: "c", dueAt: 30)
-        index.insert(id: "b", dueAt: 10)
-        index.insert(id: "a", dueAt: 10)
-        index.insert(id: "d", dueAt: 20)
+        let (a, b, c, d) = (Self.uuid(1), Self.uuid(2), Self.uuid(3), Self.uuid(4))
+        index.insert(id: c, dueAt: 30)
+        index.insert(id: b, dueAt: 10)
+        index.insert(id: a, dueAt: 10)
+        index.insert(id: d, dueAt: 20)
         #expect(index.peekDueAt() == 10)
-        #expect(index.popDue(now: 20, limit: 10) == ["a", "b", "d"])
+        #expect(index.popDue(now: 20, limit: 10) == [a, b, d])
         #expect(index.popDue(now: 29, limit: 10) == [])
-        #expect(index.popDue(now: 30, limit: 10) == ["c"])
+        #expect(index.popDue(now: 30, limit: 10) == [c])
         #expect(index.count == 0)
+    }
+
+    /// Ids that are not Herald's lowercase UUIDs (uppercase, braces, any
+    /// text, a UUID whose high half is all ones) are kept by number: they
+    /// come back as given, tie after the UUIDs in the order first queued,
+    /// and their numbers (and the lanes') are dropped once nothing of them
+    /// is queued.
+    @Test func otherIDsComeBackAsGivenAndTheirNumbersAreDropped() {
+        var index = DueIndex()
+        let upper = Self.uuid(9).uppercased()
+        let ones = "ffffffff-ffff-ffff-0000-000000000001"
+        let ids = ["z", upper, "", "id\u{0}nul", ones, "{\(Self.uuid(5))}"]
+        for id in ids { index.insert(id: id, dueAt: 10, slot: DueSlot(lane: "com.example.a-bundle-id-past-15-bytes")) }
+        index.insert(id: Self.uuid(7), dueAt: 10, slot: DueSlot(lane: "com.example.a-bundle-id-past-15-bytes"))
+        #expect(index.count == ids.count + 1)
+        index.remove(id: "z")
+        index.insert(id: "z", dueAt: 10, slot: DueSlot(lane: "com.example.a-bundle-id-past-15-bytes"))  // numbered again: last
+        #expect(index.popDue(now: 10, limit: .max) == [Self.uuid(7), upper, "", "id\u{0}nul", ones, "{\(Self.uuid(5))}", "z"])
+        #expect(index.count == 0 && index.laneCount == 0 && index.numberedCount == 0)
+        index.insert(id: "gone", dueAt: 1, slot: DueSlot(lane: "com.example.a-bundle-id-past-15-bytes"))
+        index.remove(id: "gone")
+        index.remove(id: "never-queued")
+        #expect(index.count == 0 && index.laneCount == 0 && index.numberedCount == 0)
     }
 
     @Test func removeAndRescheduleLeaveNoGhosts() {
@@ -71,7 +99,7 @@ struct DueIndexTests {
         var model: [String: Int64] = [:]
         var now: Int64 = 0
         for _ in 0..<20_000 {
-            let id = "id\(generator.next() % 500)"
+            let id = DueIndexTests.uuid(generator.next() % 500)
             switch generator.next() % 4 {
             case 0, 1:
                 let due = now + Int64(generator.next() % 1000)
@@ -199,7 +227,7 @@ struct FairDueIndexTests {
         var now: Int64 = 0
         let lanes = ["a", "b", "c", "d"]
         for _ in 0..<20_000 {
-            let id = "id\(generator.next() % 300)"
+            let id = DueIndexTests.uuid(generator.next() % 300)
             switch generator.next() % 8 {
             case 0, 1, 2:
                 let item = Item(due: now + Int64(generator.next() % 500), lane: lanes[Int(generator.next() % 4)],

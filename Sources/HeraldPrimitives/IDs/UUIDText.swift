@@ -35,4 +35,36 @@ public enum UUIDText {
             return index
         }
     }
+
+    /// The 128 bits of `text` when it is exactly what ``format(high:low:)``
+    /// makes (36 characters, lowercase hex, dashes at 8, 13, 18 and 23), so
+    /// that formatting them gives `text` back; nil for anything else
+    /// (uppercase, braces, other lengths).
+    public static func parse(_ text: String) -> (high: UInt64, low: UInt64)? {
+        var text = text
+        return text.withUTF8 { bytes -> (high: UInt64, low: UInt64)? in
+            guard bytes.count == 36 else { return nil }
+            var high: UInt64 = 0
+            var low: UInt64 = 0
+            for index in 0..<36 {
+                let byte = bytes[index]
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard byte == UInt8(ascii: "-") else { return nil }
+                    continue
+                }
+                let nibble: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte &- 0x30
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte &- 0x57
+                default: return nil
+                }
+                if index < 18 {
+                    high = high << 4 | UInt64(nibble)
+                } else {
+                    low = low << 4 | UInt64(nibble)
+                }
+            }
+            return (high, low)
+        }
+    }
 }

@@ -1,4 +1,5 @@
 public import HeraldStorage
+import HeraldPrimitives
 
 /// Where a due message queues in the ``DueIndex``: its lane (the bundle, so
 /// one bundle's backlog never delays another's due pushes) and whether it
@@ -39,15 +40,36 @@ extension PendingEntry {
 /// that is skipped when it surfaces; a lane's heaps are compacted when
 /// stale entries outnumber live ones, and an empty lane is dropped, so the
 /// memory is bounded by the live entries.
+///
+/// An id is kept as a ``Key``: a message id (a lowercase UUID) packed into
+/// 16 bytes, a lane by number. A queued message so holds no heap object of
+/// its own — a million held messages used to pin a million id strings (and,
+/// for bundle ids past 15 bytes, as many lane strings) allocated while they
+/// were claimed, scattered through the allocator's heap for as long as they
+/// were held — and the heaps sift and the tables hash plain integers.
 struct DueIndex {
+    /// An id as the index keeps it: a Herald message id's 128 bits
+    /// (`UUIDText.parse`), or, for any other id (tests, and a UUID whose
+    /// high half is all ones), `high` all ones and `low` the id's number in
+    /// `others`. Packed ids sort as their text does; other ids after them,
+    /// in the order they were first queued.
+    struct Key: Hashable {
+        var high: UInt64
+        var low: UInt64
+
+        var isOther: Bool { high == .max }
+    }
+
     struct Entry: Comparable {
         var dueAt: Int64
-        var id: String
+        var key: Key
         var version: UInt32
 
         /// By due time, ties by id.
-        static func < (a: Entry, b: Entry) -> Bool { a.dueAt < b.dueAt || (a.dueAt == b.dueAt && a.id < b.id) }
-        static func == (a: Entry, b: Entry) -> Bool { a.dueAt == b.dueAt && a.id == b.id }
+        static func < (a: Entry, b: Entry) -> Bool {
+            a.dueAt < b.dueAt || (a.dueAt == b.dueAt && (a.key.high, a.key.low) < (b.key.high, b.key.low))
+        }
+        static func == (a: Entry, b: Entry) -> Bool { a.dueAt == b.dueAt && a.key == b.key }
     }
 
     /// A binary min-heap (the lanes' entries; the waiting lanes' heads).
@@ -140,8 +162,17 @@ struct DueIndex {
     }
 
     private var lanes: [String: Lane] = [:]
-    /// The live version and lane of each id; absent ids are not scheduled.
-    private var live: [String: (version: UInt32, lane: String)] = [:]
+    /// The live version and lane (its number in `laneNumbers`) of each id;
+    /// absent ids are not scheduled.
+    private var live: [Key: (version: UInt32, lane: UInt32)] = [:]
+    /// Ids that are not packed UUIDs, by number and back (live ones only).
+    private var others: [String: UInt64] = [:]
+    private var otherIDs: [UInt64: String] = [:]
+    private var nextOther: UInt64 = 0
+    /// The lanes holding messages, by number and back.
+    private var laneNumbers: [String: UInt32] = [:]
+    private var laneNames: [UInt32: String] = [:]
+    private var nextLaneNumber: UInt32 = 0
     private var nextVersion: UInt32 = 0
     /// Stamps of lane places, unique (a stale place never matches again).
     private var nextStamp: UInt64 = 0
@@ -158,6 +189,9 @@ struct DueIndex {
     /// Lanes holding messages (for tests and figures).
     var laneCount: Int { lanes.count }
 
+    /// Numbered ids and lanes (for tests: none once nothing is queued).
+    var numberedCount: Int { others.count + otherIDs.count + laneNumbers.count + laneNames.count }
+
     mutating func reserve(_ capacity: Int) {
         live.reserveCapacity(capacity)
     }
@@ -166,11 +200,12 @@ struct DueIndex {
     /// schedule of it.
     mutating func insert(id: String, dueAt: Int64, slot: DueSlot = DueSlot()) {
         nextVersion &+= 1
-        if let old = live[id] { release(lane: old.lane) }
-        live[id] = (nextVersion, slot.lane)
+        let key = key(for: id, creating: true)!
+        if let old = live[key] { release(lane: old.lane) }
+        live[key] = (nextVersion, laneNumber(slot.lane))
         // Taken out of the dictionary while changed, so its heaps are not copied.
         var lane = lanes.removeValue(forKey: slot.lane) ?? Lane()
-        let entry = Entry(dueAt: dueAt, id: id, version: nextVersion)
+        let entry = Entry(dueAt: dueAt, key: key, version: nextVersion)
         if slot.urgent { lane.urgent.push(entry) } else { lane.regular.push(entry) }
         lane.live += 1
         let stored = lane.urgent.count + lane.regular.count
@@ -182,7 +217,8 @@ struct DueIndex {
     }
 
     mutating func remove(id: String) {
-        guard let old = live.removeValue(forKey: id) else { return }
+        guard let key = key(for: id, creating: false), let old = live.removeValue(forKey: key) else { return }
+        forget(key)
         release(lane: old.lane)
     }
 
@@ -235,8 +271,9 @@ struct DueIndex {
                 // Over its rate: the lane waits until its next slot is near.
                 lane.pausedUntil = (throttle.tat - Self.throttleBurstMicros + 999) / 1000
             } else if let entry = popOne(&lane, now: now) {
-                out.append(entry.id)
-                live[entry.id] = nil
+                out.append(id(of: entry.key))
+                live[entry.key] = nil
+                forget(entry.key)
                 lane.live -= 1
                 if var throttle = throttles[name] {
                     throttle.tat = max(throttle.tat, now * 1000) + throttle.spacing
@@ -244,7 +281,10 @@ struct DueIndex {
                     throttleWaits.append(max(0, now - entry.dueAt))
                 }
             }
-            if lane.live == 0 { continue }  // empty: dropped
+            if lane.live == 0 {  // empty: dropped
+                forgetLane(name)
+                continue
+            }
             if lane.hasDue(now: now) {
                 // Its next turn, after every other ready lane's.
                 nextStamp &+= 1
@@ -260,14 +300,58 @@ struct DueIndex {
         return out
     }
 
+    // MARK: Keys
+
+    /// `id`'s key: its packed bits, or its number among the other ids
+    /// (numbered when `creating`, else nil when it has none).
+    private mutating func key(for id: String, creating: Bool) -> Key? {
+        if let bits = UUIDText.parse(id), bits.high != .max { return Key(high: bits.high, low: bits.low) }
+        if let number = others[id] { return Key(high: .max, low: number) }
+        guard creating else { return nil }
+        nextOther &+= 1
+        others[id] = nextOther
+        otherIDs[nextOther] = id
+        return Key(high: .max, low: nextOther)
+    }
+
+    /// The id `key` stands for (a live one).
+    private func id(of key: Key) -> String {
+        key.isOther ? otherIDs[key.low] ?? "" : UUIDText.format(high: key.high, low: key.low)
+    }
+
+    /// Drops an id's number once it is no longer queued (its stale heap
+    /// entries are never live again: a new number comes with a new insert).
+    private mutating func forget(_ key: Key) {
+        guard key.isOther, let id = otherIDs.removeValue(forKey: key.low) else { return }
+        others[id] = nil
+    }
+
     // MARK: Lanes
 
-    /// Drops one live entry's count from `lane` (its heap entry goes
-    /// stale); an emptied lane is dropped with its queued place.
-    private mutating func release(lane name: String) {
-        guard var lane = lanes.removeValue(forKey: name) else { return }
+    /// `name`'s lane number, given when first queued.
+    private mutating func laneNumber(_ name: String) -> UInt32 {
+        if let number = laneNumbers[name] { return number }
+        nextLaneNumber &+= 1
+        laneNumbers[name] = nextLaneNumber
+        laneNames[nextLaneNumber] = name
+        return nextLaneNumber
+    }
+
+    /// Drops a dropped lane's number.
+    private mutating func forgetLane(_ name: String) {
+        guard let number = laneNumbers.removeValue(forKey: name) else { return }
+        laneNames[number] = nil
+    }
+
+    /// Drops one live entry's count from lane number `number` (its heap
+    /// entry goes stale); an emptied lane is dropped with its queued place.
+    private mutating func release(lane number: UInt32) {
+        guard let name = laneNames[number], var lane = lanes.removeValue(forKey: name) else { return }
         lane.live -= 1
-        guard lane.live > 0 else { return }
+        guard lane.live > 0 else {
+            forgetLane(name)
+            return
+        }
         // A waiting lane's queued head may have been the removed entry: it
         // stays queued (too early is harmless: `promoteDueLanes` re-checks).
         lanes[name] = lane
@@ -368,7 +452,7 @@ struct DueIndex {
         return throttleWaits
     }
 
-    private func isLive(_ entry: Entry) -> Bool { live[entry.id]?.version == entry.version }
+    private func isLive(_ entry: Entry) -> Bool { live[entry.key]?.version == entry.version }
 
     private func dropStale(_ lane: inout Lane) {
         while let top = lane.urgent.first, !isLive(top) { lane.urgent.popFirst() }

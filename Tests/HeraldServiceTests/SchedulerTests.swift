@@ -69,6 +69,21 @@ struct DueIndexTests {
         #expect(index.count == 0 && index.laneCount == 0 && index.numberedCount == 0)
     }
 
+    /// A lane emptied and refilled at every message (a bundle with one push
+    /// due at a time), beside a lane held throughout: the numbers are
+    /// reused, never counted up toward a wrap onto the held lane.
+    @Test func laneNumbersAreReusedNotCountedUp() {
+        var index = DueIndex()
+        index.insert(id: Self.uuid(1), dueAt: 1_000_000, slot: DueSlot(lane: "com.held"))
+        for i in 0..<10_000 {
+            index.insert(id: Self.uuid(UInt64(2 + i)), dueAt: Int64(i), slot: DueSlot(lane: "com.churn"))
+            #expect(index.popDue(now: Int64(i), limit: .max) == [Self.uuid(UInt64(2 + i))])
+        }
+        #expect(index.laneNumbersMade == 2)
+        index.remove(id: Self.uuid(1))
+        #expect(index.count == 0 && index.laneCount == 0 && index.numberedCount == 0)
+    }
+
     @Test func removeAndRescheduleLeaveNoGhosts() {
         var index = DueIndex()
         index.insert(id: "x", dueAt: 5)

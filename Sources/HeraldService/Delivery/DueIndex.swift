@@ -169,9 +169,13 @@ struct DueIndex {
     private var others: [String: UInt64] = [:]
     private var otherIDs: [UInt64: String] = [:]
     private var nextOther: UInt64 = 0
-    /// The lanes holding messages, by number and back.
+    /// The lanes holding messages, by number and back; a dropped lane's
+    /// number is given to the next new lane, so numbers never run out (a
+    /// lane emptied and refilled at every message would otherwise wrap a
+    /// counter onto a lane still held).
     private var laneNumbers: [String: UInt32] = [:]
     private var laneNames: [UInt32: String] = [:]
+    private var freeLaneNumbers: [UInt32] = []
     private var nextLaneNumber: UInt32 = 0
     private var nextVersion: UInt32 = 0
     /// Stamps of lane places, unique (a stale place never matches again).
@@ -191,6 +195,9 @@ struct DueIndex {
 
     /// Numbered ids and lanes (for tests: none once nothing is queued).
     var numberedCount: Int { others.count + otherIDs.count + laneNumbers.count + laneNames.count }
+
+    /// Lane numbers ever made (for tests: bounded by the lanes held at once).
+    var laneNumbersMade: UInt32 { nextLaneNumber }
 
     mutating func reserve(_ capacity: Int) {
         live.reserveCapacity(capacity)
@@ -328,19 +335,26 @@ struct DueIndex {
 
     // MARK: Lanes
 
-    /// `name`'s lane number, given when first queued.
+    /// `name`'s lane number, given when first queued (a freed one first).
     private mutating func laneNumber(_ name: String) -> UInt32 {
         if let number = laneNumbers[name] { return number }
-        nextLaneNumber &+= 1
-        laneNumbers[name] = nextLaneNumber
-        laneNames[nextLaneNumber] = name
-        return nextLaneNumber
+        let number: UInt32
+        if let free = freeLaneNumbers.popLast() {
+            number = free
+        } else {
+            nextLaneNumber += 1
+            number = nextLaneNumber
+        }
+        laneNumbers[name] = number
+        laneNames[number] = name
+        return number
     }
 
-    /// Drops a dropped lane's number.
+    /// Drops a dropped lane's number (no live entry names it: the lane is empty).
     private mutating func forgetLane(_ name: String) {
         guard let number = laneNumbers.removeValue(forKey: name) else { return }
         laneNames[number] = nil
+        freeLaneNumbers.append(number)
     }
 
     /// Drops one live entry's count from lane number `number` (its heap

@@ -13,11 +13,14 @@ final class Database {
 
     /// Process-wide SQLite settings, applied before the first connection
     /// initializes the library: no memory statistics (a global mutex taken
-    /// on every allocation, contended by the writer and the readers).
+    /// on every allocation, contended by the writer and the readers), the
+    /// per-thread block cache, and the page cache that skips pcache1's
+    /// whole-cache walk at commits (CInterop's sqlite_pcache.c).
     private static let configureOnce: Void = {
         _ = cinterop_sqlite_disable_memstatus()
-        // SQLITE_MISUSE only if SQLite initialized before (then it keeps malloc).
+        // SQLITE_MISUSE only if SQLite initialized before (then it keeps malloc, and pcache1 alone).
         _ = cinterop_sqlite_use_thread_cache_allocator()
+        _ = cinterop_sqlite_use_bounded_page_cache()
     }()
 
     /// Opens (creating when `create`) the database at `path`.

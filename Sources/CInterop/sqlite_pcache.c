@@ -11,7 +11,7 @@
 // 4 KiB pages), so every transaction whose inserts split a page out of order
 // left pcache1's highest key at 262,145 and paid the whole walk at its
 // commit: measured on the store writer under a drain, 33 walks a second and
-// 13 % of the writer's time (bench/RESULTS.md, "The page cache's walk").
+// 13 % of the writer's time (bench/RESULTS.md, "Session 41").
 //
 // The wrapper keeps its own bound: the highest key any page was created
 // under, and the few pages parked under a key above it (a swap's temporary
@@ -27,8 +27,7 @@
 typedef struct {
     sqlite3_pcache *inner;
     unsigned int maxKey;               // every created page's key is ≤ this, but the parked ones
-    unsigned int parked[PARKED_LIMIT]; // keys above maxKey that a page was moved to (0: free slot)
-    int parkedCount;
+    unsigned int parked[PARKED_LIMIT]; // keys above maxKey that a page was moved to (0: free slot; keys are ≥ 1)
     unsigned long passed, skipped;     // truncates passed on to pcache1, and not
 } BoundedCache;
 
@@ -62,10 +61,8 @@ static int parked_index(const BoundedCache *cache, unsigned int key) {
 }
 
 static void unpark(BoundedCache *cache, unsigned int key) {
-    int i = cache->parkedCount > 0 ? parked_index(cache, key) : -1;
-    if (i < 0) return;
-    cache->parked[i] = 0;
-    cache->parkedCount--;
+    int i = parked_index(cache, key);
+    if (i >= 0) cache->parked[i] = 0;
 }
 
 static sqlite3_pcache_page *pc_fetch(sqlite3_pcache *p, unsigned int key, int createFlag) {
@@ -73,7 +70,7 @@ static sqlite3_pcache_page *pc_fetch(sqlite3_pcache *p, unsigned int key, int cr
     sqlite3_pcache_page *page = inner.xFetch(cache->inner, key, createFlag);
     // A page found or created under a key above the bound raises it, unless
     // it is a parked page (the bound stays low; the parking is remembered).
-    if (page && key > cache->maxKey && (cache->parkedCount == 0 || parked_index(cache, key) < 0)) cache->maxKey = key;
+    if (page && key > cache->maxKey && parked_index(cache, key) < 0) cache->maxKey = key;
     return page;
 }
 
@@ -86,9 +83,9 @@ static void pc_rekey(sqlite3_pcache *p, sqlite3_pcache_page *page, unsigned int 
     inner.xRekey(cache->inner, page, oldKey, newKey);
     unpark(cache, oldKey);
     if (newKey <= cache->maxKey || parked_index(cache, newKey) >= 0) return;
-    if (cache->parkedCount < PARKED_LIMIT) {
-        cache->parked[parked_index(cache, 0)] = newKey;  // keys are ≥ 1: 0 marks a free slot
-        cache->parkedCount++;
+    int slot = parked_index(cache, 0);
+    if (slot >= 0) {
+        cache->parked[slot] = newKey;
     } else {
         cache->maxKey = newKey;  // too many parked: the plain bound (correct, as slow as pcache1)
     }
@@ -97,8 +94,8 @@ static void pc_rekey(sqlite3_pcache *p, sqlite3_pcache_page *page, unsigned int 
 static void pc_truncate(sqlite3_pcache *p, unsigned int iLimit) {
     BoundedCache *cache = bounded(p);
     int parkedAbove = 0;
-    for (int i = 0; i < PARKED_LIMIT && cache->parkedCount > 0; i++) {
-        if (cache->parked[i] >= iLimit) parkedAbove = 1;
+    for (int i = 0; i < PARKED_LIMIT; i++) {
+        if (cache->parked[i] != 0 && cache->parked[i] >= iLimit) parkedAbove = 1;
     }
     if (cache->maxKey < iLimit && !parkedAbove) {  // no page of the cache has a key ≥ iLimit
         cache->skipped++;
@@ -108,10 +105,7 @@ static void pc_truncate(sqlite3_pcache *p, unsigned int iLimit) {
     inner.xTruncate(cache->inner, iLimit);
     if (cache->maxKey >= iLimit) cache->maxKey = iLimit > 0 ? iLimit - 1 : 0;
     for (int i = 0; i < PARKED_LIMIT; i++) {
-        if (cache->parked[i] != 0 && cache->parked[i] >= iLimit) {
-            cache->parked[i] = 0;
-            cache->parkedCount--;
-        }
+        if (cache->parked[i] >= iLimit) cache->parked[i] = 0;
     }
 }
 
@@ -146,5 +140,3 @@ void cinterop_sqlite_bounded_page_cache_truncates(sqlite3_pcache *p, unsigned lo
     *passed = bounded(p)->passed;
     *skipped = bounded(p)->skipped;
 }
-
-int cinterop_sqlite_page_cache_is_bounded(void) { return installed; }

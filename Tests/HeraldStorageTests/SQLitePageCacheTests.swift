@@ -18,8 +18,7 @@ struct SQLitePageCacheTests {
         let path = NSTemporaryDirectory() + "herald-pcache-\(UUID().uuidString).sqlite"
         defer { try? FileManager.default.removeItem(atPath: path) }
         _ = try Database(path: path, create: true, busyTimeoutMs: 100)  // configures SQLite first
-        #expect(cinterop_sqlite_page_cache_is_bounded() == 1)
-        methods = try #require(cinterop_sqlite_bounded_page_cache()).pointee
+        methods = try #require(cinterop_sqlite_bounded_page_cache()).pointee  // installed
     }
 
     /// A cache of pages 1…count, each unpinned (kept).

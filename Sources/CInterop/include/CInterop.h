@@ -97,10 +97,8 @@ int cinterop_sqlite_use_thread_cache_allocator(void);
 /// initializes, like the two above; SQLITE_MISUSE after.
 int cinterop_sqlite_use_bounded_page_cache(void);
 
-/// Whether SQLite's page cache is the wrapper above.
-int cinterop_sqlite_page_cache_is_bounded(void);
-
-/// The wrapper's methods once installed (NULL before), and how many of one
+/// The wrapper's methods once installed (NULL before: SQLite runs pcache1
+/// alone), and how many of one
 /// of its caches' truncates it passed on to pcache1 and skipped (tests).
 const sqlite3_pcache_methods2 *cinterop_sqlite_bounded_page_cache(void);
 void cinterop_sqlite_bounded_page_cache_truncates(sqlite3_pcache *cache, unsigned long *passed, unsigned long *skipped);

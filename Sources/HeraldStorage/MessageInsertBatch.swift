@@ -68,8 +68,9 @@ final class MessageInsertBatch {
             throw StoreError.invalidRecord("message keys: \(db.changes) written for \(keyed) keyed messages")
         }
         // Nearly always one state (SCHEDULED): counted without a dictionary.
-        var state = messages[0].state, n = 0
+        var state = messages[0].state, n = 0, suppressed = false
         for message in messages {
+            suppressed = suppressed || message.state == .suppressed
             if message.state != state {
                 try MessageRows.count(db, state, n)
                 state = message.state
@@ -78,6 +79,9 @@ final class MessageInsertBatch {
             n += 1
         }
         try MessageRows.count(db, state, n)
+        // Schema v15: a message inserted SUPPRESSED (an import) is in
+        // `messages_policy` as one that ended so is.
+        if suppressed { try db.run(Self.suppressedSQL) { try $0.bind(above, at: 1) } }
         // Schema v14's campaign counts: one upsert per run of messages that
         // count alike (nearly always the whole batch).
         var key = MessageRows.CampaignCountKey(inserting: messages[0]), alike = 0
@@ -101,6 +105,10 @@ final class MessageInsertBatch {
         INSERT INTO events(bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform)
         SELECT bundle_id, created_at, state, id, idempotency_key, user_id, campaign_id, platform
         FROM messages WHERE rowid > ?1 ORDER BY rowid
+        """
+
+    private static let suppressedSQL = """
+        UPDATE messages SET suppressed_at = updated_at WHERE rowid > ?1 AND state = 'suppressed'
         """
 
     /// The largest rowid in `messages` (0 when empty).

@@ -42,7 +42,7 @@ extension SQLiteStore {
         let forget = try db.cached("DELETE FROM handovers WHERE message_id = ?1")
         try forget.bind(item.id, at: 1)
         try forget.run()
-        try db.run(endSQL) {
+        try db.run(item.to == .suppressed ? endSuppressedSQL : endSQL) {
             try $0.bind(item.id, at: 1)
             try $0.bind(item.from.rawValue, at: 2)
             try $0.bind(item.to.rawValue, at: 3)
@@ -56,13 +56,22 @@ extension SQLiteStore {
 
     /// The compare-and-set of a transition: state, milestones and funnel in
     /// one write of the row (`SchemaV13`'s trigger then has nothing to fix).
-    /// Built once; `Database.cached` keys on the text.
-    static let endSQL = """
+    /// Built once; `Database.cached` keys on the text. It does not assign
+    /// `suppressed_at`, so it leaves `messages_policy` (schema v15) alone.
+    static let endSQL = endSQL(suppressedAt: "")
+
+    /// `endSQL` for the end to SUPPRESSED: also `suppressed_at`, which puts
+    /// the message in `messages_policy`.
+    static let endSuppressedSQL = endSQL(suppressedAt: "suppressed_at = ?7, ")
+
+    private static func endSQL(suppressedAt: String) -> String {
+        """
         UPDATE messages
-        SET state = ?3, due_at = coalesce(?4, due_at), provider_message_id = coalesce(?5, provider_message_id),
+        SET \(suppressedAt)state = ?3, due_at = coalesce(?4, due_at), provider_message_id = coalesce(?5, provider_message_id),
             last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7,
             \(MessageMilestones.onTransition),
             funnel = \(MessageFunnel.afterTransition)
         WHERE id = ?1 AND state = ?2
         """
+    }
 }

@@ -54,13 +54,14 @@ extension SQLiteStore: MessageReadSide {
         GROUP BY delivery_method, ab_test, funnel
         """
 
-    // The delivery policy's counts (schema v9): the partial index
-    // messages_policy holds only the messages it held or suppressed.
+    // The delivery policy's counts (schema v10): the partial index
+    // messages_policy holds only the messages it held or suppressed
+    // (`suppressed_at` since v15).
     static let campaignPolicy = """
         SELECT delivery_method, ab_test, sum(deferred_at IS NOT NULL), sum(state = 'suppressed')
         FROM messages INDEXED BY messages_policy
         WHERE bundle_id = ?1 AND campaign_id = ?2 AND created_at >= ?3 AND created_at < ?4
-          AND (deferred_at IS NOT NULL OR state = 'suppressed') AND state <> 'superseded'
+          AND (deferred_at IS NOT NULL OR suppressed_at IS NOT NULL) AND state <> 'superseded'
         GROUP BY delivery_method, ab_test
         """
 

@@ -16,8 +16,20 @@ func undoSchemaV12(_ db: Database) throws {
     try db.execute("DROP TABLE event_horizon")
 }
 
+/// Back to what a build before schema v15 wrote: v10's `messages_policy`,
+/// which follows `state`, and no `suppressed_at`.
+func undoSchemaV15(_ db: Database) throws {
+    try db.execute("""
+        DROP INDEX messages_policy;
+        ALTER TABLE messages DROP COLUMN suppressed_at;
+        CREATE INDEX messages_policy ON messages(bundle_id, campaign_id, created_at)
+            WHERE deferred_at IS NOT NULL OR state = 'suppressed';
+        """)
+}
+
 /// Back to what a build before schema v14 wrote: no campaign counts.
 func undoSchemaV14(_ db: Database) throws {
+    try undoSchemaV15(db)
     for trigger in ["campaign_funnel_delete", "campaign_funnel_update"] {
         try db.execute("DROP TRIGGER \(trigger)")
     }

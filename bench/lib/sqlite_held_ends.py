@@ -12,9 +12,9 @@ UUIDv7). `held`: each is then claimed and held as the store does it
 transaction: claims and hand-over marks, then the outcome's INSERT, the
 marks' DELETE and `SQLiteStore.endSQL`. Prints this process's CPU per push
 for each statement and COMMIT, and the WAL frames per push (no
-checkpoint during the drain). The statements are copies of the store's
-(schema v15): keep them in step. Run `plain` and `held` alternately,
-several times: the figures move by 10-30 % between runs on a shared VM.
+checkpoint during the drain). The statements (store_statements.py) are
+copies of the store's: keep them in step. Run `plain` and `held`
+alternately, several times: the figures move by 10-30 % between runs on a shared VM.
 
 Python's `sqlite3` uses SQLite's own page cache, not Herald's wrapper
 (Sources/CInterop/sqlite_pcache.c): the `held` COMMITs here still pay
@@ -23,17 +23,13 @@ longer does; compare the statements, not the COMMITs.
 
 2026-11-29, N=20,000, schema v14 (µs CPU a push, Python's call included):
 end 65 plain / 72-73 held; with schema v15's `messages_policy` 61 / 60."""
-import sqlite3, sys, shutil, time, resource
+import sys, time, resource
+from store_statements import MESSAGE_COLUMNS, open_copy, claim, hold, mark, outcome, forget, end, seed_counts, seed_funnel
 src, dst, n, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 change = sys.argv[5] if len(sys.argv) > 5 else None
-shutil.copy(src, dst)
-db = sqlite3.connect(dst, isolation_level=None)
-db.execute("PRAGMA journal_mode=WAL"); db.execute("PRAGMA synchronous=NORMAL"); db.execute("PRAGMA foreign_keys=ON")
-db.execute("PRAGMA cache_size=-65536"); db.execute("PRAGMA temp_store=MEMORY")
-if change:
-    db.executescript(open(change).read())
+db = open_copy(src, dst, change)
 now = 1_800_000_000_000
-cols = "id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, window_start, window_end, due_at, state, created_at, updated_at, request, funnel"
+cols = MESSAGE_COLUMNS
 ids = [f"0190{i:08x}-7aaa-bbbb-cccc-dddddddddddd" for i in range(n)]
 for b in range(0, n, 1000):
     db.execute("BEGIN")
@@ -42,34 +38,8 @@ for b in range(0, n, 1000):
                    (ids[j], "com.example.app", "ios", f"user-{j%1000:04d}", "daily-digest", f"key-{j}",
                     "traditional", j % 2, now, now + 86_400_000, now + j, "scheduled", now + j, now + j, b"x" * 300))
     db.execute("COMMIT")
-db.execute("INSERT INTO state_counts(state,n) SELECT state, count(*) FROM messages GROUP BY state ON CONFLICT(state) DO UPDATE SET n=n+excluded.n")
-db.execute("INSERT INTO campaign_funnel(bundle_id,campaign_id,delivery_method,ab_test,funnel,policy,n) SELECT bundle_id,campaign_id,delivery_method,ab_test,funnel,0,count(*) FROM messages WHERE true GROUP BY 1,2,3,4,5 ON CONFLICT DO UPDATE SET n=n+excluded.n")
-claim = """UPDATE messages
-SET sending_since = ?3, send_started_at = coalesce(send_started_at, ?3),
-    push_started_at = coalesce(push_started_at, ?3), attempts = attempts + 1, updated_at = ?3
-WHERE id = ?1 AND state IN ('scheduled', 'handed_off') AND sending_since IS NULL
-RETURNING id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, sending_since, send_started_at, push_started_at, request, transactional"""
-touched = """(EXISTS (SELECT 1 FROM handovers h WHERE h.message_id = messages.id AND h.push = messages.push_started_at)
- OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at AND o.status <> 'waiting'))"""
-hold = f"""UPDATE messages
-SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT {touched} THEN NULL ELSE send_started_at END,
-    push_started_at = CASE WHEN {touched} THEN push_started_at ELSE NULL END,
-    sending_since = NULL, due_at = ?3, deferred_at = coalesce(deferred_at, ?4), updated_at = ?4
-WHERE id = ?1 AND state = ?2 AND sending_since IS NOT NULL RETURNING id"""
-mark = "INSERT OR IGNORE INTO handovers(message_id, device_token, push, at) VALUES (?1, ?2, ?3, ?4)"
-outcome = """INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment, not_before)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT DO NOTHING"""
-forget = "DELETE FROM handovers WHERE message_id = ?1"
-end = """UPDATE messages
-SET state = ?3, due_at = coalesce(?4, due_at), provider_message_id = coalesce(?5, provider_message_id),
-    last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7,
-    handed_off_at = CASE WHEN ?3 = 'handed_off' THEN coalesce(handed_off_at, ?7) ELSE handed_off_at END,
-    sent_at = CASE WHEN ?3 = 'sent' THEN coalesce(sent_at, ?7) ELSE sent_at END,
-    displayed_at = CASE WHEN ?3 = 'displayed' THEN coalesce(displayed_at, ?7) ELSE displayed_at END,
-    funnel = ((CASE ?3 WHEN 'cancelled' THEN 1 WHEN 'failed' THEN 2 WHEN 'expired' THEN 3 WHEN 'no_devices' THEN 4 WHEN 'superseded' THEN 5 ELSE 0 END) * 16
-        + (?3 = 'handed_off' OR handed_off_at IS NOT NULL) + 2 * (?3 = 'sent' OR sent_at IS NOT NULL)
-        + 4 * (?3 = 'displayed' OR displayed_at IS NOT NULL) + 8 * (opened_at IS NOT NULL))
-WHERE id = ?1 AND state = ?2"""
+db.execute(seed_counts)
+db.execute(seed_funnel)
 tok = "ab" * 32
 E = now + 10_000_000
 if mode == "held":

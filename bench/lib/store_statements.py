@@ -1,0 +1,56 @@
+"""The store's dispatch statements (schema v15), copied for the SQLite-only
+benches (sqlite_ends.py, sqlite_held_ends.py): keep them in step with
+`MessageRows.claimWaiting`, `SQLiteStore.holdUpdate`, `SQLiteStore.insert(_:into:)`,
+`SQLiteStore.apply` and `SQLiteStore.endSQL`; `open_copy` opens a copy of a
+database with the store's connection settings."""
+import shutil
+import sqlite3
+
+MESSAGE_COLUMNS = ("id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, "
+                   "window_start, window_end, due_at, state, created_at, updated_at, request, funnel")
+
+
+def open_copy(src: str, dst: str, change: str | None) -> sqlite3.Connection:
+    """dst, a copy of src, opened as the store opens its database, with the
+    schema change in the file `change` (if any) applied."""
+    shutil.copy(src, dst)
+    db = sqlite3.connect(dst, isolation_level=None)
+    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "cache_size=-65536", "temp_store=MEMORY"):
+        db.execute("PRAGMA " + pragma)
+    if change:
+        with open(change) as f:
+            db.executescript(f.read())
+    return db
+
+claim = """UPDATE messages
+SET sending_since = ?3, send_started_at = coalesce(send_started_at, ?3),
+    push_started_at = coalesce(push_started_at, ?3), attempts = attempts + 1, updated_at = ?3
+WHERE id = ?1 AND state IN ('scheduled', 'handed_off') AND sending_since IS NULL
+RETURNING id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, sending_since, send_started_at, push_started_at, request, transactional"""
+mark = "INSERT OR IGNORE INTO handovers(message_id, device_token, push, at) VALUES (?1, ?2, ?3, ?4)"
+outcome = """INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment, not_before)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT DO NOTHING"""
+forget = "DELETE FROM handovers WHERE message_id = ?1"
+end = """UPDATE messages
+SET state = ?3, due_at = coalesce(?4, due_at), provider_message_id = coalesce(?5, provider_message_id),
+    last_error = coalesce(?6, last_error), sending_since = NULL, push_started_at = NULL, updated_at = ?7,
+    handed_off_at = CASE WHEN ?3 = 'handed_off' THEN coalesce(handed_off_at, ?7) ELSE handed_off_at END,
+    sent_at = CASE WHEN ?3 = 'sent' THEN coalesce(sent_at, ?7) ELSE sent_at END,
+    displayed_at = CASE WHEN ?3 = 'displayed' THEN coalesce(displayed_at, ?7) ELSE displayed_at END,
+    funnel = ((CASE ?3 WHEN 'cancelled' THEN 1 WHEN 'failed' THEN 2 WHEN 'expired' THEN 3 WHEN 'no_devices' THEN 4 WHEN 'superseded' THEN 5 ELSE 0 END) * 16
+        + (?3 = 'handed_off' OR handed_off_at IS NOT NULL) + 2 * (?3 = 'sent' OR sent_at IS NOT NULL)
+        + 4 * (?3 = 'displayed' OR displayed_at IS NOT NULL) + 8 * (opened_at IS NOT NULL))
+WHERE id = ?1 AND state = ?2"""
+touched = """(EXISTS (SELECT 1 FROM handovers h WHERE h.message_id = messages.id AND h.push = messages.push_started_at)
+ OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at AND o.status <> 'waiting'))"""
+hold = f"""UPDATE messages
+SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT {touched} THEN NULL ELSE send_started_at END,
+    push_started_at = CASE WHEN {touched} THEN push_started_at ELSE NULL END,
+    sending_since = NULL, due_at = ?3, deferred_at = coalesce(deferred_at, ?4), updated_at = ?4
+WHERE id = ?1 AND state = ?2 AND sending_since IS NOT NULL RETURNING id"""
+
+seed_counts = ("INSERT INTO state_counts(state,n) SELECT state, count(*) FROM messages GROUP BY state "
+               "ON CONFLICT(state) DO UPDATE SET n=n+excluded.n")
+seed_funnel = ("INSERT INTO campaign_funnel(bundle_id,campaign_id,delivery_method,ab_test,funnel,policy,n) "
+               "SELECT bundle_id,campaign_id,delivery_method,ab_test,funnel,0,count(*) FROM messages WHERE true "
+               "GROUP BY 1,2,3,4,5 ON CONFLICT DO UPDATE SET n=n+excluded.n")

@@ -416,6 +416,40 @@ struct SchedulerTests {
         #expect(await scheduler.pendingCount == 1)
     }
 
+    /// A wait woken sooner keeps its clock sleep for the next wait: one
+    /// sleep for a far due time however many wake-ups come meanwhile (a
+    /// sleep cancelled at each wake-up kept a runtime timer per Schedule
+    /// until that time), and a sleep for an earlier due time when one
+    /// arrives.
+    @Test func wakeUpsReuseThePendingSleep() async {
+        let clock = ManualClock(now: 0)
+        let scheduler = Scheduler(clock: clock, logger: Logger(label: "test"))
+        let dispatched = Dispatched()
+        let run = Task { await scheduler.run { dispatched.record($0) } }
+        await scheduler.schedule(id: "far", dueAt: 1_000_000)
+        while clock.sleeperCount == 0 { await Task.yield() }
+        for i in 0..<20 {
+            await scheduler.schedule(id: "due\(i)", dueAt: 0)  // wakes the loop
+            #expect(await dispatched.next(1) == ["due\(i)"])
+            while await scheduler.waitingUntil != 1_000_000 { await Task.yield() }  // waiting again
+        }
+        #expect(clock.sleepsStarted == 1)
+        #expect(clock.sleeperCount == 1)
+        await scheduler.schedule(id: "sooner", dueAt: 500_000)
+        while clock.sleeperCount < 2 { await Task.yield() }
+        #expect(clock.sleepsStarted == 2)
+        clock.advance(to: 500_000)
+        #expect(await dispatched.next(1) == ["sooner"])
+        while await scheduler.pendingAlarms != 1 { await Task.yield() }  // the rung one dropped
+        clock.advance(to: 1_000_000)
+        #expect(await dispatched.next(1) == ["far"])
+        #expect(clock.sleepsStarted == 2)
+        run.cancel()
+        await run.value
+        #expect(clock.sleeperCount == 0)
+        #expect(await scheduler.pendingAlarms == 0)
+    }
+
     @Test func aManualClockSleepIsCancelledWithItsWait() async {
         let clock = ManualClock(now: 0)
         let scheduler = Scheduler(clock: clock, logger: Logger(label: "test"))

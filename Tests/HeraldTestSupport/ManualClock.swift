@@ -15,6 +15,7 @@ public final class ManualClock: HeraldClock {
         var now: Int64
         var nextID = 0
         var sleepers: [Sleeper] = []
+        var started = 0
     }
 
     private let state: Mutex<State>
@@ -25,6 +26,9 @@ public final class ManualClock: HeraldClock {
 
     /// Sleepers not yet woken.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    /// Sleeps that waited (were not due at once) since the start.
+    public var sleepsStarted: Int { state.withLock { $0.started } }
 
     public func sleep(until milliseconds: Int64) async throws {
         let id = state.withLock { state in
@@ -38,6 +42,7 @@ public final class ManualClock: HeraldClock {
                     if milliseconds <= state.now { return .ready }
                     if Task.isCancelled { return .cancelled }
                     state.sleepers.append(Sleeper(id: id, until: milliseconds, continuation: continuation))
+                    state.started += 1
                     return .wait
                 }
                 switch now {

@@ -82,6 +82,9 @@ public actor Scheduler {
     nonisolated let inbox = ScheduleInbox()
     var stopped = false
     var inFlight = 0
+    /// The clock sleeps `waitForWork` started that have not rung, by
+    /// deadline (see `armAlarm(at:)`).
+    private var alarms: [Int64: Task<Void, Never>] = [:]
     private var slotWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// A scheduler of the due index, or (`shared`) of a shared store's due
@@ -95,6 +98,10 @@ public actor Scheduler {
         self.logger = logger
         self.shared = shared
         self.pollMilliseconds = pollMilliseconds
+    }
+
+    deinit {
+        for alarm in alarms.values { alarm.cancel() }
     }
 
     /// How many messages wait for an action.
@@ -169,6 +176,7 @@ public actor Scheduler {
     /// the dispatches in flight have finished (they are not cancelled).
     public func stop() {
         stopped = true
+        cancelAlarms()
         wakeups.signal()
     }
 
@@ -232,11 +240,12 @@ public actor Scheduler {
                     for lease in leases { await lease.finish() }
                 }
             }
+            cancelAlarms()
         }
     }
 
-    /// Returns at the earliest due time, at a wake-up, or when cancelled:
-    /// the clock's sleep and the wake-up race as children of one group.
+    /// Returns at the earliest due time (or sooner: the loop looks again),
+    /// at a wake-up, or when cancelled.
     private func waitForWork() async {
         drainInbox()
         let until = index.peekDueAt() ?? .max
@@ -245,16 +254,52 @@ public actor Scheduler {
             waitingUntil = .max
             drainInbox()
         }
-        let wakeups = self.wakeups
-        guard until != .max else {
-            await wakeups.wait()
-            return
-        }
-        await sleepOrWake(until: until)
+        if until != .max { armAlarm(at: until) }
+        await wakeups.wait()
     }
 
+    /// Makes sure the loop is woken by `until`: a clock sleep starts only
+    /// when none pending ends by then, and is not cancelled when the loop
+    /// wakes sooner (only when it stops). A cancelled `Task.sleep` keeps its
+    /// timer, and the sleep's task, in the runtime until its deadline: the
+    /// wait that raced a sleep against every wake-up left one of each per
+    /// Schedule while a million held messages waited for one instant, all
+    /// firing at that instant (bench/RESULTS.md, "Session 43"). A sleep
+    /// that rings for a due time no longer in the index only makes the loop
+    /// look again.
+    private func armAlarm(at until: Int64) {
+        guard !alarms.keys.contains(where: { $0 <= until }) else { return }
+        if alarms.count >= Self.alarmLimit, let latest = alarms.keys.max() {
+            alarms.removeValue(forKey: latest)?.cancel()  // bounded: due times that keep moving earlier
+        }
+        let (clock, wakeups) = (clock, wakeups)
+        alarms[until] = Task { [weak self] in
+            try? await clock.sleep(until: until)
+            await self?.alarmRang(at: until)
+            wakeups.signal()
+        }
+    }
+
+    private func alarmRang(at until: Int64) {
+        alarms.removeValue(forKey: until)
+    }
+
+    private func cancelAlarms() {
+        for alarm in alarms.values { alarm.cancel() }
+        alarms = [:]
+    }
+
+    /// Most clock sleeps `armAlarm` keeps pending at once.
+    static let alarmLimit = 16
+
+    /// Clock sleeps started for the due index's waits and not rung (tests).
+    var pendingAlarms: Int { alarms.count }
+
     /// Returns at `until`, at a wake-up, or when cancelled: the clock's
-    /// sleep and the wake-up race as children of one group.
+    /// sleep and the wake-up race as children of one group. For the poll
+    /// (`until` at most a poll period ahead, so a sleep cancelled by a
+    /// wake-up keeps its timer that long at most); the due index's waits,
+    /// which may reach hours ahead, use `armAlarm(at:)`.
     func sleepOrWake(until: Int64) async {
         let (clock, wakeups) = (clock, wakeups)
         await withTaskGroup(of: Void.self) { race in

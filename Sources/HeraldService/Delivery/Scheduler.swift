@@ -83,7 +83,8 @@ public actor Scheduler {
     var stopped = false
     var inFlight = 0
     /// The clock sleeps `waitForWork` started that have not rung, by
-    /// deadline (see `armAlarm(at:)`).
+    /// deadline (see `armAlarm(at:)`); only the run loop arms them, and it
+    /// cancels those left when it ends (stopped or cancelled).
     private var alarms: [Int64: Task<Void, Never>] = [:]
     private var slotWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -98,10 +99,6 @@ public actor Scheduler {
         self.logger = logger
         self.shared = shared
         self.pollMilliseconds = pollMilliseconds
-    }
-
-    deinit {
-        for alarm in alarms.values { alarm.cancel() }
     }
 
     /// How many messages wait for an action.
@@ -176,7 +173,6 @@ public actor Scheduler {
     /// the dispatches in flight have finished (they are not cancelled).
     public func stop() {
         stopped = true
-        cancelAlarms()
         wakeups.signal()
     }
 

@@ -23,22 +23,52 @@ enum MessageRows {
         ORDER BY due_at, id LIMIT ?2
         """
 
-    /// Claims message ?1 in state ?2 (?3 = now).
-    static let claim = claimSQL(state: "state = ?2")
-
-    /// `claim` from whichever waiting state the message is in (SCHEDULED,
-    /// or HANDED_OFF for the fallback); ?1 = id, ?3 = now.
-    static let claimWaiting = claimSQL(state: "state IN ('scheduled', 'handed_off')")
-
-    private static func claimSQL(state: String) -> String {
-        """
-        UPDATE messages
-        SET sending_since = ?3, send_started_at = coalesce(send_started_at, ?3),
-            push_started_at = coalesce(push_started_at, ?3), attempts = attempts + 1, updated_at = ?3
-        WHERE id = ?1 AND \(state) AND sending_since IS NULL
-        RETURNING \(columns)
-        """
+    /// Claims message `id` (in state `from`, or in either waiting state
+    /// when nil: SCHEDULED, or HANDED_OFF for the fallback) at `now`: reads
+    /// the row, then updates it by rowid, and returns it as claimed. Not one
+    /// `UPDATE … RETURNING`: SQLite keeps RETURNING's rows in an ephemeral
+    /// table, a new b-tree with three zeroed pages per statement, which was a
+    /// third of a claim's instructions (bench/RESULTS.md, Session 44).
+    static func claim(_ db: Database, id: String, from: MessageState?, now: Int64) throws -> StoredMessage? {
+        let select = try db.cached(from == nil ? selectWaiting : selectInState)
+        try select.bind(id, at: 1)
+        if let from { try select.bind(from.rawValue, at: 2) }
+        guard try select.step() else { return nil }
+        var message = try decode(select)
+        let rowid = select.int64(claimRowidColumn)
+        select.reset()
+        try db.run(claimRow) {
+            try $0.bind(rowid, at: 1)
+            try $0.bind(now, at: 2)
+        }
+        // As `claimRow` set them.
+        message.sendingSince = now
+        message.sendStartedAt = message.sendStartedAt ?? now
+        message.pushStartedAt = message.pushStartedAt ?? now
+        message.attempts += 1
+        message.updatedAt = now
+        return message
     }
+
+    private static let selectInState = selectClaimable(state: "state = ?2")
+
+    private static let selectWaiting = selectClaimable(state: "state IN ('scheduled', 'handed_off')")
+
+    /// The column after `columns` in `selectClaimable`.
+    private static let claimRowidColumn: Int32 = 22
+
+    private static func selectClaimable(state: String) -> String {
+        "SELECT \(columns), rowid FROM messages WHERE id = ?1 AND \(state) AND sending_since IS NULL"
+    }
+
+    /// The claim's write (?1 = rowid, ?2 = now), on a row `selectClaimable`
+    /// just read in the same write transaction.
+    private static let claimRow = """
+        UPDATE messages
+        SET sending_since = ?2, send_started_at = coalesce(send_started_at, ?2),
+            push_started_at = coalesce(push_started_at, ?2), attempts = attempts + 1, updated_at = ?2
+        WHERE rowid = ?1
+        """
 
     /// The INSERT of `rows` messages: `columns` plus `funnel`, one
     /// `(?, …)` group of `insertWidth` parameters per row.

@@ -5,20 +5,14 @@ import HeraldCore
 // resumed, instead of one of each per message).
 
 extension SQLiteStore {
-    /// One write job: `MessageRows.claimWaiting` per id.
+    /// One write job: `MessageRows.claim` per id, from either waiting state.
     public func claim(ids: [String], now: Int64) async throws -> [StoredMessage] {
         guard !ids.isEmpty else { return [] }
         return try await write { db in
-            let statement = try db.cached(MessageRows.claimWaiting)
             var claimed: [StoredMessage] = []
             claimed.reserveCapacity(ids.count)
             for id in ids {
-                statement.reset()
-                try statement.bind(id, at: 1)
-                try statement.bind(now, at: 3)
-                guard try statement.step() else { continue }
-                claimed.append(try MessageRows.decode(statement))
-                try statement.run()
+                if let message = try MessageRows.claim(db, id: id, from: nil, now: now) { claimed.append(message) }
             }
             return claimed
         }

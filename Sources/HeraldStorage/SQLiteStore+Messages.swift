@@ -152,16 +152,7 @@ extension SQLiteStore {
         // A claim opens a push, and every push may end SENT: a state that
         // cannot go there has no push to claim (checked before any write).
         try MessageRows.check(id: id, from: from, to: .sent)
-        return try await write { db in
-            let statement = try db.cached(MessageRows.claim)
-            try statement.bind(id, at: 1)
-            try statement.bind(from.rawValue, at: 2)
-            try statement.bind(now, at: 3)
-            guard try statement.step() else { return nil }
-            let message = try MessageRows.decode(statement)
-            try statement.run()
-            return message
-        }
+        return try await write { db in try MessageRows.claim(db, id: id, from: from, now: now) }
     }
 
     public func transition(

@@ -6,7 +6,7 @@ change without a release build (a few minutes instead of bench/dispatch-instruct
 FRESH.sqlite: a database a release `herald serve` created (and was stopped on);
 it is copied to OUT.sqlite, CHANGE.sql (the schema change to try) applied, N
 SCHEDULED messages inserted, then K of them dispatched in batches of 50 as the
-store does it: one transaction of claims (`MessageRows.claimWaiting`) and
+store does it: one transaction of claims (`MessageRows.claim`) and
 hand-over marks, one of ends (the outcome's INSERT, the marks' DELETE,
 `SQLiteStore.endSQL`). The statements (store_statements.py) are copies of
 the store's: keep them in step. Run it under callgrind for K and 2K with the same N,
@@ -37,7 +37,7 @@ for b in range(0, k, 50):
     ids = [f"{i:08d}-aaaa-bbbb-cccc-dddddddddddd" for i in range(b, min(k, b + 50))]
     db.execute("BEGIN IMMEDIATE")
     for i in ids:
-        list(db.execute(claim, (i, None, now + 2000)))
+        claim(db, i, now + 2000)
         db.execute(mark, (i, tok, now + 2000, now + 2001))
     db.execute("COMMIT")
     db.execute("BEGIN IMMEDIATE")

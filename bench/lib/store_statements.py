@@ -1,6 +1,6 @@
 """The store's dispatch statements (schema v15), copied for the SQLite-only
 benches (sqlite_ends.py, sqlite_held_ends.py): keep them in step with
-`MessageRows.claimWaiting`, `SQLiteStore.holdUpdate`, `SQLiteStore.insert(_:into:)`,
+`MessageRows.claim`, `SQLiteStore.holdUpdate`, `SQLiteStore.insert(_:into:)`,
 `SQLiteStore.apply` and `SQLiteStore.endSQL`; `open_copy` opens a copy of a
 database with the store's connection settings."""
 import shutil
@@ -22,11 +22,25 @@ def open_copy(src: str, dst: str, change: str | None) -> sqlite3.Connection:
             db.executescript(f.read())
     return db
 
-claim = """UPDATE messages
-SET sending_since = ?3, send_started_at = coalesce(send_started_at, ?3),
-    push_started_at = coalesce(push_started_at, ?3), attempts = attempts + 1, updated_at = ?3
-WHERE id = ?1 AND state IN ('scheduled', 'handed_off') AND sending_since IS NULL
-RETURNING id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, window_start, window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, sending_since, send_started_at, push_started_at, request, transactional"""
+CLAIM_COLUMNS = ("id, bundle_id, platform, user_id, campaign_id, idempotency_key, delivery_method, ab_test, window_start, "
+                 "window_end, due_at, state, created_at, updated_at, attempts, last_error, provider_message_id, sending_since, "
+                 "send_started_at, push_started_at, request, transactional")
+claim_select = (f"SELECT {CLAIM_COLUMNS}, rowid FROM messages "
+                "WHERE id = ?1 AND state IN ('scheduled', 'handed_off') AND sending_since IS NULL")
+claim_update = """UPDATE messages
+SET sending_since = ?2, send_started_at = coalesce(send_started_at, ?2),
+    push_started_at = coalesce(push_started_at, ?2), attempts = attempts + 1, updated_at = ?2
+WHERE rowid = ?1"""
+
+
+def claim(db: sqlite3.Connection, message_id: str, now: int) -> tuple | None:
+    """`MessageRows.claim`: the row read, then updated by its rowid."""
+    row = db.execute(claim_select, (message_id,)).fetchone()
+    if row is not None:
+        db.execute(claim_update, (row[-1], now))
+    return row
+
+
 mark = "INSERT OR IGNORE INTO handovers(message_id, device_token, push, at) VALUES (?1, ?2, ?3, ?4)"
 outcome = """INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment, not_before)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT DO NOTHING"""

@@ -11,7 +11,9 @@ struct BatchClaimTests {
     static func handOff(_ store: any ContractStore, key: String) async throws -> StoredMessage {
         let message = makeMessage(key: key, method: .contextAware)
         _ = try await store.schedule(message)
-        _ = try #require(try await store.claim(id: message.id, from: .scheduled, now: now))
+        let claimed = try #require(try await store.claim(id: message.id, from: .scheduled, now: now))
+        #expect(claimed.sendingSince == now && claimed.attempts == 1 && claimed.sendStartedAt == now && claimed.pushStartedAt == now)
+        #expect(try await store.message(id: message.id) == claimed)
         #expect(try await store.transition(id: message.id, from: .scheduled, to: .handedOff, dueAt: message.windowEnd,
                                            providerMessageID: nil, lastError: nil, now: now))
         return message
@@ -39,13 +41,18 @@ struct BatchClaimTests {
             #expect(claimed.map(\.id) == [waiting.id, handedOff.id, replacement.id])
             #expect(claimed.map(\.state) == [.scheduled, .handedOff, .scheduled])
             #expect(claimed.allSatisfy { $0.sendingSince == now + 10 })
-            for message in claimed { #expect(try await store.message(id: message.id)?.isSending == true) }
+            // What a claim returns is the row as it now stands (the handed-off
+            // one claimed a second time: two attempts, its first send kept).
+            for message in claimed { #expect(try await store.message(id: message.id) == message) }
+            #expect(claimed.map(\.attempts) == [1, 2, 1])
+            #expect(claimed[1].sendStartedAt == now && claimed[1].pushStartedAt == now + 10 && claimed[1].updatedAt == now + 10)
             // The others are untouched: no claim, no attempt counted.
             let cancelledNow = try #require(try await store.message(id: cancelled.id))
             #expect(cancelledNow.state == .cancelled && !cancelledNow.isSending && cancelledNow.attempts == 0)
             #expect(try await store.message(id: superseded.id)?.state == .superseded)
             let inFlightNow = try #require(try await store.message(id: inFlight.id))
             #expect(inFlightNow.sendingSince == now && inFlightNow.attempts == 1)
+            #expect(try await store.claim(id: inFlight.id, from: .scheduled, now: now + 10) == nil)
             #expect(try await store.message(id: displayed.id)?.isSending == false)
             // Claimed once: a second batch finds nothing to claim.
             #expect(try await store.claim(ids: ids, now: now + 20).isEmpty)

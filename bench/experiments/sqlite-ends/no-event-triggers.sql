@@ -1,0 +1,3 @@
+-- What the two events a push appends cost (outcome and state), triggers and rows.
+-- (a bound, not a design: counts or read paths are wrong without it). bench/sqlite-ends.sh measures it.
+DROP TRIGGER events_message_state; DROP TRIGGER events_outcome;

@@ -1,0 +1,3 @@
+-- What events_bundle (StreamEvents' per-bundle index) costs per event.
+-- (a bound, not a design: counts or read paths are wrong without it). bench/sqlite-ends.sh measures it.
+DROP INDEX events_bundle;

@@ -1,0 +1,3 @@
+-- What messages_in_flight (the start-up's release of claims) costs a push.
+-- (a bound, not a design: counts or read paths are wrong without it). bench/sqlite-ends.sh measures it.
+DROP INDEX messages_in_flight;

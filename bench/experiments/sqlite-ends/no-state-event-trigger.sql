@@ -1,0 +1,3 @@
+-- What the message-state event costs.
+-- (a bound, not a design: counts or read paths are wrong without it). bench/sqlite-ends.sh measures it.
+DROP TRIGGER events_message_state;

@@ -3,7 +3,8 @@ public import HeraldCore
 extension SQLiteStore {
     /// The claim given back as `MessageRows.release` does, the due time
     /// moved and the message marked deferred (schema v9), while it is still
-    /// claimed in state ?2.
+    /// claimed in state ?2. Whether it applied is `Database.changes`: a
+    /// RETURNING clause would cost an ephemeral table (`MessageRows.claim`).
     static let holdUpdate = """
         UPDATE messages
         SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT \(MessageRows.pushTouched)
@@ -11,7 +12,6 @@ extension SQLiteStore {
             push_started_at = CASE WHEN \(MessageRows.pushTouched) THEN push_started_at ELSE NULL END,
             sending_since = NULL, due_at = ?3, deferred_at = coalesce(deferred_at, ?4), updated_at = ?4
         WHERE id = ?1 AND state = ?2 AND sending_since IS NOT NULL
-        RETURNING id
         """
 
     /// See `HeraldStore.hold`. The final outcomes go in first, so the
@@ -21,14 +21,13 @@ extension SQLiteStore {
         let hold = try DeviceHold(id: id, outcomes: outcomes)
         return try await write { db in
             for outcome in hold.final { try Self.insert(outcome, into: db) }
-            let statement = try db.cached(Self.holdUpdate)
-            try statement.bind(id, at: 1)
-            try statement.bind(from.rawValue, at: 2)
-            try statement.bind(hold.dueAt, at: 3)
-            try statement.bind(now, at: 4)
-            let held = try statement.step()
-            statement.reset()
-            guard held else { return false }
+            try db.run(Self.holdUpdate) {
+                try $0.bind(id, at: 1)
+                try $0.bind(from.rawValue, at: 2)
+                try $0.bind(hold.dueAt, at: 3)
+                try $0.bind(now, at: 4)
+            }
+            guard db.changes > 0 else { return false }
             for outcome in hold.waiting { try Self.insert(outcome, into: db) }
             return true
         }

@@ -16,7 +16,10 @@ collecting inside SQLite only, and subtract:
         "$(python3 -c 'import sys; print(sys.executable)')" bench/lib/sqlite_ends.py FRESH OUT 2000 1000
     (same with 2000, then (total(2000) - total(1000)) / 1000 per push)
 
-Python's `sqlite3` must load the SQLite the server links (check `ldd`)."""
+Python's `sqlite3` must load the SQLite the server links (check `ldd`). The
+counts and events are checked at the end, except for a CHANGE.sql that says it
+is "a bound, not a design" (bench/experiments/sqlite-ends/). bench/sqlite-ends.sh
+runs all of this."""
 import sys
 from store_statements import MESSAGE_COLUMNS, open_copy, claim, mark, outcome, forget, end, seed_counts, seed_funnel
 src, dst, n_total, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -46,6 +49,9 @@ for b in range(0, k, 50):
         db.execute(forget, (i,))
         db.execute(end, (i, "scheduled", "sent", None, "prov-" + i, None, now + 2002))
     db.execute("COMMIT")
+if change and "a bound, not a design" in open(change).read():
+    print("ok", k, "(a bound: counts and events not checked)")
+    raise SystemExit(0)
 sc = dict(db.execute("SELECT state, n FROM state_counts"))
 assert sc.get("sent", 0) == k and sc.get("scheduled") == n_total - k, sc
 assert db.execute("SELECT count(*) FROM events WHERE kind='sent' AND device_token IS NULL").fetchone()[0] == k

@@ -51,7 +51,7 @@ if mode == "held":
         db.execute("COMMIT")
         db.execute("BEGIN IMMEDIATE")
         for i in batch:
-            assert list(db.execute(hold, (i, "scheduled", E, now + 5001)))
+            assert db.execute(hold, (i, "scheduled", E, now + 5001)).rowcount == 1
             db.execute(outcome, (i, tok, "waiting", None, "quiet_hours", now + 5001, None, None, None, E))
         db.execute("COMMIT")
 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -61,7 +61,7 @@ hold = f"""UPDATE messages
 SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT {touched} THEN NULL ELSE send_started_at END,
     push_started_at = CASE WHEN {touched} THEN push_started_at ELSE NULL END,
     sending_since = NULL, due_at = ?3, deferred_at = coalesce(deferred_at, ?4), updated_at = ?4
-WHERE id = ?1 AND state = ?2 AND sending_since IS NOT NULL RETURNING id"""
+WHERE id = ?1 AND state = ?2 AND sending_since IS NOT NULL"""
 
 seed_counts = ("INSERT INTO state_counts(state,n) SELECT state, count(*) FROM messages GROUP BY state "
                "ON CONFLICT(state) DO UPDATE SET n=n+excluded.n")

@@ -6,9 +6,10 @@
 #
 #   HERALD_BIN=<herald> bench/sqlite-ends.sh [--script PY] [-k K] [CHANGE.sql ...]
 #
-# The first line is the schema as shipped; each CHANGE.sql after it (e.g.
-# bench/experiments/sqlite-ends/*.sql) is applied to a copy of a fresh
-# database and printed with its difference. HERALD_BIN makes the fresh
+# The first line is the schema as shipped (bench/lib/sqlite_ends.py); each
+# CHANGE.sql after it (e.g. bench/experiments/sqlite-ends/*.sql) is applied to
+# a copy of a fresh database, run with --script (default the same script), and
+# printed with its difference. HERALD_BIN makes the fresh
 # database (`herald serve`, stopped at once); Python's sqlite3 must load the
 # libsqlite3 the server links (checked). Only 127.0.0.1 is used.
 set -euo pipefail
@@ -43,19 +44,19 @@ grep -q "listening" "$WORK/serve.log" || { echo "sqlite-ends: the server did not
 kill "$pid"; wait "$pid" 2> /dev/null || true; pid=""
 cp "$WORK/data/herald.sqlite" "$WORK/fresh.sqlite"
 echo "SELECT 1;" > "$WORK/shipped.sql"
-per_push() {  # CHANGE.sql -> SQLite instructions per push
-    local change=$1 k total=()
+per_push() {  # SCRIPT CHANGE.sql -> SQLite instructions per push
+    local script=$1 change=$2 k total=()
     for k in "$K" $((2 * K)); do
         timeout 1800 valgrind --tool=callgrind --toggle-collect=sqlite3_step --callgrind-out-file="$WORK/cg.$k" \
-            "$PY" "$SCRIPT" "$WORK/fresh.sqlite" "$WORK/out.sqlite" $((2 * K)) "$k" "$change" > "$WORK/run.log" 2>&1 \
+            "$PY" "$script" "$WORK/fresh.sqlite" "$WORK/out.sqlite" $((2 * K)) "$k" "$change" > "$WORK/run.log" 2>&1 \
             || { cat "$WORK/run.log" >&2; return 1; }
         total+=("$(awk '/^(summary|totals):/ {print $2; exit}' "$WORK/cg.$k")")
     done
     echo $(((total[1] - total[0]) / K))
 }
-base=$(per_push "$WORK/shipped.sql")
-printf '%-48s %9s\n' "schema as shipped ($SCRIPT)" "$base"
+base=$(per_push bench/lib/sqlite_ends.py "$WORK/shipped.sql")
+printf '%-48s %9s\n' "schema as shipped (bench/lib/sqlite_ends.py)" "$base"
 for change in "$@"; do
-    n=$(per_push "$change")
+    n=$(per_push "$SCRIPT" "$change")
     printf '%-48s %9s  %+d (%+.1f %%)\n' "$(basename "$change")" "$n" $((n - base)) "$(echo "100 * ($n - $base) / $base" | bc -l)"
 done

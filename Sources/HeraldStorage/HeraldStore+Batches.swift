@@ -10,11 +10,15 @@ public struct Transition: Sendable {
     public let lastError: String?
     public let now: Int64
     public let outcomes: [DeviceOutcome]
+    /// The message's columns its outcomes' events repeat, when the caller
+    /// has them (the dispatcher, from the claim): the embedded store then
+    /// writes those events without looking the message up.
+    public let subject: EventSubject?
 
     /// The arguments of `HeraldStore.transition(id:from:to:…)`.
     public init(
         id: String, from: MessageState, to: MessageState, dueAt: Int64? = nil, providerMessageID: String? = nil,
-        lastError: String? = nil, now: Int64, outcomes: [DeviceOutcome] = []
+        lastError: String? = nil, now: Int64, outcomes: [DeviceOutcome] = [], subject: EventSubject? = nil
     ) {
         self.id = id
         self.from = from
@@ -24,6 +28,27 @@ public struct Transition: Sendable {
         self.lastError = lastError
         self.now = now
         self.outcomes = outcomes
+        self.subject = subject
+    }
+}
+
+/// What every event of a message repeats from its row (`events` columns);
+/// none of it changes after the message is stored.
+public struct EventSubject: Sendable, Hashable {
+    public let messageID: String
+    public let bundleID: String
+    public let idempotencyKey: String?
+    public let userID: String
+    public let campaignID: String
+    public let platform: Platform
+
+    public init(_ message: StoredMessage) {
+        messageID = message.id
+        bundleID = message.bundleID
+        idempotencyKey = message.idempotencyKey
+        userID = message.userID
+        campaignID = message.campaignID
+        platform = message.platform
     }
 }
 

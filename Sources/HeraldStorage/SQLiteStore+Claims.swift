@@ -30,7 +30,7 @@ extension SQLiteStore {
     /// outcomes, the push's hand-over marks dropped, the compare-and-set of
     /// the state. Returns whether the state changed.
     static func apply(_ item: Transition, in db: Database) throws -> Bool {
-        for outcome in item.outcomes { try insert(outcome, into: db) }
+        for outcome in item.outcomes { try insert(outcome, into: db, subject: item.subject) }
         // The push ends: its marks served their purpose (the outcomes are
         // recorded), so the table holds only pushes under way.
         let forget = try db.cached("DELETE FROM handovers WHERE message_id = ?1")

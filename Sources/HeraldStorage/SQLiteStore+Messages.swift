@@ -170,9 +170,12 @@ extension SQLiteStore {
         try await write { db in try Self.insert(outcome, into: db) }
     }
 
-    /// Records `outcome`; a DISPLAYED or OPENED report already recorded for
-    /// (message, device) changes nothing (schema v7's `outcomes_reports`).
-    static func insert(_ outcome: DeviceOutcome, into db: Database) throws {
+    /// Records `outcome` and appends its event; a DISPLAYED or OPENED report
+    /// already recorded for (message, device) changes nothing (schema v7's
+    /// `outcomes_reports`). With the message's `subject` the event is written
+    /// as is, else its columns are read from the message (schema v16: the
+    /// store, not a trigger, appends an outcome's event).
+    static func insert(_ outcome: DeviceOutcome, into db: Database, subject: EventSubject? = nil) throws {
         try db.run("""
             INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment,
                                  not_before)
@@ -190,7 +193,60 @@ extension SQLiteStore {
             try $0.bind(outcome.environment?.rawValue, at: 9)
             try $0.bind(outcome.notBefore, at: 10)
         }
+        if db.changes > 0 { try appendEvent(of: outcome, subject: subject?.messageID == outcome.messageID ? subject : nil, into: db) }
         try MessageMilestones.recordReport(outcome, into: db)
+    }
+
+    /// The event of an outcome just recorded (`EventRows.outcomeKind` and
+    /// `outcomeReason` of its status, as schema v12's trigger wrote it).
+    private static func appendEvent(of outcome: DeviceOutcome, subject: EventSubject?, into db: Database) throws {
+        try db.run(subject == nil ? outcomeEventLookingUp : outcomeEvent) {
+            try $0.bind(outcome.at, at: 2)
+            try $0.bind(outcome.kind.rawValue, at: 3)
+            try $0.bind(outcome.messageID, at: 4)
+            try $0.bind(outcome.deviceToken, at: 9)
+            try $0.bind(outcome.reason, at: 10)
+            try $0.bind(outcome.httpStatus.map(Int64.init), at: 11)
+            if let subject {
+                try $0.bind(subject.bundleID, at: 1)
+                try $0.bind(subject.idempotencyKey, at: 5)
+                try $0.bind(subject.userID, at: 6)
+                try $0.bind(subject.campaignID, at: 7)
+                try $0.bind(subject.platform.rawValue, at: 8)
+            }
+        }
+    }
+
+    private static let outcomeEventColumns = """
+        bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform, device_token, reason, http_status
+        """
+
+    /// ?1…?11 in `outcomeEventColumns`' order, ?3 the outcome's status and
+    /// ?10 its reason.
+    private static let outcomeEvent = """
+        INSERT INTO events(\(outcomeEventColumns))
+        VALUES (?1, ?2, \(EventRows.outcomeKind(status: "?3")), ?4, ?5, ?6, ?7, ?8, ?9,
+                \(EventRows.outcomeReason(status: "?3", reason: "?10")), ?11)
+        """
+
+    /// `outcomeEvent` with the message's columns read from its row (?4).
+    private static let outcomeEventLookingUp = """
+        INSERT INTO events(\(outcomeEventColumns))
+        SELECT m.bundle_id, ?2, \(EventRows.outcomeKind(status: "?3")), m.id, m.idempotency_key, m.user_id, m.campaign_id,
+               m.platform, ?9, \(EventRows.outcomeReason(status: "?3", reason: "?10")), ?11
+        FROM messages m WHERE m.id = ?4
+        """
+
+    /// The events of the outcomes with a rowid above `after`, in their order
+    /// (`recoverInterrupted`'s UNCONFIRMED devices, inserted in one statement).
+    static func appendEvents(ofOutcomesAfter after: Int64, into db: Database) throws {
+        try db.run("""
+            INSERT INTO events(\(outcomeEventColumns))
+            SELECT m.bundle_id, o.at, \(EventRows.outcomeKind("o.")), m.id, m.idempotency_key, m.user_id, m.campaign_id,
+                   m.platform, o.device_token, \(EventRows.outcomeReason("o.")), o.http_status
+            FROM outcomes o JOIN messages m ON m.id = o.message_id
+            WHERE o.rowid > ?1 ORDER BY o.rowid
+            """) { try $0.bind(after, at: 1) }
     }
 
     public func outcomes(messageID: String) async throws -> [DeviceOutcome] {
@@ -254,6 +310,7 @@ extension SQLiteStore {
     /// claim is released (see `MessageRows.release`), in one transaction.
     public func recoverInterrupted(now: Int64) async throws -> InterruptedRecovery {
         try await write { db in
+            let lastOutcome = try db.scalarInt("SELECT coalesce(max(rowid), 0) FROM outcomes") ?? 0
             let unconfirm = try db.cached("""
                 INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at)
                 SELECT h.message_id, h.device_token, ?2, NULL, ?3, ?1
@@ -268,6 +325,7 @@ extension SQLiteStore {
             try unconfirm.bind(DeviceOutcomeKind.unconfirmedReason, at: 3)
             try unconfirm.run()
             let unconfirmed = db.changes
+            if unconfirmed > 0 { try Self.appendEvents(ofOutcomesAfter: lastOutcome, into: db) }
             let release = try db.cached(MessageRows.release + " RETURNING id")
             try release.bind(now, at: 1)
             var ids: [String] = []

@@ -16,9 +16,17 @@ func undoSchemaV12(_ db: Database) throws {
     try db.execute("DROP TABLE event_horizon")
 }
 
+/// Back to what a build before schema v16 wrote: v12's trigger appending
+/// an outcome's event.
+func undoSchemaV16(_ db: Database) throws {
+    let trigger = SchemaV12.sql[SchemaV12.sql.range(of: "CREATE TRIGGER events_outcome")!.lowerBound...]
+    try db.execute(String(trigger[..<trigger.range(of: "END;")!.upperBound]))
+}
+
 /// Back to what a build before schema v15 wrote: v10's `messages_policy`,
 /// which follows `state`, and no `suppressed_at`.
 func undoSchemaV15(_ db: Database) throws {
+    try undoSchemaV16(db)
     try db.execute("""
         DROP INDEX messages_policy;
         ALTER TABLE messages DROP COLUMN suppressed_at;

@@ -21,7 +21,7 @@ counts and events are checked at the end, except for a CHANGE.sql that says it
 is "a bound, not a design" (bench/experiments/sqlite-ends/). bench/sqlite-ends.sh
 runs all of this."""
 import sys
-from store_statements import MESSAGE_COLUMNS, open_copy, claim, mark, outcome, forget, end, seed_counts, seed_funnel
+from store_statements import MESSAGE_COLUMNS, open_copy, claim, mark, record_outcome, forget, end, seed_counts, seed_funnel
 src, dst, n_total, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 change = sys.argv[5] if len(sys.argv) > 5 else None
 db = open_copy(src, dst, change)
@@ -45,7 +45,8 @@ for b in range(0, k, 50):
     db.execute("COMMIT")
     db.execute("BEGIN IMMEDIATE")
     for i in ids:
-        db.execute(outcome, (i, tok, "sent", "prov-" + i, None, now + 2002, 200, 1, "production", None))
+        record_outcome(db, (i, tok, "sent", "prov-" + i, None, now + 2002, 200, 1, "production", None),
+                       ("com.example.app", f"key-{i}", "user-0001", "camp-1", "ios"))
         db.execute(forget, (i,))
         db.execute(end, (i, "scheduled", "sent", None, "prov-" + i, None, now + 2002))
     db.execute("COMMIT")

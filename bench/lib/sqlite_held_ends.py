@@ -24,7 +24,7 @@ longer does; compare the statements, not the COMMITs.
 2026-11-29, N=20,000, schema v14 (µs CPU a push, Python's call included):
 end 65 plain / 72-73 held; with schema v15's `messages_policy` 61 / 60."""
 import sys, time, resource
-from store_statements import MESSAGE_COLUMNS, open_copy, claim, hold, mark, outcome, forget, end, seed_counts, seed_funnel
+from store_statements import MESSAGE_COLUMNS, open_copy, claim, hold, mark, record_outcome, forget, end, seed_counts, seed_funnel
 src, dst, n, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 change = sys.argv[5] if len(sys.argv) > 5 else None
 db = open_copy(src, dst, change)
@@ -41,6 +41,7 @@ for b in range(0, n, 1000):
 db.execute(seed_counts)
 db.execute(seed_funnel)
 tok = "ab" * 32
+SUBJECT = ("com.example.app", None, "user-0001", "camp-1", "ios")
 E = now + 10_000_000
 if mode == "held":
     for b in range(0, n, 50):
@@ -52,7 +53,7 @@ if mode == "held":
         db.execute("BEGIN IMMEDIATE")
         for i in batch:
             assert db.execute(hold, (i, "scheduled", E, now + 5001)).rowcount == 1
-            db.execute(outcome, (i, tok, "waiting", None, "quiet_hours", now + 5001, None, None, None, E))
+            record_outcome(db, (i, tok, "waiting", None, "quiet_hours", now + 5001, None, None, None, E), SUBJECT)
         db.execute("COMMIT")
 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 db.execute("PRAGMA wal_autocheckpoint=0")
@@ -71,7 +72,8 @@ for b in range(0, n, 50):
     X("commit1", "COMMIT")
     X("begin2", "BEGIN IMMEDIATE")
     for i in batch:
-        X("outcome", outcome, (i, tok, "sent", "prov-" + i, None, E + 2002, 200, 1, "production", None))
+        a = pc(); record_outcome(db, (i, tok, "sent", "prov-" + i, None, E + 2002, 200, 1, "production", None), SUBJECT)
+        acc["outcome"] = acc.get("outcome", 0) + pc() - a
         X("forget", forget, (i,))
         X("end", end, (i, "scheduled", "sent", None, "prov-" + i, None, E + 2002))
     X("commit2", "COMMIT")

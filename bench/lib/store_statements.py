@@ -1,6 +1,6 @@
 """The store's dispatch statements (schema v15), copied for the SQLite-only
 benches (sqlite_ends.py, sqlite_held_ends.py): keep them in step with
-`MessageRows.claim`, `SQLiteStore.holdUpdate`, `SQLiteStore.insert(_:into:)`,
+`MessageRows.claim`, `SQLiteStore.holdUpdate`, `SQLiteStore.insert(_:into:subject:)`,
 `SQLiteStore.apply` and `SQLiteStore.endSQL`; `open_copy` opens a copy of a
 database with the store's connection settings."""
 import shutil
@@ -44,6 +44,27 @@ def claim(db: sqlite3.Connection, message_id: str, now: int) -> tuple | None:
 mark = "INSERT OR IGNORE INTO handovers(message_id, device_token, push, at) VALUES (?1, ?2, ?3, ?4)"
 outcome = """INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment, not_before)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT DO NOTHING"""
+# SQLiteStore.insert(_:into:subject:) since schema v16: the outcome's event,
+# written by the store with the claimed message's columns (EventSubject).
+_KIND = ("CASE ?3 WHEN 'sent' THEN 'sent' WHEN 'handed_off' THEN 'handed_off' WHEN 'unconfirmed' THEN 'unconfirmed' "
+         "WHEN 'displayed' THEN 'displayed' WHEN 'opened' THEN 'opened' WHEN 'waiting' THEN 'deferred' "
+         "WHEN 'suppressed' THEN 'suppressed' WHEN 'revoked' THEN 'revoked' WHEN 'expired' THEN 'expired' ELSE 'failed' END")
+_REASON = ("CASE WHEN ?3 = 'revoke_failed' THEN 'revoke_failed: ' || coalesce(?10, '') "
+           "WHEN ?3 IN ('unregistered', 'bad_device_token') THEN coalesce(?10, ?3) ELSE ?10 END")
+outcome_event = ("INSERT INTO events(bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform, "
+                 f"device_token, reason, http_status) VALUES (?1, ?2, {_KIND}, ?4, ?5, ?6, ?7, ?8, ?9, {_REASON}, ?11)")
+
+
+def record_outcome(db: sqlite3.Connection, values: tuple, subject: tuple) -> None:
+    """`outcome` with `values` (its ten parameters), then its event when a row
+    was written; `subject`: (bundle_id, idempotency_key, user_id, campaign_id,
+    platform) of the message."""
+    if db.execute(outcome, values).rowcount == 1:
+        mid, token, status, _, reason, at, http = values[:7]
+        db.execute(outcome_event, (subject[0], at, status, mid, subject[1], subject[2], subject[3], subject[4],
+                                   token, reason, http))
+
+
 forget = "DELETE FROM handovers WHERE message_id = ?1"
 end = """UPDATE messages
 SET state = ?3, due_at = coalesce(?4, due_at), provider_message_id = coalesce(?5, provider_message_id),

@@ -392,7 +392,7 @@ public final class Dispatcher: Sendable {
         ends: PushEnds? = nil
     ) async throws {
         let end = Transition(id: message.id, from: from, to: to, dueAt: dueAt, providerMessageID: providerMessageID, lastError: error,
-                             now: clock.now(), outcomes: outcomes)
+                             now: clock.now(), outcomes: outcomes, subject: outcomes.isEmpty ? nil : EventSubject(message))
         if let ends {
             await queue(end, in: ends)
             return

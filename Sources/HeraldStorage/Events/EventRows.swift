@@ -10,9 +10,12 @@ package enum EventRows {
     /// meaning; `expired` stays `expired`; every refusal or local failure
     /// (`unregistered`, `bad_device_token`, `rejected`, `failed`,
     /// `revoke_failed`) is `failed`.
-    package static func outcomeKind(_ prefix: String) -> String {
+    package static func outcomeKind(_ prefix: String) -> String { outcomeKind(status: prefix + "status") }
+
+    /// `outcomeKind` of the status expression `status` (a column or a parameter).
+    package static func outcomeKind(status: String) -> String {
         """
-        CASE \(prefix)status WHEN 'sent' THEN 'sent' WHEN 'handed_off' THEN 'handed_off' \
+        CASE \(status) WHEN 'sent' THEN 'sent' WHEN 'handed_off' THEN 'handed_off' \
         WHEN 'unconfirmed' THEN 'unconfirmed' WHEN 'displayed' THEN 'displayed' WHEN 'opened' THEN 'opened' \
         WHEN 'waiting' THEN 'deferred' WHEN 'suppressed' THEN 'suppressed' WHEN 'revoked' THEN 'revoked' \
         WHEN 'expired' THEN 'expired' ELSE 'failed' END
@@ -23,10 +26,15 @@ package enum EventRows {
     /// (its status when the provider gave none); a failed revoke push says
     /// so (`revoke_failed: unregistered: Unregistered`).
     package static func outcomeReason(_ prefix: String) -> String {
+        outcomeReason(status: prefix + "status", reason: prefix + "reason")
+    }
+
+    /// `outcomeReason` of the expressions `status` and `reason`.
+    package static func outcomeReason(status: String, reason: String) -> String {
         """
-        CASE WHEN \(prefix)status = 'revoke_failed' THEN 'revoke_failed: ' || coalesce(\(prefix)reason, '') \
-        WHEN \(prefix)status IN ('unregistered', 'bad_device_token') THEN coalesce(\(prefix)reason, \(prefix)status) \
-        ELSE \(prefix)reason END
+        CASE WHEN \(status) = 'revoke_failed' THEN 'revoke_failed: ' || coalesce(\(reason), '') \
+        WHEN \(status) IN ('unregistered', 'bad_device_token') THEN coalesce(\(reason), \(status)) \
+        ELSE \(reason) END
         """
     }
 

@@ -142,6 +142,57 @@ struct EventLogContractTests {
 
     // MARK: what appends what
 
+    /// The dispatcher hands the store the message's columns with a push's end
+    /// (`Transition.subject`, from the claim); the events must be those the
+    /// store writes when it reads them from the message: every column, every
+    /// kind and reason mapping, outcomes first, then the state.
+    @Test(arguments: StoreKind.all) func aPushsEventsAreTheSameWithOrWithoutTheClaimedSubject(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let log = try Self.log(store)
+            var cursor: EventCursor?
+            func outcomes(_ id: String) -> [DeviceOutcome] {
+                [
+                    DeviceOutcome(messageID: id, deviceToken: "aa", kind: .sent, providerMessageID: "apns-1", at: now + 11, httpStatus: 200),
+                    DeviceOutcome(messageID: id, deviceToken: "bb", kind: .unregistered, at: now + 11, httpStatus: 410),
+                    DeviceOutcome(messageID: id, deviceToken: "cc", kind: .revokeFailed, reason: "unregistered: Unregistered", at: now + 11),
+                    DeviceOutcome(messageID: id, deviceToken: "dd", kind: .rejected, reason: "BadTopic", at: now + 11, httpStatus: 400),
+                    DeviceOutcome(messageID: id, deviceToken: "ee", kind: .expired, at: now + 11),
+                ]
+            }
+            var events: [String: [DeliveryEvent]] = [:]
+            for (id, withSubject) in [("with", true), ("without", false)] {
+                _ = try await store.schedule(makeMessage(id: id, key: "k-" + id))
+                _ = try await Self.step(log, &cursor)
+                let claimed = try #require(try await store.claim(ids: [id], now: now + 10).first)
+                let ended = try await store.transitions([Transition(
+                    id: id, from: .scheduled, to: .sent, providerMessageID: "apns-1", now: now + 11, outcomes: outcomes(id),
+                    subject: withSubject ? EventSubject(claimed) : nil)])
+                #expect(ended == [true])
+                events[id] = try await Self.step(log, &cursor)
+            }
+            // The same rows but for the message (id, key) and the cursor.
+            func comparable(_ event: DeliveryEvent) -> DeliveryEvent {
+                var event = event
+                event.cursor = EventCursor(major: 0, minor: 0)
+                event.messageID = ""
+                event.idempotencyKey = nil
+                return event
+            }
+            // In one write's order on SQLite and in memory; PostgreSQL's
+            // statement triggers keep an order of their own (docs/INTERNALS.md).
+            func ordered(_ events: [DeliveryEvent]) -> [DeliveryEvent] {
+                kind == .postgres ? events.sorted { ($0.deviceToken ?? "~") < ($1.deviceToken ?? "~") } : events
+            }
+            let with = ordered(try #require(events["with"])), without = ordered(try #require(events["without"]))
+            #expect(with.count == 6 && with.map(comparable) == without.map(comparable))
+            #expect(with.map(\.kind) == [.sent, .failed, .failed, .failed, .expired, .sent])
+            #expect(with.map(\.reason) == [nil, "unregistered", "revoke_failed: unregistered: Unregistered", "BadTopic", nil, nil])
+            #expect(with.map(\.httpStatus) == [200, 410, nil, 400, nil, nil])
+            #expect(without.allSatisfy { $0.idempotencyKey == "k-without" })
+            #expect(with.allSatisfy { $0.idempotencyKey == "k-with" && $0.campaignID == "welcome" && $0.userID == "user-1" && $0.at == now + 11 })
+        }
+    }
+
     @Test(arguments: StoreKind.all) func eachWritePathAppendsExactlyItsEventsOnceInOrder(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
             let log = try Self.log(store)

@@ -1,3 +1,4 @@
+-- Written for schema v15 (bench/RESULTS.md, Session 44); v16 dropped events_outcome.
 -- The four triggers on the end's path behind a flag (writer_flags.skip), and a scratch
 -- column for the old funnel: with experiments/sqlite-ends/writer-counts.py, the writer keeping
 -- counts and events itself; alone (flag 0), what the flag's check costs every other path.

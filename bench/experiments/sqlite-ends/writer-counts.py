@@ -1,4 +1,4 @@
-"""The writer keeping counts and events itself, SQLite's side only (measured, not adopted:
+"""Schema v15. The writer keeping counts and events itself, SQLite's side only (measured, not adopted:
 bench/RESULTS.md, Session 44). As bench/lib/sqlite_ends.py, with CHANGE.sql =
 triggers-behind-a-flag.sql: each end transaction sets writer_flags.skip, appends the
 outcome and state events itself, takes the old funnel from a scratch column

@@ -21,20 +21,12 @@ counts and events are checked at the end, except for a CHANGE.sql that says it
 is "a bound, not a design" (bench/experiments/sqlite-ends/). bench/sqlite-ends.sh
 runs all of this."""
 import sys
-from store_statements import MESSAGE_COLUMNS, open_copy, claim, mark, record_outcome, forget, end, seed_counts, seed_funnel
+from store_statements import open_copy, seed_pending, claim, mark, record_outcome, forget, end
 src, dst, n_total, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 change = sys.argv[5] if len(sys.argv) > 5 else None
 db = open_copy(src, dst, change)
 now = 1_800_000_000_000
-cols = MESSAGE_COLUMNS
-db.execute("BEGIN")
-for i in range(n_total):
-    db.execute(f"INSERT INTO messages({cols}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)",
-               (f"{i:08d}-aaaa-bbbb-cccc-dddddddddddd", "com.example.app", "ios", f"user-{i%20:04d}", "camp-1", f"key-{i}",
-                "traditional", i % 2, now, now + 3_600_000, now + 1000, "scheduled", now, now, b"x" * 300))
-db.execute(seed_counts)
-db.execute(seed_funnel)
-db.execute("COMMIT")
+seed_pending(db, n_total, now)
 tok = "ab" * 32
 for b in range(0, k, 50):
     ids = [f"{i:08d}-aaaa-bbbb-cccc-dddddddddddd" for i in range(b, min(k, b + 50))]

@@ -89,3 +89,16 @@ seed_counts = ("INSERT INTO state_counts(state,n) SELECT state, count(*) FROM me
 seed_funnel = ("INSERT INTO campaign_funnel(bundle_id,campaign_id,delivery_method,ab_test,funnel,policy,n) "
                "SELECT bundle_id,campaign_id,delivery_method,ab_test,funnel,0,count(*) FROM messages WHERE true "
                "GROUP BY 1,2,3,4,5 ON CONFLICT DO UPDATE SET n=n+excluded.n")
+
+
+def seed_pending(db: sqlite3.Connection, n: int, now: int) -> None:
+    """n SCHEDULED messages (ids `NNNNNNNN-aaaa-…`, 20 users, A/B halves, due at
+    now + 1 s) and their counts, in one transaction (sqlite_ends.py)."""
+    db.execute("BEGIN")
+    for i in range(n):
+        db.execute(f"INSERT INTO messages({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)",
+                   (f"{i:08d}-aaaa-bbbb-cccc-dddddddddddd", "com.example.app", "ios", f"user-{i % 20:04d}", "camp-1",
+                    f"key-{i}", "traditional", i % 2, now, now + 3_600_000, now + 1000, "scheduled", now, now, b"x" * 300))
+    db.execute(seed_counts)
+    db.execute(seed_funnel)
+    db.execute("COMMIT")

@@ -10,20 +10,12 @@ counts once per transaction.
 import os
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
-from store_statements import MESSAGE_COLUMNS, open_copy, claim, mark, outcome, forget, end, seed_counts, seed_funnel
+from store_statements import open_copy, seed_pending, claim, mark, outcome, forget, end
 src, dst, n_total, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 change = sys.argv[5] if len(sys.argv) > 5 else None
 db = open_copy(src, dst, change)
 now = 1_800_000_000_000
-cols = MESSAGE_COLUMNS
-db.execute("BEGIN")
-for i in range(n_total):
-    db.execute(f"INSERT INTO messages({cols}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)",
-               (f"{i:08d}-aaaa-bbbb-cccc-dddddddddddd", "com.example.app", "ios", f"user-{i%20:04d}", "camp-1", f"key-{i}",
-                "traditional", i % 2, now, now + 3_600_000, now + 1000, "scheduled", now, now, b"x" * 300))
-db.execute(seed_counts)
-db.execute(seed_funnel)
-db.execute("COMMIT")
+seed_pending(db, n_total, now)
 tok = "ab" * 32
 from store_statements import end as END
 END2 = END.replace("updated_at = ?7,", "updated_at = ?7, prior_funnel = funnel,") + " RETURNING bundle_id, campaign_id, delivery_method, ab_test, funnel, prior_funnel, deferred_at"

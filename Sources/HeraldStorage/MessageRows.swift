@@ -50,9 +50,9 @@ enum MessageRows {
         return message
     }
 
-    private static let selectInState = selectClaimable(state: "state = ?2")
+    private static let selectInState = HotSQL(selectClaimable(state: "state = ?2"))
 
-    private static let selectWaiting = selectClaimable(state: "state IN ('scheduled', 'handed_off')")
+    private static let selectWaiting = HotSQL(selectClaimable(state: "state IN ('scheduled', 'handed_off')"))
 
     /// The column after `columns` in `selectClaimable`.
     private static let claimRowidColumn: Int32 = 22
@@ -63,12 +63,12 @@ enum MessageRows {
 
     /// The claim's write (?1 = rowid, ?2 = now), on a row `selectClaimable`
     /// just read in the same write transaction.
-    private static let claimRow = """
+    private static let claimRow = HotSQL("""
         UPDATE messages
         SET sending_since = ?2, send_started_at = coalesce(send_started_at, ?2),
             push_started_at = coalesce(push_started_at, ?2), attempts = attempts + 1, updated_at = ?2
         WHERE rowid = ?1
-        """
+        """)
 
     /// The INSERT of `rows` messages: `columns` plus `funnel`, one
     /// `(?, …)` group of `insertWidth` parameters per row.

@@ -33,10 +33,8 @@ extension SQLiteStore {
         for outcome in item.outcomes { try insert(outcome, into: db, subject: item.subject) }
         // The push ends: its marks served their purpose (the outcomes are
         // recorded), so the table holds only pushes under way.
-        let forget = try db.cached("DELETE FROM handovers WHERE message_id = ?1")
-        try forget.bind(item.id, at: 1)
-        try forget.run()
-        try db.run(item.to == .suppressed ? endSuppressedSQL : endSQL) {
+        try db.run(forgetMarks) { try $0.bind(item.id, at: 1) }
+        try db.run(item.to == .suppressed ? endSuppressed : end) {
             try $0.bind(item.id, at: 1)
             try $0.bind(item.from.rawValue, at: 2)
             try $0.bind(item.to.rawValue, at: 3)
@@ -53,6 +51,12 @@ extension SQLiteStore {
     /// Built once; `Database.cached` keys on the text. It does not assign
     /// `suppressed_at`, so it leaves `messages_policy` (schema v15) alone.
     static let endSQL = endSQL(suppressedAt: "")
+
+    private static let end = HotSQL(endSQL)
+
+    private static let endSuppressed = HotSQL(endSuppressedSQL)
+
+    private static let forgetMarks = HotSQL("DELETE FROM handovers WHERE message_id = ?1")
 
     /// `endSQL` for the end to SUPPRESSED: also `suppressed_at`, which puts
     /// the message in `messages_policy`.

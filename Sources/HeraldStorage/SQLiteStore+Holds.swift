@@ -14,6 +14,8 @@ extension SQLiteStore {
         WHERE id = ?1 AND state = ?2 AND sending_since IS NOT NULL
         """
 
+    private static let holdStatement = HotSQL(holdUpdate)
+
     /// See `HeraldStore.hold`. The final outcomes go in first, so the
     /// release sees them (the push stays open); the WAITING ones only when
     /// the hold applied. Hand-over marks are kept: the push is still open.
@@ -21,7 +23,7 @@ extension SQLiteStore {
         let hold = try DeviceHold(id: id, outcomes: outcomes)
         return try await write { db in
             for outcome in hold.final { try Self.insert(outcome, into: db) }
-            try db.run(Self.holdUpdate) {
+            try db.run(Self.holdStatement) {
                 try $0.bind(id, at: 1)
                 try $0.bind(from.rawValue, at: 2)
                 try $0.bind(hold.dueAt, at: 3)

@@ -176,12 +176,7 @@ extension SQLiteStore {
     /// as is, else its columns are read from the message (schema v16: the
     /// store, not a trigger, appends an outcome's event).
     static func insert(_ outcome: DeviceOutcome, into db: Database, subject: EventSubject? = nil) throws {
-        try db.run("""
-            INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment,
-                                 not_before)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-            ON CONFLICT DO NOTHING
-            """) {
+        try db.run(insertOutcome) {
             try $0.bind(outcome.messageID, at: 1)
             try $0.bind(outcome.deviceToken, at: 2)
             try $0.bind(outcome.kind.rawValue, at: 3)
@@ -196,6 +191,13 @@ extension SQLiteStore {
         if db.changes > 0 { try appendEvent(of: outcome, subject: subject?.messageID == outcome.messageID ? subject : nil, into: db) }
         try MessageMilestones.recordReport(outcome, into: db)
     }
+
+    private static let insertOutcome = HotSQL("""
+        INSERT INTO outcomes(message_id, device_token, status, provider_message_id, reason, at, http_status, attempts, environment,
+                             not_before)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+        ON CONFLICT DO NOTHING
+        """)
 
     /// The event of an outcome just recorded (`EventRows.outcomeKind` and
     /// `outcomeReason` of its status, as schema v12's trigger wrote it).
@@ -223,19 +225,19 @@ extension SQLiteStore {
 
     /// ?1…?11 in `outcomeEventColumns`' order, ?3 the outcome's status and
     /// ?10 its reason.
-    private static let outcomeEvent = """
+    private static let outcomeEvent = HotSQL("""
         INSERT INTO events(\(outcomeEventColumns))
         VALUES (?1, ?2, \(EventRows.outcomeKind(status: "?3")), ?4, ?5, ?6, ?7, ?8, ?9,
                 \(EventRows.outcomeReason(status: "?3", reason: "?10")), ?11)
-        """
+        """)
 
     /// `outcomeEvent` with the message's columns read from its row (?4).
-    private static let outcomeEventLookingUp = """
+    private static let outcomeEventLookingUp = HotSQL("""
         INSERT INTO events(\(outcomeEventColumns))
         SELECT m.bundle_id, ?2, \(EventRows.outcomeKind(status: "?3")), m.id, m.idempotency_key, m.user_id, m.campaign_id,
                m.platform, ?9, \(EventRows.outcomeReason(status: "?3", reason: "?10")), ?11
         FROM messages m WHERE m.id = ?4
-        """
+        """)
 
     /// The events of the outcomes with a rowid above `after`, in their order
     /// (`recoverInterrupted`'s UNCONFIRMED devices, inserted in one statement).
@@ -267,12 +269,12 @@ extension SQLiteStore {
         }
     }
 
+    private static let insertMark = HotSQL("INSERT OR IGNORE INTO handovers(message_id, device_token, push, at) VALUES (?1, ?2, ?3, ?4)")
+
     public func recordHandOvers(_ marks: [HandOverMark]) async throws {
         guard !marks.isEmpty else { return }
         try await write { db in
-            let statement = try db.cached("""
-                INSERT OR IGNORE INTO handovers(message_id, device_token, push, at) VALUES (?1, ?2, ?3, ?4)
-                """)
+            let statement = try db.cached(Self.insertMark)
             for mark in marks {
                 statement.reset()
                 try statement.bind(mark.messageID, at: 1)

@@ -4,6 +4,8 @@
 #
 #   HERALD_BIN=<release herald> bench/dispatch-instructions.sh [N] [USERS]   (default 2000, 20)
 #   TOP=60 KEEP=/tmp/cg …   (more functions; keep the dumps)
+#   RATE=40 …   scheduling rate assumed under callgrind (default 120 a
+#               second): lower on a busy machine, for a longer lead to T0
 #   MODE=release …   per message released from a hold (quiet hours) vs per
 #                    plainly dispatched one, same server
 #                    (bench/lib/release_instructions.py; LEAD=seconds to the

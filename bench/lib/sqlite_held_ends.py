@@ -61,19 +61,20 @@ import os
 t0, c0 = time.perf_counter(), time.process_time()
 acc = {}
 pc = time.process_time
+def T(name, fn, *args):
+    a = pc(); r = fn(*args); acc[name] = acc.get(name, 0) + pc() - a; return r
 def X(name, sql, args=()):
-    a = pc(); r = list(db.execute(sql, args)); acc[name] = acc.get(name, 0) + pc() - a; return r
+    return T(name, lambda: list(db.execute(sql, args)))
 for b in range(0, n, 50):
     batch = ids[b:b + 50]
     X("begin1", "BEGIN IMMEDIATE")
     for i in batch:
-        a = pc(); claim(db, i, E + 2000); acc["claim"] = acc.get("claim", 0) + pc() - a
+        T("claim", claim, db, i, E + 2000)
         X("mark", mark, (i, tok, E + 2000, E + 2001))
     X("commit1", "COMMIT")
     X("begin2", "BEGIN IMMEDIATE")
     for i in batch:
-        a = pc(); record_outcome(db, (i, tok, "sent", "prov-" + i, None, E + 2002, 200, 1, "production", None), SUBJECT)
-        acc["outcome"] = acc.get("outcome", 0) + pc() - a
+        T("outcome", record_outcome, db, (i, tok, "sent", "prov-" + i, None, E + 2002, 200, 1, "production", None), SUBJECT)
         X("forget", forget, (i,))
         X("end", end, (i, "scheduled", "sent", None, "prov-" + i, None, E + 2002))
     X("commit2", "COMMIT")

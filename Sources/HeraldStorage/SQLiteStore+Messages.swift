@@ -233,9 +233,7 @@ extension SQLiteStore {
 
     /// `outcomeEvent` with the message's columns read from its row (?4).
     private static let outcomeEventLookingUp = HotSQL("""
-        INSERT INTO events(\(outcomeEventColumns))
-        SELECT m.bundle_id, ?2, \(EventRows.outcomeKind(status: "?3")), m.id, m.idempotency_key, m.user_id, m.campaign_id,
-               m.platform, ?9, \(EventRows.outcomeReason(status: "?3", reason: "?10")), ?11
+        \(insertEventOfMessage(at: "?2", status: "?3", deviceToken: "?9", reason: "?10", httpStatus: "?11"))
         FROM messages m WHERE m.id = ?4
         """)
 
@@ -243,12 +241,23 @@ extension SQLiteStore {
     /// (`recoverInterrupted`'s UNCONFIRMED devices, inserted in one statement).
     static func appendEvents(ofOutcomesAfter after: Int64, into db: Database) throws {
         try db.run("""
-            INSERT INTO events(\(outcomeEventColumns))
-            SELECT m.bundle_id, o.at, \(EventRows.outcomeKind("o.")), m.id, m.idempotency_key, m.user_id, m.campaign_id,
-                   m.platform, o.device_token, \(EventRows.outcomeReason("o.")), o.http_status
+            \(insertEventOfMessage(at: "o.at", status: "o.status", deviceToken: "o.device_token", reason: "o.reason",
+                                   httpStatus: "o.http_status"))
             FROM outcomes o JOIN messages m ON m.id = o.message_id
             WHERE o.rowid > ?1 ORDER BY o.rowid
             """) { try $0.bind(after, at: 1) }
+    }
+
+    /// An outcome's event whose message columns come from `messages m`, the
+    /// outcome's from the expressions given; the caller adds FROM and WHERE.
+    private static func insertEventOfMessage(
+        at: String, status: String, deviceToken: String, reason: String, httpStatus: String
+    ) -> String {
+        """
+        INSERT INTO events(\(outcomeEventColumns))
+        SELECT m.bundle_id, \(at), \(EventRows.outcomeKind(status: status)), m.id, m.idempotency_key, m.user_id, m.campaign_id,
+               m.platform, \(deviceToken), \(EventRows.outcomeReason(status: status, reason: reason)), \(httpStatus)
+        """
     }
 
     public func outcomes(messageID: String) async throws -> [DeviceOutcome] {

@@ -114,7 +114,11 @@ final class Database {
 
     /// `run(_:_:)` for a `HotSQL` statement.
     func run(_ sql: HotSQL, _ bind: (Statement) throws -> Void = { _ in }) throws {
-        let statement = try cached(sql)
+        try run(try cached(sql), bind)
+    }
+
+    /// Binds, runs to completion and resets a cached statement.
+    private func run(_ statement: Statement, _ bind: (Statement) throws -> Void) throws {
         try bind(statement)
         try statement.run()
         statement.reset()
@@ -154,10 +158,7 @@ final class Database {
 
     /// Runs a cached statement that returns no rows.
     func run(_ sql: String, _ bind: (Statement) throws -> Void = { _ in }) throws {
-        let statement = try cached(sql)
-        try bind(statement)
-        try statement.run()
-        statement.reset()
+        try run(try cached(sql), bind)
     }
 
     /// The first column of the first row of a pragma or query, as text.

@@ -21,20 +21,14 @@ counts and events are checked at the end, except for a CHANGE.sql that says it
 is "a bound, not a design" (bench/experiments/sqlite-ends/). bench/sqlite-ends.sh
 runs all of this."""
 import sys
-from store_statements import open_copy, seed_pending, claim, mark, record_outcome, forget, end
+from store_statements import open_copy, seed_pending, claim_batches, record_outcome, forget, end
 src, dst, n_total, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 change = sys.argv[5] if len(sys.argv) > 5 else None
 db = open_copy(src, dst, change)
 now = 1_800_000_000_000
 seed_pending(db, n_total, now)
 tok = "ab" * 32
-for b in range(0, k, 50):
-    ids = [f"{i:08d}-aaaa-bbbb-cccc-dddddddddddd" for i in range(b, min(k, b + 50))]
-    db.execute("BEGIN IMMEDIATE")
-    for i in ids:
-        claim(db, i, now + 2000)
-        db.execute(mark, (i, tok, now + 2000, now + 2001))
-    db.execute("COMMIT")
+for ids in claim_batches(db, k, now + 2000, tok):
     db.execute("BEGIN IMMEDIATE")
     for i in ids:
         record_outcome(db, (i, tok, "sent", "prov-" + i, None, now + 2002, 200, 1, "production", None),

@@ -102,3 +102,17 @@ def seed_pending(db: sqlite3.Connection, n: int, now: int) -> None:
     db.execute(seed_counts)
     db.execute(seed_funnel)
     db.execute("COMMIT")
+
+
+def claim_batches(db: sqlite3.Connection, k: int, now: int, token: str):
+    """The first k of `seed_pending`'s messages, 50 at a time: each batch
+    claimed with a hand-over mark in one transaction (at now), then its ids
+    yielded for the caller's ends."""
+    for b in range(0, k, 50):
+        ids = [f"{i:08d}-aaaa-bbbb-cccc-dddddddddddd" for i in range(b, min(k, b + 50))]
+        db.execute("BEGIN IMMEDIATE")
+        for i in ids:
+            claim(db, i, now)
+            db.execute(mark, (i, token, now, now + 1))
+        db.execute("COMMIT")
+        yield ids

@@ -10,7 +10,7 @@ counts once per transaction.
 import os
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
-from store_statements import open_copy, seed_pending, claim, mark, outcome, forget, end
+from store_statements import open_copy, seed_pending, claim_batches, outcome, forget, end
 src, dst, n_total, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 change = sys.argv[5] if len(sys.argv) > 5 else None
 db = open_copy(src, dst, change)
@@ -22,13 +22,7 @@ END2 = END.replace("updated_at = ?7,", "updated_at = ?7, prior_funnel = funnel,"
 EV = "INSERT INTO events(bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform, device_token, reason, http_status) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 CF = "INSERT INTO campaign_funnel(bundle_id, campaign_id, delivery_method, ab_test, funnel, policy, n) VALUES (?,?,?,?,?,?,?) ON CONFLICT DO UPDATE SET n = n + excluded.n"
 SC = "INSERT INTO state_counts(state, n) VALUES (?1, ?2) ON CONFLICT(state) DO UPDATE SET n = n + excluded.n"
-for b in range(0, k, 50):
-    ids = [f"{i:08d}-aaaa-bbbb-cccc-dddddddddddd" for i in range(b, min(k, b + 50))]
-    db.execute("BEGIN IMMEDIATE")
-    for i in ids:
-        claim(db, i, now + 2000)
-        db.execute(mark, (i, tok, now + 2000, now + 2001))
-    db.execute("COMMIT")
+for ids in claim_batches(db, k, now + 2000, tok):
     db.execute("BEGIN IMMEDIATE")
     db.execute("UPDATE writer_flags SET skip = 1")
     deltas = {}

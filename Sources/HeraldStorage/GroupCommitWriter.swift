@@ -294,6 +294,7 @@ final class GroupCommitWriter: @unchecked Sendable {
                 if sqlite3_get_autocommit(db.handle) == 0 {
                     try db.run("ROLLBACK")
                 }
+                db.afterRollback()
                 try db.run("BEGIN IMMEDIATE")
                 for job in batch {
                     if let error = job.run(db, isolated: true), sqlite3_get_autocommit(db.handle) != 0 {
@@ -306,6 +307,7 @@ final class GroupCommitWriter: @unchecked Sendable {
                 }
             }
             if failure == nil {
+                try db.beforeCommit()
                 try db.run("COMMIT")
                 commitObserver?(ContinuousClock.now - began)
             }
@@ -315,6 +317,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         if failure != nil, sqlite3_get_autocommit(db.handle) == 0 {
             try? db.run("ROLLBACK")
         }
+        if failure != nil { db.afterRollback() }
 
         condition.lock()
         stats.writes += batch.count

@@ -159,6 +159,7 @@ public final class SQLiteStore: CallbackScheduling {
             // When the WAL restarts, truncate the file back to 64 MiB at most.
             try db.execute("PRAGMA journal_size_limit = 67108864")
             try Schema.migrate(db)
+            db.messageChanges = try MessageChanges(on: db)
             return db
         } catch let error as StoreError {
             throw classify(error, path: path)

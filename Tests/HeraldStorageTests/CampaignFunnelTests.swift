@@ -5,7 +5,8 @@ import Testing
 @testable import HeraldStorage
 
 /// Schema v14's `campaign_funnel` (issue 29): a whole campaign's report
-/// reads counts the triggers keep. These cases reach it from outside the
+/// reads counts the store keeps (triggers before schema v17, the writer's
+/// `MessageChanges` since). These cases reach it from outside the
 /// store's own write paths (the contract's
 /// `wholeCampaignCountsEqualCountingEveryMessage` covers those): a
 /// database written before v14, and rows changed by hand.
@@ -56,6 +57,10 @@ struct CampaignFunnelTests {
             let store = try SQLiteStore(path: path)
             try await Self.seed(store)
             let db = try Database(path: path, create: false, busyTimeoutMs: 5000)
+            // By hand, through a connection keeping the counts as the store's
+            // writer does since schema v17 (`MessageChanges`): another client
+            // of the file would change rows uncounted.
+            db.messageChanges = try MessageChanges(on: db)
             // Another campaign, another cohort, another funnel, a hold, a delete.
             try db.execute("UPDATE messages SET campaign_id = 'moved' WHERE rowid % 3 = 0")
             try db.execute("UPDATE messages SET ab_test = 1 - ab_test, delivery_method = 'traditional' WHERE id IN ('m1', 'm2', 'm4')")

@@ -16,11 +16,28 @@ func undoSchemaV12(_ db: Database) throws {
     try db.execute("DROP TABLE event_horizon")
 }
 
+/// `CREATE TRIGGER name … END;` as `sql` (a shipped migration) has it.
+func triggerSQL(_ name: String, in sql: String) -> String {
+    let trigger = sql[sql.range(of: "CREATE TRIGGER \(name)")!.lowerBound...]
+    return String(trigger[..<trigger.range(of: "END;")!.upperBound])
+}
+
+/// Back to what a build before schema v17 wrote: the triggers keeping the
+/// counts, the state events and the funnel (the writer's `MessageChanges`
+/// since).
+func undoSchemaV17(_ db: Database) throws {
+    for (name, sql) in [("messages_count_update", Schema.v1), ("messages_count_delete", Schema.v1),
+                        ("events_message_state", SchemaV12.sql), ("messages_funnel_update", SchemaV13.sql),
+                        ("campaign_funnel_update", SchemaV14.sql), ("campaign_funnel_delete", SchemaV14.sql)] {
+        try db.execute(triggerSQL(name, in: sql))
+    }
+}
+
 /// Back to what a build before schema v16 wrote: v12's trigger appending
 /// an outcome's event.
 func undoSchemaV16(_ db: Database) throws {
-    let trigger = SchemaV12.sql[SchemaV12.sql.range(of: "CREATE TRIGGER events_outcome")!.lowerBound...]
-    try db.execute(String(trigger[..<trigger.range(of: "END;")!.upperBound]))
+    try undoSchemaV17(db)
+    try db.execute(triggerSQL("events_outcome", in: SchemaV12.sql))
 }
 
 /// Back to what a build before schema v15 wrote: v10's `messages_policy`,

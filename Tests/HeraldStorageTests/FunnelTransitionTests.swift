@@ -7,13 +7,15 @@ import Testing
 /// A push's end (`SQLiteStore.endSQL`) writes the funnel itself, so the row is
 /// written once (schema v13): for every state it can move to and every set of
 /// milestones reached before, the funnel it writes equals `MessageFunnel`'s
-/// expression over the new row, and the guarded trigger adds no write.
+/// expression over the new row, and the writer's funnel check
+/// (`MessageChanges`) adds no write.
 @Suite struct FunnelTransitionTests {
     @Test func theEndsFunnelEqualsTheExpressionAndTheRowIsWrittenOnce() async throws {
         try await withTemporaryDirectory { dir in
             let db = try Database(path: dir + "/funnel.sqlite", create: true, busyTimeoutMs: 1000)
             defer { db.close() }
             try Schema.migrate(db)
+            db.messageChanges = try MessageChanges(on: db)  // as the store's writer
             // Every write of `funnel` (the end's own and any trigger's) leaves a row here.
             try db.execute("""
                 CREATE TEMP TABLE funnel_writes(id TEXT NOT NULL);
@@ -57,13 +59,15 @@ import Testing
         }
     }
 
-    /// Any other UPDATE of a milestone still gets its funnel from the guarded
-    /// trigger (an app's OPENED report sets `opened_at` alone).
-    @Test func anotherChangeStillGetsItsFunnelFromTheTrigger() async throws {
+    /// Any other UPDATE of a milestone still gets its funnel, from the
+    /// writer's reading of the row changes since schema v17 (`MessageChanges`;
+    /// an app's OPENED report sets `opened_at` alone).
+    @Test func anotherChangeStillGetsItsFunnelFromTheWriter() async throws {
         try await withTemporaryDirectory { dir in
             let db = try Database(path: dir + "/funnel.sqlite", create: true, busyTimeoutMs: 1000)
             defer { db.close() }
             try Schema.migrate(db)
+            db.messageChanges = try MessageChanges(on: db)
             try db.execute("""
                 INSERT INTO messages(id, bundle_id, platform, user_id, campaign_id, delivery_method, ab_test,
                                      window_start, window_end, due_at, state, created_at, updated_at, request, sent_at)

@@ -103,6 +103,47 @@ int cinterop_sqlite_use_bounded_page_cache(void);
 const sqlite3_pcache_methods2 *cinterop_sqlite_bounded_page_cache(void);
 void cinterop_sqlite_bounded_page_cache_truncates(sqlite3_pcache *cache, unsigned long *passed, unsigned long *skipped);
 
+/// Row changes of one table, as SQLite's pre-update hook reports them
+/// (sqlite_changes.c): the old and new values of chosen columns of every
+/// UPDATE that changes one of the watched columns, and the old values of
+/// every DELETE (INSERTs are not kept). The store's writer turns them into
+/// its derived rows (counts, events) instead of per-row triggers.
+typedef struct cinterop_row_changes cinterop_row_changes;
+
+/// One kept value: `type` SQLITE_INTEGER, SQLITE_TEXT or SQLITE_NULL (a
+/// REAL or BLOB is kept as NULL); `integer` the integer; `text`, `length`
+/// the text (valid until the changes are cleared).
+typedef struct {
+    int type;
+    sqlite3_int64 integer;
+    const unsigned char *text;
+    int length;
+} cinterop_row_value;
+
+/// Starts keeping the changes of `table` on `db`: `columns[i]` is a column
+/// index in the table (as `PRAGMA table_info` numbers them), `watched` a
+/// bit mask over `i` (an UPDATE is kept only when one of those differs).
+/// At most 64 columns. NULL when out of memory or `count` is too large.
+/// Replaces any pre-update hook `db` had.
+cinterop_row_changes *cinterop_row_changes_install(sqlite3 *db, const char *table, const int *columns, int count,
+                                                   unsigned long long watched);
+/// Removes the hook from `db` and frees what was kept.
+void cinterop_row_changes_remove(cinterop_row_changes *changes, sqlite3 *db);
+/// Changes kept since the last clear; -1 when one could not be kept (out
+/// of memory): the transaction must then not commit.
+int cinterop_row_changes_count(const cinterop_row_changes *changes);
+/// SQLITE_UPDATE or SQLITE_DELETE, and the rowid, of change `index`.
+int cinterop_row_changes_op(const cinterop_row_changes *changes, int index);
+sqlite3_int64 cinterop_row_changes_rowid(const cinterop_row_changes *changes, int index);
+/// Value `column` (an index into the install's `columns`) of change
+/// `index`, before (`after` 0) or after (1; NULL for a DELETE).
+cinterop_row_value cinterop_row_changes_value(const cinterop_row_changes *changes, int index, int after, int column);
+/// Forgets every kept change (and the failure, if any).
+void cinterop_row_changes_clear(cinterop_row_changes *changes);
+/// Whether changes are kept (1) or ignored (0): off while the store writes
+/// the derived rows of what it read from them, which are not `table`'s.
+void cinterop_row_changes_enable(cinterop_row_changes *changes, int enabled);
+
 // --- Threads ------------------------------------------------------------------
 
 #if defined(__linux__)

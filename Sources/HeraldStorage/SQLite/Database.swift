@@ -50,6 +50,38 @@ final class Database {
     /// (see `MessageInsertBatch`); nil elsewhere: insert at once.
     var insertBatch: MessageInsertBatch?
 
+    /// The writer's upkeep of counts and state events (schema v17,
+    /// `MessageChanges`): read after every statement, written before every
+    /// commit. Nil on every other connection.
+    var messageChanges: MessageChanges?
+
+    /// Reads what `messageChanges` kept of the last statement. The
+    /// statements that writes keep `changes` answering for that statement.
+    func applyMessageChanges() throws {
+        guard let messageChanges, !messageChanges.isApplying, messageChanges.isPending else { return }
+        let changed = Int(sqlite3_changes(handle))
+        try messageChanges.apply(self)
+        // Outside a transaction the statement has committed: its counts
+        // follow at once (a hand edit; the store always writes in one).
+        if sqlite3_get_autocommit(handle) != 0 { try messageChanges.write(self) }
+        changesOfLastStatement = changed
+    }
+
+    /// `changes` of the caller's last statement when `applyMessageChanges`
+    /// ran statements after it; nil otherwise (a statement clears it).
+    var changesOfLastStatement: Int?
+
+    /// Writes what the transaction's statements changed in the counts
+    /// (`MessageChanges.write`): call it just before `COMMIT`.
+    func beforeCommit() throws {
+        try messageChanges?.write(self)
+    }
+
+    /// Forgets the counts' changes of a transaction rolled back.
+    func afterRollback() {
+        messageChanges?.discard()
+    }
+
     /// Frames in the WAL after the last commit on this connection, when
     /// `trackWALSize()` was called.
     var walFrames = 0
@@ -80,6 +112,7 @@ final class Database {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        messageChanges = nil  // removes its hook while the connection is open
         statements.removeAll()
         hot.removeAll()
         sqlite3_close_v2(handle)
@@ -148,12 +181,14 @@ final class Database {
     /// Runs one or more statements without results (schema, pragmas).
     func execute(_ sql: String) throws {
         var message: UnsafeMutablePointer<CChar>?
+        changesOfLastStatement = nil
         let rc = sqlite3_exec(handle, sql, nil, nil, &message)
         if rc != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
             sqlite3_free(message)
             throw StoreError.sqlite(SQLiteError(extendedCode: sqlite3_extended_errcode(handle), message: text, sql: sql))
         }
+        try applyMessageChanges()
     }
 
     /// Runs a cached statement that returns no rows.
@@ -174,7 +209,7 @@ final class Database {
     }
 
     /// Rows changed by the last INSERT/UPDATE/DELETE.
-    var changes: Int { Int(sqlite3_changes(handle)) }
+    var changes: Int { changesOfLastStatement ?? Int(sqlite3_changes(handle)) }
 
     /// A typed error for result code `rc`, with SQLite's current message.
     func error(_ rc: Int32, sql: String?) -> StoreError {
@@ -190,10 +225,12 @@ final class Database {
         try run("BEGIN IMMEDIATE")
         do {
             let value = try body()
+            try beforeCommit()
             try run("COMMIT")
             return value
         } catch {
             try? run("ROLLBACK")
+            afterRollback()
             throw error
         }
     }
@@ -202,13 +239,16 @@ final class Database {
     /// its own changes within a larger (group-commit) transaction.
     func savepoint<T>(_ body: () throws -> T) throws -> T {
         try run("SAVEPOINT op")
+        let mark = messageChanges?.mark
         do {
             let value = try body()
+            try applyMessageChanges()
             try run("RELEASE op")
             return value
         } catch {
             try? run("ROLLBACK TO op")
             try? run("RELEASE op")
+            if let mark { messageChanges?.restore(mark) }
             throw error
         }
     }

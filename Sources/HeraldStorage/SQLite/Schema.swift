@@ -1,7 +1,7 @@
 /// The versioned schema: migration `i` takes `PRAGMA user_version` from `i`
 /// to `i + 1`. Append new migrations; never edit a shipped one.
 enum Schema {
-    static let migrations: [String] = [v1, v2, v3, SchemaV4.sql, SchemaV5.sql, SchemaV6.sql, SchemaV7.sql, SchemaV8.sql, SchemaV9.sql, SchemaV10.sql, SchemaV11.sql, SchemaV12.sql, SchemaV13.sql, SchemaV14.sql, SchemaV15.sql, SchemaV16.sql]
+    static let migrations: [String] = [v1, v2, v3, SchemaV4.sql, SchemaV5.sql, SchemaV6.sql, SchemaV7.sql, SchemaV8.sql, SchemaV9.sql, SchemaV10.sql, SchemaV11.sql, SchemaV12.sql, SchemaV13.sql, SchemaV14.sql, SchemaV15.sql, SchemaV16.sql, SchemaV17.sql]
 
     /// The schema version this build writes.
     static var version: Int { migrations.count }

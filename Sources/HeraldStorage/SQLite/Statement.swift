@@ -73,10 +73,13 @@ final class Statement {
     /// Advances to the next row; false when the statement is done.
     @discardableResult
     func step() throws -> Bool {
+        database.changesOfLastStatement = nil
         let rc = sqlite3_step(handle)
         switch rc {
         case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
+        case SQLITE_DONE:
+            try database.applyMessageChanges()
+            return false
         default:
             throw database.error(rc, sql: sql)
         }

@@ -24,7 +24,8 @@ longer does; compare the statements, not the COMMITs.
 2026-11-29, N=20,000, schema v14 (µs CPU a push, Python's call included):
 end 65 plain / 72-73 held; with schema v15's `messages_policy` 61 / 60."""
 import sys, time, resource
-from store_statements import MESSAGE_COLUMNS, open_copy, claim, hold, mark, record_outcome, forget, end, seed_counts, seed_funnel
+from store_statements import (MESSAGE_COLUMNS, open_copy, claim, hold, mark, record_outcome, forget, end, seed_counts, seed_funnel,
+                              state_event, count_state, count_campaign)
 src, dst, n, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 change = sys.argv[5] if len(sys.argv) > 5 else None
 db = open_copy(src, dst, change)
@@ -77,6 +78,13 @@ for b in range(0, n, 50):
         T("outcome", record_outcome, db, (i, tok, "sent", "prov-" + i, None, E + 2002, 200, 1, "production", None), SUBJECT)
         X("forget", forget, (i,))
         X("end", end, (i, "scheduled", "sent", None, "prov-" + i, None, E + 2002))
+        # Schema v17: the writer's state event after the end (`MessageChanges`).
+        X("event", state_event, (SUBJECT[0], E + 2002, "sent", i, SUBJECT[1], SUBJECT[2], SUBJECT[3], SUBJECT[4]))
+    # … and its counts' sums before the commit (the campaign's: one key each way, as here).
+    X("counts", count_state, ("scheduled", -len(batch)))
+    X("counts", count_state, ("sent", len(batch)))
+    for funnel, k in ((0, -len(batch)), (2, len(batch))):
+        X("counts", count_campaign, (SUBJECT[0], SUBJECT[3], "traditional", 0, funnel, 0, k))
     X("commit2", "COMMIT")
 print(f"wal frames/push {os.path.getsize(dst + '-wal') / 4120 / n:.2f}", " ".join(f"{k} {1e6*v/n:.1f}" for k, v in acc.items()))
 t1, c1 = time.perf_counter(), time.process_time()

@@ -1,4 +1,4 @@
-"""The store's dispatch statements (schema v15), copied for the SQLite-only
+"""The store's dispatch statements (schema v17), copied for the SQLite-only
 benches (sqlite_ends.py, sqlite_held_ends.py): keep them in step with
 `MessageRows.claim`, `SQLiteStore.holdUpdate`, `SQLiteStore.insert(_:into:subject:)`,
 `SQLiteStore.apply` and `SQLiteStore.endSQL`; `open_copy` opens a copy of a
@@ -83,6 +83,14 @@ SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT {touched
     push_started_at = CASE WHEN {touched} THEN push_started_at ELSE NULL END,
     sending_since = NULL, due_at = ?3, deferred_at = coalesce(deferred_at, ?4), updated_at = ?4
 WHERE id = ?1 AND state = ?2 AND sending_since IS NOT NULL"""
+
+# Schema v17's writer upkeep (`MessageChanges`): the state event after a state
+# change, the counts' sums before the commit.
+state_event = ("INSERT INTO events(bundle_id, at, kind, message_id, idempotency_key, user_id, campaign_id, platform) "
+               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+count_state = "INSERT INTO state_counts(state, n) VALUES (?1, ?2) ON CONFLICT(state) DO UPDATE SET n = n + excluded.n"
+count_campaign = ("INSERT INTO campaign_funnel(bundle_id, campaign_id, delivery_method, ab_test, funnel, policy, n) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO UPDATE SET n = n + excluded.n")
 
 seed_counts = ("INSERT INTO state_counts(state,n) SELECT state, count(*) FROM messages GROUP BY state "
                "ON CONFLICT(state) DO UPDATE SET n=n+excluded.n")

@@ -84,10 +84,7 @@ enum MessageRows {
     /// Adds `n` to the count of `state` (the INSERT has no count trigger
     /// since schema v6; UPDATE and DELETE keep theirs).
     static func count(_ db: Database, _ state: MessageState, _ n: Int) throws {
-        try db.run("""
-            INSERT INTO state_counts(state, n) VALUES (?1, ?2)
-            ON CONFLICT(state) DO UPDATE SET n = n + excluded.n
-            """) {
+        try db.run(countStateSQL) {
             try $0.bind(state.rawValue, at: 1)
             try $0.bind(n, at: 2)
         }
@@ -128,7 +125,14 @@ enum MessageRows {
         }
     }
 
-    private static let countCampaignSQL = """
+    /// Adds ?2 to the count of state ?1 (also `MessageChanges`' sums).
+    static let countStateSQL = """
+        INSERT INTO state_counts(state, n) VALUES (?1, ?2)
+        ON CONFLICT(state) DO UPDATE SET n = n + excluded.n
+        """
+
+    /// Adds ?7 to the count of a campaign key (also `MessageChanges`' sums).
+    static let countCampaignSQL = """
         INSERT INTO campaign_funnel(bundle_id, campaign_id, delivery_method, ab_test, funnel, policy, n)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO UPDATE SET n = n + excluded.n
         """

@@ -11,6 +11,17 @@ import Testing
 @Suite struct MessageChangesTests {
     /// Two databases at schema v17 with the same 60 messages: `triggers`
     /// with v16's triggers back and no hook, `writer` with the hook.
+    static func withPair(_ body: (_ triggers: Database, _ writer: Database) throws -> Void) async throws {
+        try await withTemporaryDirectory { dir in
+            let (triggers, writer) = try pair(dir)
+            defer {
+                triggers.close()
+                writer.close()
+            }
+            try body(triggers, writer)
+        }
+    }
+
     static func pair(_ dir: String) throws -> (triggers: Database, writer: Database) {
         let triggers = try Database(path: dir + "/triggers.sqlite", create: true, busyTimeoutMs: 1000)
         let writer = try Database(path: dir + "/writer.sqlite", create: true, busyTimeoutMs: 1000)
@@ -83,12 +94,7 @@ import Testing
     /// funnel (fixed by a second write), campaign moves, holds, deletes, a
     /// savepoint rolled back and a transaction rolled back.
     @Test func theWriterLeavesWhatTheTriggersLeft() async throws {
-        try await withTemporaryDirectory { dir in
-            let (triggers, writer) = try Self.pair(dir)
-            defer {
-                triggers.close()
-                writer.close()
-            }
+        try await Self.withPair { triggers, writer in
             for db in [triggers, writer] {
                 try db.transaction {
                     // Every SCHEDULED message of one campaign cancelled at once (no funnel in the SET: fixed after).
@@ -145,12 +151,7 @@ import Testing
 
     /// A claim (no watched column) keeps nothing: nothing to read after it.
     @Test func aClaimKeepsNothing() async throws {
-        try await withTemporaryDirectory { dir in
-            let (triggers, writer) = try Self.pair(dir)
-            defer {
-                triggers.close()
-                writer.close()
-            }
+        try await Self.withPair { triggers, writer in
             let changes = try #require(writer.messageChanges)
             try writer.run("BEGIN IMMEDIATE")
             try writer.run("UPDATE messages SET sending_since = 5, attempts = attempts + 1, updated_at = 5 WHERE id = 'm0'")
@@ -169,12 +170,7 @@ import Testing
     /// A statement run outside a transaction (a hand edit through a
     /// connection with the hook) has its counts written at once.
     @Test func outsideATransactionTheCountsFollowAtOnce() async throws {
-        try await withTemporaryDirectory { dir in
-            let (triggers, writer) = try Self.pair(dir)
-            defer {
-                triggers.close()
-                writer.close()
-            }
+        try await Self.withPair { triggers, writer in
             for db in [triggers, writer] {
                 try db.execute("UPDATE messages SET state = 'cancelled' WHERE id IN ('m0', 'm1')")
             }

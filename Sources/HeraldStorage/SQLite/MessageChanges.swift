@@ -213,13 +213,8 @@ final class MessageChanges {
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
         """)
     static let fixFunnel = HotSQL("UPDATE messages SET funnel = ?2 WHERE rowid = ?1")
-    static let countState = HotSQL("""
-        INSERT INTO state_counts(state, n) VALUES (?1, ?2) ON CONFLICT(state) DO UPDATE SET n = n + excluded.n
-        """)
-    static let countCampaign = HotSQL("""
-        INSERT INTO campaign_funnel(bundle_id, campaign_id, delivery_method, ab_test, funnel, policy, n)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO UPDATE SET n = n + excluded.n
-        """)
+    static let countState = HotSQL(MessageRows.countStateSQL)
+    static let countCampaign = HotSQL(MessageRows.countCampaignSQL)
 
     /// One side of a kept change, as Swift values.
     private struct Row {

@@ -311,7 +311,7 @@ class Perf:
 
 
 def thread_cpu(pid: int) -> dict[int, tuple[str, float, float]]:
-    """tid → (comm, user+sys seconds, seconds runnable but not running) per thread of pid."""
+    """tid → (comm, user+sys seconds, seconds runnable but not running, sys seconds) per thread of pid."""
     hz = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
@@ -327,17 +327,17 @@ def thread_cpu(pid: int) -> dict[int, tuple[str, float, float]]:
                 runq = int(f.read().split()[1]) / 1e9  # time runnable but waiting for a CPU
         except (OSError, IndexError, ValueError):
             runq = 0.0
-        out[int(tid)] = (comm, (int(fields[11]) + int(fields[12])) / hz, runq)
+        out[int(tid)] = (comm, (int(fields[11]) + int(fields[12])) / hz, runq, int(fields[12]) / hz)
     return out
 
 
 def thread_cpu_delta(before, after, top=6) -> str:
     rows = []
-    for tid, (comm, cpu, runq) in after.items():
-        b = before.get(tid, (comm, 0.0, 0.0))
-        rows.append((cpu - b[1], runq - b[2], tid, comm))
+    for tid, (comm, cpu, runq, sys_) in after.items():
+        b = before.get(tid, (comm, 0.0, 0.0, 0.0))
+        rows.append((cpu - b[1], runq - b[2], tid, comm, sys_ - b[3]))
     rows.sort(reverse=True)
-    return ", ".join(f"{comm}[{tid}] cpu {d:.2f}s runq-wait {w:.2f}s" for d, w, tid, comm in rows[:top] if d > 0.005)
+    return ", ".join(f"{comm}[{tid}] cpu {d:.2f}s (sys {s:.2f}s) runq-wait {w:.2f}s" for d, w, tid, comm, s in rows[:top] if d > 0.005)
 
 
 def tail_lines(path: str, stop, on_lines):

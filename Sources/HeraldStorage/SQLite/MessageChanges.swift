@@ -66,17 +66,29 @@ final class MessageChanges {
         var policy: Int64
     }
 
-    /// The sums not yet written.
+    /// The sums not yet written: per state, and per campaign key (in the
+    /// order first met, found by `campaignIndex`).
     struct Sums {
         var states: [String: Int] = [:]
-        var campaigns: [CampaignKey: Int] = [:]
+        var campaignKeys: [CampaignKey] = []
+        var campaignCounts: [Int] = []
+        var campaignIndex: [CampaignKey: Int] = [:]
 
-        var isEmpty: Bool { states.isEmpty && campaigns.isEmpty }
+        var isEmpty: Bool { states.isEmpty && campaignKeys.isEmpty }
+
+        /// The sums per campaign key, for tests.
+        var campaigns: [CampaignKey: Int] {
+            Dictionary(zip(campaignKeys, campaignCounts), uniquingKeysWith: +)
+        }
     }
 
     private let handle: OpaquePointer
     private let changes: OpaquePointer
     private(set) var sums = Sums()
+    /// The campaign keys last counted (a push's end moves one message from
+    /// one key to another, as the push before it did): found without
+    /// making Strings or hashing.
+    private var recent: [Int] = []
     /// True while `apply` runs (its own statements are read by its loop).
     private(set) var isApplying = false
 
@@ -122,41 +134,36 @@ final class MessageChanges {
                 throw StoreError.sqlite(SQLiteError(extendedCode: SQLITE_NOMEM, message: "a row change could not be kept", sql: nil))
             }
             guard count > 0 else { return }
-            var events: [Row] = []
             var fixes: [(rowid: Int64, funnel: Int64)] = []
             for index in 0..<count {
-                let before = Row(changes, index, after: false)
+                let before = Side(changes, index, after: false)
                 if cinterop_row_changes_op(changes, index) == SQLITE_DELETE {
-                    add(-1, state: before.state, campaign: before.campaignKey)
+                    addState(-1, before)
+                    addCampaign(-1, before)
                     continue
                 }
-                let after = Row(changes, index, after: true)
-                if before.state != after.state {
-                    add(-1, state: before.state, campaign: nil)
-                    add(1, state: after.state, campaign: nil)
-                    events.append(after)
+                let after = Side(changes, index, after: true)
+                if !before.same(.state, as: after) {
+                    addState(-1, before)
+                    addState(1, after)
+                    // The kept texts stay valid until the clear below (an
+                    // event's INSERT keeps nothing).
+                    try db.run(Self.insertEvent) { statement in
+                        for (column, parameter) in [(Column.bundleID, 1), (.state, 3), (.id, 4), (.idempotencyKey, 5), (.userID, 6),
+                                                    (.campaignID, 7), (.platform, 8)] as [(Column, Int32)] {
+                            try statement.bind(text: after.value(column), at: parameter)
+                        }
+                        try statement.bind(after.integer(.updatedAt), at: 2)
+                    }
                 }
                 let funnel = after.expectedFunnel
-                if after.funnel != funnel { fixes.append((cinterop_row_changes_rowid(changes, index), funnel)) }
-                let from = before.campaignKey, to = after.campaignKey
-                if from != to {
-                    add(-1, state: nil, campaign: from)
-                    add(1, state: nil, campaign: to)
+                if after.integer(.funnel) != funnel { fixes.append((cinterop_row_changes_rowid(changes, index), funnel)) }
+                if !before.sameCampaignKey(as: after) {
+                    addCampaign(-1, before)
+                    addCampaign(1, after)
                 }
             }
             cinterop_row_changes_clear(changes)
-            for event in events {
-                try db.run(Self.insertEvent) { statement in
-                    try statement.bind(event.bundleID, at: 1)
-                    try statement.bind(event.updatedAt, at: 2)
-                    try statement.bind(event.state, at: 3)
-                    try statement.bind(event.id, at: 4)
-                    try statement.bind(event.idempotencyKey, at: 5)
-                    try statement.bind(event.userID, at: 6)
-                    try statement.bind(event.campaignID, at: 7)
-                    try statement.bind(event.platform, at: 8)
-                }
-            }
             for fix in fixes {
                 try db.run(Self.fixFunnel) { statement in
                     try statement.bind(fix.rowid, at: 1)
@@ -172,13 +179,14 @@ final class MessageChanges {
         guard !sums.isEmpty else { return }
         let sums = self.sums
         self.sums = Sums()
+        recent = []
         for (state, n) in sums.states where n != 0 {
             try db.run(Self.countState) { statement in
                 try statement.bind(state, at: 1)
                 try statement.bind(n, at: 2)
             }
         }
-        for (key, n) in sums.campaigns where n != 0 {
+        for (key, n) in zip(sums.campaignKeys, sums.campaignCounts) where n != 0 {
             try db.run(Self.countCampaign) { statement in
                 try statement.bind(key.bundleID, at: 1)
                 try statement.bind(key.campaignID, at: 2)
@@ -198,14 +206,34 @@ final class MessageChanges {
     func restore(_ mark: Sums) {
         cinterop_row_changes_clear(changes)
         sums = mark
+        recent = []
     }
 
     /// Drops everything (the transaction rolled back).
     func discard() { restore(Sums()) }
 
-    private func add(_ n: Int, state: String?, campaign: CampaignKey?) {
-        if let state { sums.states[state, default: 0] += n }
-        if let campaign { sums.campaigns[campaign, default: 0] += n }
+    private func addState(_ n: Int, _ side: Side) {
+        sums.states[side.string(.state), default: 0] += n
+    }
+
+    private func addCampaign(_ n: Int, _ side: Side) {
+        if let hit = recent.first(where: { side.isCampaignKey(sums.campaignKeys[$0]) }) {
+            sums.campaignCounts[hit] += n
+            return
+        }
+        let key = side.campaignKey
+        let index: Int
+        if let known = sums.campaignIndex[key] {
+            index = known
+            sums.campaignCounts[index] += n
+        } else {
+            index = sums.campaignKeys.count
+            sums.campaignKeys.append(key)
+            sums.campaignCounts.append(n)
+            sums.campaignIndex[key] = index
+        }
+        recent.insert(index, at: 0)
+        if recent.count > 4 { recent.removeLast() }
     }
 
     static let insertEvent = HotSQL("""
@@ -216,73 +244,77 @@ final class MessageChanges {
     static let countState = HotSQL(MessageRows.countStateSQL)
     static let countCampaign = HotSQL(MessageRows.countCampaignSQL)
 
-    /// One side of a kept change, as Swift values.
-    private struct Row {
-        var id: String
-        var bundleID: String
-        var platform: String
-        var userID: String
-        var campaignID: String
-        var idempotencyKey: String?
-        var deliveryMethod: String
-        var abTest: Int64
-        var state: String
-        var updatedAt: Int64
-        var funnel: Int64
-        var deferred: Bool
-        var handedOff: Bool
-        var sent: Bool
-        var displayed: Bool
-        var opened: Bool
+    /// One side (before or after) of a kept change, read in place.
+    private struct Side {
+        let changes: OpaquePointer
+        let index: Int32
+        let after: Int32
 
         init(_ changes: OpaquePointer, _ index: Int32, after: Bool) {
-            func value(_ column: Column) -> cinterop_row_value {
-                cinterop_row_changes_value(changes, index, after ? 1 : 0, Int32(column.rawValue))
-            }
-            func text(_ column: Column) -> String? {
-                let v = value(column)
-                guard v.type == SQLITE_TEXT, let text = v.text else { return nil }
-                return String(decoding: UnsafeBufferPointer(start: text, count: Int(v.length)), as: UTF8.self)
-            }
-            func integer(_ column: Column) -> Int64 { value(column).integer }
-            func present(_ column: Column) -> Bool { value(column).type != SQLITE_NULL }
-            id = text(.id) ?? ""
-            bundleID = text(.bundleID) ?? ""
-            platform = text(.platform) ?? ""
-            userID = text(.userID) ?? ""
-            campaignID = text(.campaignID) ?? ""
-            idempotencyKey = text(.idempotencyKey)
-            deliveryMethod = text(.deliveryMethod) ?? ""
-            abTest = integer(.abTest)
-            state = text(.state) ?? ""
-            updatedAt = integer(.updatedAt)
-            funnel = integer(.funnel)
-            deferred = present(.deferredAt)
-            handedOff = present(.handedOffAt)
-            sent = present(.sentAt)
-            displayed = present(.displayedAt)
-            opened = present(.openedAt)
+            self.changes = changes
+            self.index = index
+            self.after = after ? 1 : 0
         }
 
-        /// `MessageFunnel.expression` over this row.
-        var expectedFunnel: Int64 {
-            let end: Int64 = switch state {
-            case "cancelled": 1
-            case "failed": 2
-            case "expired": 3
-            case "no_devices": 4
-            case "superseded": 5
-            default: 0
+        func value(_ column: Column) -> cinterop_row_value {
+            cinterop_row_changes_value(changes, index, after, Int32(column.rawValue))
+        }
+
+        /// The text's bytes (empty unless TEXT).
+        func bytes(_ column: Column) -> UnsafeBufferPointer<UInt8> {
+            let v = value(column)
+            guard v.type == SQLITE_TEXT, let text = v.text else { return UnsafeBufferPointer(start: nil, count: 0) }
+            return UnsafeBufferPointer(start: text, count: Int(v.length))
+        }
+
+        func string(_ column: Column) -> String { String(decoding: bytes(column), as: UTF8.self) }
+        func integer(_ column: Column) -> Int64 { value(column).integer }
+        func present(_ column: Column) -> Bool { value(column).type != SQLITE_NULL }
+
+        /// Whether `column` holds the same value on both sides.
+        func same(_ column: Column, as other: Side) -> Bool {
+            let a = value(column), b = other.value(column)
+            guard a.type == b.type else { return false }
+            if a.type != SQLITE_TEXT { return a.integer == b.integer }
+            return bytes(column).elementsEqual(other.bytes(column))
+        }
+
+        func sameCampaignKey(as other: Side) -> Bool {
+            same(.bundleID, as: other) && same(.campaignID, as: other) && same(.deliveryMethod, as: other)
+                && integer(.abTest) == other.integer(.abTest) && integer(.funnel) == other.integer(.funnel) && policy == other.policy
+        }
+
+        /// Whether this side's campaign key is `key`, compared byte by byte.
+        func isCampaignKey(_ key: CampaignKey) -> Bool {
+            func equal(_ string: String, _ column: Column) -> Bool {
+                var string = string
+                return string.withUTF8 { $0.elementsEqual(bytes(column)) }
             }
-            return end * 16 + (handedOff ? 1 : 0) + (sent ? 2 : 0) + (displayed ? 4 : 0) + (opened ? 8 : 0)
+            return key.abTest == integer(.abTest) && key.funnel == integer(.funnel) && key.policy == policy
+                && equal(key.bundleID, .bundleID) && equal(key.campaignID, .campaignID) && equal(key.deliveryMethod, .deliveryMethod)
+        }
+
+        var campaignKey: CampaignKey {
+            CampaignKey(bundleID: string(.bundleID), campaignID: string(.campaignID), deliveryMethod: string(.deliveryMethod),
+                        abTest: integer(.abTest), funnel: integer(.funnel), policy: policy)
+        }
+
+        private func isState(_ name: StaticString) -> Bool {
+            let state = bytes(.state)
+            return state.count == name.utf8CodeUnitCount
+                && state.elementsEqual(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        }
+
+        /// `MessageFunnel.expression` over this side.
+        var expectedFunnel: Int64 {
+            let end: Int64 =
+                if isState("cancelled") { 1 } else if isState("failed") { 2 } else if isState("expired") { 3 }
+                else if isState("no_devices") { 4 } else if isState("superseded") { 5 } else { 0 }
+            return end * 16 + (present(.handedOffAt) ? 1 : 0) + (present(.sentAt) ? 2 : 0) + (present(.displayedAt) ? 4 : 0)
+                + (present(.openedAt) ? 8 : 0)
         }
 
         /// Schema v14's policy bits: held once (1), withheld (2).
-        var policy: Int64 { (deferred ? 1 : 0) + (state == "suppressed" ? 2 : 0) }
-
-        var campaignKey: CampaignKey {
-            CampaignKey(bundleID: bundleID, campaignID: campaignID, deliveryMethod: deliveryMethod, abTest: abTest, funnel: funnel,
-                        policy: policy)
-        }
+        var policy: Int64 { (present(.deferredAt) ? 1 : 0) + (isState("suppressed") ? 2 : 0) }
     }
 }

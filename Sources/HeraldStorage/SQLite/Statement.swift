@@ -50,6 +50,14 @@ final class Statement {
         if let value { try bind(value, at: index) } else { try bindNull(at: index) }
     }
 
+    /// Binds a value `MessageChanges` kept: its text (SQLite copies it), or
+    /// NULL when it is not text.
+    func bind(text value: cinterop_row_value, at index: Int32) throws {
+        guard value.type == SQLITE_TEXT, let text = value.text else { return try bindNull(at: index) }
+        try check(sqlite3_bind_text(handle, index, UnsafeRawPointer(text).assumingMemoryBound(to: CChar.self), value.length,
+                                    cinterop_sqlite_transient()))
+    }
+
     func bind(_ bytes: [UInt8], at index: Int32) throws {
         // An empty buffer may have no base address, and a NULL pointer would
         // bind SQL NULL rather than an empty blob.

@@ -35,7 +35,6 @@ struct cinterop_row_changes {
     int columns[MAX_COLUMNS];
     int count;
     unsigned long long watched;
-    int enabled;
     int failed;
     Change *changes;
     int used, capacity;          // changes
@@ -103,24 +102,21 @@ static void hook(void *context, sqlite3 *db, int op, const char *database, const
                  sqlite3_int64 new_key) {
     (void)new_key;
     cinterop_row_changes *c = context;
-    if (!c->enabled || c->failed || op == SQLITE_INSERT) return;
+    if (c->failed || op == SQLITE_INSERT) return;
     if (strcmp(database, "main") != 0 || strcmp(table, c->table) != 0) return;
     sqlite3_value *before[MAX_COLUMNS], *after[MAX_COLUMNS];
-    for (int i = 0; i < c->count; i++) {
-        before[i] = NULL;
-        after[i] = NULL;
-        if (sqlite3_preupdate_old(db, c->columns[i], &before[i]) != SQLITE_OK) before[i] = NULL;
-        if (op == SQLITE_UPDATE && sqlite3_preupdate_new(db, c->columns[i], &after[i]) != SQLITE_OK) after[i] = NULL;
-    }
-    if (op == SQLITE_UPDATE) {
-        int changed = 0;
-        for (int i = 0; i < c->count && !changed; i++) {
-            if (!(c->watched & (1ULL << i))) continue;
-            if (!before[i] || !after[i]) {
-                changed = 1;  // unreadable: keep it, the reader decides
-            } else if (!same(before[i], after[i])) {
-                changed = 1;
-            }
+    int changed = op != SQLITE_UPDATE;  // a DELETE is always kept
+    // The watched columns first: an UPDATE changing none of them (a claim)
+    // reads nothing else.
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < c->count; i++) {
+            if (((c->watched >> i) & 1) == (unsigned long long)pass) continue;  // pass 0: watched, 1: the rest
+            before[i] = NULL;
+            after[i] = NULL;
+            if (sqlite3_preupdate_old(db, c->columns[i], &before[i]) != SQLITE_OK) before[i] = NULL;
+            if (op == SQLITE_UPDATE && sqlite3_preupdate_new(db, c->columns[i], &after[i]) != SQLITE_OK) after[i] = NULL;
+            // Unreadable: keep it, the reader decides.
+            if (pass == 0 && !changed && (!before[i] || !after[i] || !same(before[i], after[i]))) changed = 1;
         }
         if (!changed) return;
     }
@@ -165,7 +161,6 @@ cinterop_row_changes *cinterop_row_changes_install(sqlite3 *db, const char *tabl
     memcpy(c->columns, columns, (size_t)count * sizeof(int));
     c->count = count;
     c->watched = watched;
-    c->enabled = 1;
     (void)sqlite3_preupdate_hook(db, hook, c);
     return c;
 }
@@ -203,4 +198,3 @@ void cinterop_row_changes_clear(cinterop_row_changes *c) {
     c->failed = 0;
 }
 
-void cinterop_row_changes_enable(cinterop_row_changes *c, int enabled) { c->enabled = enabled; }

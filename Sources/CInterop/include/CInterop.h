@@ -140,9 +140,6 @@ sqlite3_int64 cinterop_row_changes_rowid(const cinterop_row_changes *changes, in
 cinterop_row_value cinterop_row_changes_value(const cinterop_row_changes *changes, int index, int after, int column);
 /// Forgets every kept change (and the failure, if any).
 void cinterop_row_changes_clear(cinterop_row_changes *changes);
-/// Whether changes are kept (1) or ignored (0): off while the store writes
-/// the derived rows of what it read from them, which are not `table`'s.
-void cinterop_row_changes_enable(cinterop_row_changes *changes, int enabled);
 
 // --- Threads ------------------------------------------------------------------
 

@@ -75,11 +75,6 @@ final class MessageChanges {
         var campaignIndex: [CampaignKey: Int] = [:]
 
         var isEmpty: Bool { states.isEmpty && campaignKeys.isEmpty }
-
-        /// The sums per campaign key, for tests.
-        var campaigns: [CampaignKey: Int] {
-            Dictionary(zip(campaignKeys, campaignCounts), uniquingKeysWith: +)
-        }
     }
 
     private let handle: OpaquePointer

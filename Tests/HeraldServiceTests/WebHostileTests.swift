@@ -13,14 +13,20 @@ struct WebHostileTests {
     static let schedulePath = "/v1/campaigns/schedule_message_for_user"
 
     /// A server with small limits (so the cases are quick): 64 KiB bodies, 1 s per request.
-    func withServer(tokens: [AccessPolicy.Grant] = [], _ body: (Int) async throws -> Void) async throws {
+    /// `requestTimeout`: short only where a test waits for it to cut a
+    /// request; elsewhere long, so that a loaded machine (the server's loop
+    /// not reading a request within a second of its connection) cannot cut
+    /// a request the test expects answered.
+    func withServer(
+        tokens: [AccessPolicy.Grant] = [], requestTimeout: Duration = .seconds(30), _ body: (Int) async throws -> Void
+    ) async throws {
         try await withTemporaryDirectory(prefix: "herald-web") { directory in
             var configuration = HeraldConfiguration()
             configuration.port = 0
             configuration.dataDirectory = directory
             configuration.drainTimeout = .seconds(5)
             configuration.grpc.maxReceiveMessageBytes = 64 * 1024
-            configuration.grpc.requestReceiveTimeout = .seconds(1)
+            configuration.grpc.requestReceiveTimeout = requestTimeout
             configuration.accessPolicy = AccessPolicy(grants: tokens)
             let server = HeraldServer(configuration: configuration, logger: Logger(label: "test"))
             try await server.withRunning { address in
@@ -40,7 +46,7 @@ struct WebHostileTests {
 
     @Test("slowloris: headers that never end are cut by the request timeout (closed)")
     func slowloris() async throws {
-        try await withServer { port async throws in
+        try await withServer(requestTimeout: .seconds(1)) { port async throws in
             let client = try HTTP1TestClient(port: port)
             client.send("POST \(Self.schedulePath) HTTP/1.1\r\nHost: x\r\nX-Slow: a")
             #expect(client.isClosedByServer())
@@ -49,7 +55,7 @@ struct WebHostileTests {
 
     @Test("a chunked body that never ends is cut by the request timeout (408, closed)")
     func endlessChunkedBody() async throws {
-        try await withServer { port async throws in
+        try await withServer(requestTimeout: .seconds(1)) { port async throws in
             let client = try HTTP1TestClient(port: port)
             client.send("POST \(Self.schedulePath) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
             #expect(client.readResponse()?.status == 408)

@@ -6,6 +6,9 @@
 #   TOP=60 KEEP=/tmp/cg …   (more functions; keep the dumps)
 #   RATE=40 …   scheduling rate assumed under callgrind (default 120 a
 #               second): lower on a busy machine, for a longer lead to T0
+#   SERVER_ARGS="--route-in-flight 8 --route-queue 0" …   extra `herald serve`
+#               arguments (this one: every message parked by a full route,
+#               released and claimed again, is counted)
 #   MODE=release …   per message released from a hold (quiet hours) vs per
 #                    plainly dispatched one, same server
 #                    (bench/lib/release_instructions.py; LEAD=seconds to the

@@ -152,6 +152,40 @@ enum MessageRows {
         WHERE sending_since IS NOT NULL
         """
 
+    /// Releases one message's claim (`release` for `id`, in the caller's
+    /// write): reads the row and whether its push was touched once, then
+    /// writes it by rowid — `release`'s text evaluates `pushTouched` (two
+    /// probes) in each of its two CASEs. Returns whether a claim was held.
+    static func release(_ db: Database, id: String, now: Int64) throws -> Bool {
+        let read = try db.cached(releaseRead)
+        try read.bind(id, at: 1)
+        guard try read.step() else {
+            read.reset()
+            return false
+        }
+        let rowid = read.int64(0)
+        let touched = read.int64(1)
+        read.reset()
+        try db.run(releaseRow) {
+            try $0.bind(rowid, at: 1)
+            try $0.bind(now, at: 2)
+            try $0.bind(touched, at: 3)
+        }
+        return true
+    }
+
+    private static let releaseRead = HotSQL(
+        "SELECT rowid, \(pushTouched) FROM messages WHERE id = ?1 AND sending_since IS NOT NULL")
+
+    /// `release` by rowid (?1), with `pushTouched` read (?3) and ?2 = now.
+    private static let releaseRow = HotSQL("""
+        UPDATE messages
+        SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT ?3 THEN NULL ELSE send_started_at END,
+            push_started_at = CASE WHEN ?3 THEN push_started_at ELSE NULL END,
+            sending_since = NULL, updated_at = ?2
+        WHERE rowid = ?1
+        """)
+
     /// Whether the message's open push handed anything over or got any
     /// final answer (a WAITING device, held by the delivery policy, is not one).
     static let pushTouched = """

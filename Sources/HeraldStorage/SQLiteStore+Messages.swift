@@ -307,14 +307,7 @@ extension SQLiteStore {
     }
 
     public func releaseClaim(id: String, now: Int64) async throws -> Bool {
-        try await write { db in
-            let statement = try db.cached(MessageRows.release + " AND id = ?2 RETURNING id")
-            try statement.bind(now, at: 1)
-            try statement.bind(id, at: 2)
-            let released = try statement.step()
-            statement.reset()
-            return released
-        }
+        try await write { db in try MessageRows.release(db, id: id, now: now) }
     }
 
     /// Devices handed over without an answer get UNCONFIRMED; then every

@@ -7,7 +7,9 @@ and once every message is SENT. (dump after 2N − dump after N) / N is one
 dispatched message, all server threads, the in-process simulator included
 (`SimulatorConnection` in the inclusive list is its share), with fixed costs
 cancelled. callgrind runs the server ~50x slower: keep N small (2,000 takes
-~10 minutes)."""
+~10 minutes). SERVER_ARGS= adds `herald serve` arguments (split on blanks),
+e.g. "--route-in-flight 8 --route-queue 0" to count the path of messages
+parked by a full route (released and claimed again)."""
 from __future__ import annotations
 
 import glob
@@ -34,7 +36,8 @@ def dump(h: Herald, out: str, label: str) -> str:
 def main():
     n, users_n, out, top = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     tmp = bench_tmp("herald-dispatch-ir-")
-    h = Herald(os.path.join(tmp, "data"), "--grace-seconds", "0", "--log-level", "warning")
+    h = Herald(os.path.join(tmp, "data"), "--grace-seconds", "0", "--log-level", "warning",
+               *os.environ.get("SERVER_ARGS", "").split())
     try:
         users = [f"dispatch-user-{i:04d}" for i in range(users_n)]
         register_users(h, users)

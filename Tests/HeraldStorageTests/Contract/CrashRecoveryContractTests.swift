@@ -120,4 +120,40 @@ struct CrashRecoveryContractTests {
             #expect(superseded == message.id)
         }
     }
+
+    /// Which pushes a released claim keeps open: one that handed something
+    /// over, or got a final answer, stays open with its key spent (the
+    /// resumed claim skips those devices); one with only WAITING devices
+    /// (held by the policy) or nothing is forgotten; a later push's claim
+    /// never unspends the key the first one spent.
+    @Test(arguments: StoreKind.all) func releasingAClaimKeepsOnlyATouchedPushOpen(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let marked = makeMessage(key: "marked"), answered = makeMessage(key: "answered")
+            let waiting = makeMessage(key: "waiting"), later = makeMessage(key: "later", method: .contextAware)
+            for message in [marked, answered, waiting, later] { _ = try await store.schedule(message) }
+            for message in [marked, answered, waiting] { _ = try await store.claim(id: message.id, from: .scheduled, now: now) }
+            try await store.recordHandOver(messageID: marked.id, deviceToken: "aa", push: now, at: now + 1)
+            try await store.recordOutcome(DeviceOutcome(messageID: answered.id, deviceToken: "aa", kind: .rejected, reason: "BadTopic", at: now + 1))
+            try await store.recordOutcome(DeviceOutcome(messageID: waiting.id, deviceToken: "aa", kind: .waiting, at: now + 1))
+            for message in [marked, answered, waiting] { #expect(try await store.releaseClaim(id: message.id, now: now + 2)) }
+            for message in [marked, answered] {
+                let stored = try #require(try await store.message(id: message.id))
+                #expect(stored.state == .scheduled && !stored.isSending && stored.pushStartedAt == now && stored.keySpent)
+                #expect(stored.updatedAt == now + 2)
+            }
+            let forgotten = try #require(try await store.message(id: waiting.id))
+            #expect(!forgotten.isSending && forgotten.pushStartedAt == nil && !forgotten.keySpent)
+
+            // The hand-off went out and ended; the fallback's claim, released untouched, keeps the key spent.
+            _ = try await store.claim(id: later.id, from: .scheduled, now: now)
+            #expect(try await store.transition(
+                id: later.id, from: .scheduled, to: .handedOff, dueAt: now + 3_600_000, providerMessageID: "h", lastError: nil,
+                now: now + 1, recording: [DeviceOutcome(messageID: later.id, deviceToken: "aa", kind: .handedOff, at: now + 1)]))
+            _ = try await store.claim(id: later.id, from: .handedOff, now: now + 3_600_000)
+            #expect(try await store.releaseClaim(id: later.id, now: now + 3_600_001))
+            let fallback = try #require(try await store.message(id: later.id))
+            #expect(fallback.state == .handedOff && !fallback.isSending && fallback.pushStartedAt == nil && fallback.keySpent)
+            #expect(try await store.releaseClaim(id: later.id, now: now + 3_600_002) == false)
+        }
+    }
 }

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from herald_bench import BIN, ROOT, bench_tmp, loadavg, rmtree, stubs
+from herald_bench import BIN, ROOT, bench_tmp, loadavg, rmtree, crash_cycle_stubs
 
 sys.path.insert(0, str(ROOT / "Tests" / "interop"))
 from crash_cycles import CrashRun  # noqa: E402
@@ -28,13 +28,8 @@ def main():
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
 
-    s = stubs()
-
-    class Stubs:  # the names crash_cycles expects
-        types_pb2, push_pb2, push_pb2_grpc, device_pb2, device_pb2_grpc = s.t, s.p, s.pg, s.d, s.dg
-
     tmp = bench_tmp("herald-bench-crash-")
-    run = CrashRun(BIN, Stubs, tmp, users=a.users, per_user=a.per_user, devices=a.devices, delay_ms=a.delay_ms)
+    run = CrashRun(BIN, crash_cycle_stubs(), tmp, users=a.users, per_user=a.per_user, devices=a.devices, delay_ms=a.delay_ms)
     t0 = time.monotonic()
     print(f"load average before: {loadavg()}")
     try:

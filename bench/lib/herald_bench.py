@@ -64,6 +64,16 @@ def stubs():
     return s
 
 
+def crash_cycle_stubs():
+    """`stubs()` under the names Tests/interop/crash_cycles.py expects."""
+    s = stubs()
+
+    class Stubs:
+        types_pb2, push_pb2, push_pb2_grpc, device_pb2, device_pb2_grpc = s.t, s.p, s.pg, s.d, s.dg
+
+    return Stubs
+
+
 def loadavg() -> str:
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])

@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 
-from herald_bench import BIN, ROOT, bench_tmp, loadavg, rmtree, stubs, thread_cpu, thread_cpu_delta
+from herald_bench import BIN, ROOT, bench_tmp, loadavg, rmtree, crash_cycle_stubs, thread_cpu, thread_cpu_delta
 
 sys.path.insert(0, str(ROOT / "Tests" / "interop"))
 from crash_cycles import CrashRun  # noqa: E402
@@ -44,13 +44,8 @@ def main():
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
 
-    s = stubs()
-
-    class Stubs:  # the names crash_cycles expects
-        types_pb2, push_pb2, push_pb2_grpc, device_pb2, device_pb2_grpc = s.t, s.p, s.pg, s.d, s.dg
-
     tmp = bench_tmp("herald-bench-park-")
-    run = CrashRun(BIN, Stubs, tmp, users=a.users, per_user=a.per_user, devices=1, delay_ms=a.delay_ms)
+    run = CrashRun(BIN, crash_cycle_stubs(), tmp, users=a.users, per_user=a.per_user, devices=1, delay_ms=a.delay_ms)
     run.store_args = ["--route-in-flight", str(a.route_in_flight), "--route-queue", str(a.route_queue)]
     proc = None
     try:

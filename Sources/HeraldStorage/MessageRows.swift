@@ -145,12 +145,21 @@ enum MessageRows {
     /// resumed claim skips the devices already done.
     static let release = """
         UPDATE messages
-        SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT \(pushTouched)
-                THEN NULL ELSE send_started_at END,
-            push_started_at = CASE WHEN \(pushTouched) THEN push_started_at ELSE NULL END,
-            sending_since = NULL, updated_at = ?1
+        SET \(releasing(touched: pushTouched)), updated_at = ?1
         WHERE sending_since IS NOT NULL
         """
+
+    /// The columns a claim's release sets, given whether its push was
+    /// `touched` (an SQL expression: `pushTouched`, or a bound value read
+    /// with it): the one rule `release`, `release(_:id:now:)` and
+    /// `SQLiteStore.holdUpdate` share.
+    static func releasing(touched: String) -> String {
+        """
+        send_started_at = CASE WHEN send_started_at = sending_since AND NOT \(touched) THEN NULL ELSE send_started_at END,
+            push_started_at = CASE WHEN \(touched) THEN push_started_at ELSE NULL END,
+            sending_since = NULL
+        """
+    }
 
     /// Releases one message's claim (`release` for `id`, in the caller's
     /// write): reads the row and whether its push was touched once, then
@@ -178,13 +187,8 @@ enum MessageRows {
         "SELECT rowid, \(pushTouched) FROM messages WHERE id = ?1 AND sending_since IS NOT NULL")
 
     /// `release` by rowid (?1), with `pushTouched` read (?3) and ?2 = now.
-    private static let releaseRow = HotSQL("""
-        UPDATE messages
-        SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT ?3 THEN NULL ELSE send_started_at END,
-            push_started_at = CASE WHEN ?3 THEN push_started_at ELSE NULL END,
-            sending_since = NULL, updated_at = ?2
-        WHERE rowid = ?1
-        """)
+    private static let releaseRow = HotSQL(
+        "UPDATE messages SET \(releasing(touched: "?3")), updated_at = ?2 WHERE rowid = ?1")
 
     /// Whether the message's open push handed anything over or got any
     /// final answer (a WAITING device, held by the delivery policy, is not one).

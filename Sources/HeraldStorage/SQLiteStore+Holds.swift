@@ -7,10 +7,8 @@ extension SQLiteStore {
     /// RETURNING clause would cost an ephemeral table (`MessageRows.claim`).
     static let holdUpdate = """
         UPDATE messages
-        SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT \(MessageRows.pushTouched)
-                THEN NULL ELSE send_started_at END,
-            push_started_at = CASE WHEN \(MessageRows.pushTouched) THEN push_started_at ELSE NULL END,
-            sending_since = NULL, due_at = ?3, deferred_at = coalesce(deferred_at, ?4), updated_at = ?4
+        SET \(MessageRows.releasing(touched: MessageRows.pushTouched)),
+            due_at = ?3, deferred_at = coalesce(deferred_at, ?4), updated_at = ?4
         WHERE id = ?1 AND state = ?2 AND sending_since IS NOT NULL
         """
 

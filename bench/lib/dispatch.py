@@ -27,7 +27,7 @@ import subprocess
 import time
 
 import herald_bench
-from herald_bench import (BIN, thread_cpu, thread_cpu_delta, Herald, Perf, bench_tmp, loadavg, register_users, rmtree, schedule_bulk, wait_for)
+from herald_bench import (BIN, thread_cpu, thread_cpu_delta, Herald, Perf, bench_tmp, loadavg, process_cpu, register_users, rmtree, schedule_bulk, wait_for)
 
 
 def main():
@@ -119,9 +119,7 @@ def apns_client_rate(n: int, connections: int, concurrency: int) -> tuple[float,
                                   "--bench-p8", key, *ids, "--bench-count", str(n),
                                   "--bench-connections", str(connections), "--bench-concurrency", str(concurrency)],
                                  check=True, capture_output=True, text=True, timeout=600).stdout.strip()
-            with open(f"/proc/{sim.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            sim_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            sim_cpu = sum(process_cpu(sim.pid))
         finally:
             sim.terminate()
             sim.wait(timeout=60)

@@ -170,10 +170,7 @@ class Herald:
         return out
 
     def cpu_seconds(self) -> tuple[float, float]:
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        hz = os.sysconf("SC_CLK_TCK")
-        return int(fields[11]) / hz, int(fields[12]) / hz
+        return process_cpu(self.proc.pid)
 
     def io(self) -> dict[str, int]:
         """/proc/PID/io: wchar = bytes passed to write/pwrite (WAL, checkpoint, sockets)."""
@@ -192,6 +189,14 @@ class Herald:
             self.proc.kill()
             self.proc.wait()
             return -9
+
+
+def process_cpu(pid: int) -> tuple[float, float]:
+    """A process's (user, system) CPU seconds so far, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    hz = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / hz, int(fields[12]) / hz
 
 
 def wait_for(predicate, timeout: float, interval=0.1):

@@ -21,16 +21,10 @@ import signal
 import sys
 import time
 
-from herald_bench import BIN, ROOT, bench_tmp, loadavg, rmtree, crash_cycle_stubs, thread_cpu, thread_cpu_delta
+from herald_bench import BIN, ROOT, bench_tmp, crash_cycle_stubs, loadavg, process_cpu, rmtree, thread_cpu, thread_cpu_delta
 
 sys.path.insert(0, str(ROOT / "Tests" / "interop"))
 from crash_cycles import CrashRun  # noqa: E402
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main():
@@ -61,15 +55,12 @@ def main():
             time.sleep(0.01)
         print(f"{run.messages} messages due now, apns-sim answering after {a.delay_ms} ms, route "
               f"{a.route_in_flight} in flight + {a.route_queue} queued (load average {loadavg()})")
-        cpu0, tc0, t0 = cpu_seconds(proc.pid), thread_cpu(proc.pid), time.monotonic()
+        cpu0, tc0, t0 = sum(process_cpu(proc.pid)), thread_cpu(proc.pid), time.monotonic()
         deadline = t0 + a.timeout
-        first = None
         while (n := run.record_count()) < run.messages:
             assert time.monotonic() < deadline, f"{n}/{run.messages} recorded after {a.timeout} s"
-            if first is None and n > 0:
-                first = time.monotonic()
             time.sleep(0.02)
-        t1, cpu1, tc1 = time.monotonic(), cpu_seconds(proc.pid), thread_cpu(proc.pid)
+        t1, cpu1, tc1 = time.monotonic(), sum(process_cpu(proc.pid)), thread_cpu(proc.pid)
         # The ends are written after the record: wait for them before reading attempts.
         while run.waiting() > 0 or run.rows("SELECT count(*) FROM messages WHERE sending_since IS NOT NULL")[0][0]:
             assert time.monotonic() < deadline, "ends not written"

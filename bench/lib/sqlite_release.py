@@ -13,22 +13,19 @@ for K and 2K with the same N, collecting inside sqlite3_step only, and
 subtract (bench/sqlite-ends.sh does this for its scripts; RESULTS.md,
 Session 46, gives the commands)."""
 import sys
-from store_statements import open_copy, seed_pending, claim_batches
+from store_statements import open_copy, seed_pending, claim_batches, touched
 
-PUSH_TOUCHED = ("(EXISTS (SELECT 1 FROM handovers h WHERE h.message_id = messages.id AND h.push = messages.push_started_at) "
-                "OR EXISTS (SELECT 1 FROM outcomes o WHERE o.message_id = messages.id AND o.at >= messages.push_started_at "
-                "AND o.status <> 'waiting'))")
-OLD = f"""UPDATE messages
-SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT {PUSH_TOUCHED} THEN NULL ELSE send_started_at END,
-    push_started_at = CASE WHEN {PUSH_TOUCHED} THEN push_started_at ELSE NULL END,
-    sending_since = NULL, updated_at = ?1
-WHERE sending_since IS NOT NULL AND id = ?2 RETURNING id"""
-NEW_READ = f"SELECT rowid, {PUSH_TOUCHED} FROM messages WHERE id = ?1 AND sending_since IS NOT NULL"
-NEW_WRITE = """UPDATE messages
-SET send_started_at = CASE WHEN send_started_at = sending_since AND NOT ?3 THEN NULL ELSE send_started_at END,
-    push_started_at = CASE WHEN ?3 THEN push_started_at ELSE NULL END,
-    sending_since = NULL, updated_at = ?2
-WHERE rowid = ?1"""
+
+def release_set(touched_sql: str) -> str:
+    """The columns a release sets (`MessageRows.releasing(touched:)`)."""
+    return (f"send_started_at = CASE WHEN send_started_at = sending_since AND NOT {touched_sql} THEN NULL "
+            f"ELSE send_started_at END, push_started_at = CASE WHEN {touched_sql} THEN push_started_at ELSE NULL END, "
+            "sending_since = NULL")
+
+
+OLD = f"UPDATE messages SET {release_set(touched)}, updated_at = ?1 WHERE sending_since IS NOT NULL AND id = ?2 RETURNING id"
+NEW_READ = f"SELECT rowid, {touched} FROM messages WHERE id = ?1 AND sending_since IS NOT NULL"
+NEW_WRITE = f"UPDATE messages SET {release_set('?3')}, updated_at = ?2 WHERE rowid = ?1"
 
 src, dst, n_total, k, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 db = open_copy(src, dst, None)

@@ -70,6 +70,22 @@ struct RouteAdmissionTests {
         #expect(route.parked.isEmpty && route.sending == 0)
     }
 
+    @Test func aTurnedAwayLaneIsPausedOnceUntilTheRouteAnswersOrThePauseRunsOut() {
+        var route = RouteAdmission(limit: 1, queueLimit: 0, pauseFor: 1_000)
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.admit(ticket: 2, now: 0) == .full)
+        #expect(route.pauseLane("a", now: 0) == 1_000)
+        #expect(route.pauseLane("a", now: 500) == nil)  // paused already: the scheduler has it
+        #expect(route.pauseLane("b", now: 500) == 1_500)
+        #expect(route.pauseLane("a", now: 1_000) == 2_000)  // ran out (a hung route): paused again
+        #expect(route.release(now: 1_200) == .resume([], lanes: ["a", "b"]))  // an answer: both resume
+        #expect(route.pausedLanes.isEmpty)
+        #expect(route.admit(ticket: 3, now: 1_300) == .go)
+        #expect(route.admit(ticket: 4, now: 1_300) == .wait)  // progressing now: waits, no pause
+        #expect(route.pauseLane("a", now: 1_300) == 2_300)
+        #expect(route.release(now: 2_400) == .wake(4))  // that pause ran out already: nothing to resume
+    }
+
     @Test func parkingWhenRoomCameMeanwhileReturnsItAtOnce() {
         var route = RouteAdmission(limit: 1, queueLimit: 0)
         #expect(route.admit(ticket: 1, now: 0) == .go)
@@ -88,54 +104,96 @@ struct RouteIsolationTests {
     static let healthy = "com.example.ok"
     static let due: Int64 = 1_800_000_000_000
 
+    /// A simulator that answers nothing for `hung` topics, and one APNs
+    /// route per bundle to it, on a manual APNs clock.
+    struct Routes {
+        let simulator: APNsSimulator
+        let gateway: APNsGateway
+        let apnsClock: ManualAPNsClock
+
+        static func start(_ bundles: [(bundle: String, team: String)], hung: Set<String>, logger: Logger) async throws -> Routes {
+            let apnsClock = ManualAPNsClock(start: Timestamp(timeIntervalSince1970: Double(RouteIsolationTests.due) / 1000))
+            let key = try PrivateKey.generateP256()
+            var simulatorConfiguration = APNsSimulatorConfiguration()
+            simulatorConfiguration.publicKeyPEM = try key.publicKeyPEM()
+            simulatorConfiguration.faults.hang = hung  // answers nothing for these topics
+            let simulator = try await APNsSimulator.start(simulatorConfiguration)
+            var routes: [APNsGateway.Route] = []
+            for (bundle, team) in bundles {
+                var configuration = APNsClientConfiguration(
+                    endpoint: APNsEndpoint(host: simulator.host, port: simulator.port),
+                    credentials: .token(keyID: "KEY\(team)", teamID: team, privateKeyPEM: try key.privateKeyPEM()))
+                configuration.trustedCAPEM = simulator.caCertificatePEM
+                configuration.clock = apnsClock
+                configuration.responseTimeout = .seconds(30)
+                routes.append(.init(bundleIDs: [bundle], environment: nil, client: try APNsClient(configuration: configuration, logger: logger)))
+            }
+            return Routes(simulator: simulator, gateway: APNsGateway(routes: routes), apnsClock: apnsClock)
+        }
+
+        /// Lets the `count` held requests time out (30 s) with the endpoint
+        /// recovered: they are retried after a backoff pause and answered.
+        func recover(held count: Int) async {
+            await apnsClock.waitForTimers(count)
+            apnsClock.advance(by: .seconds(30))
+            await apnsClock.waitForSleepers(count)
+            simulator.updateFaults { $0.hang = [] }  // the endpoint recovers
+            apnsClock.advance(by: .seconds(1))  // full jitter: each pause is at most 1 s
+        }
+
+        func stop() async throws {
+            await gateway.shutdown()
+            try await simulator.stop()
+        }
+    }
+
+    /// Stores `count` messages of `bundle` for one user with one device, due at `dueAt`.
+    static func store(_ count: Int, of bundle: String, token: String, dueAt: Int64, in store: SQLiteStore) async throws
+        -> [(id: String, dueAt: Int64, slot: DueSlot)]
+    {
+        _ = try await store.registerDevice(Device(
+            bundleID: bundle, platform: .ios, userID: "u1", deviceToken: String(repeating: token, count: 32),
+            locale: "en", timezone: "UTC", environment: .production, registeredAt: Self.due - 10_000))
+        var entries: [(id: String, dueAt: Int64, slot: DueSlot)] = []
+        for index in 0..<count {
+            let key = "\(bundle)-\(index)"
+            let message = StoredMessage(
+                id: UUIDv7.make(now: Self.due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
+                idempotencyKey: key, deliveryMethod: .traditional, abTest: false, windowStart: dueAt,
+                windowEnd: dueAt + 3_600_000, dueAt: dueAt, request: DispatcherTests.requestBytes(bundle: bundle, key: key, ttl: nil),
+                createdAt: dueAt - 1000)
+            _ = try await store.schedule(message)
+            entries.append((message.id, dueAt, DueSlot(lane: bundle)))
+        }
+        return entries
+    }
+
+    /// Waits until `count` requests are held by the simulator (unanswered).
+    static func waitForHeld(_ count: Int, _ events: AsyncStream<APNsSimulatorEvent>) async {
+        var held = 0
+        for await event in events {
+            if case .requestHeld = event { held += 1 }
+            if held == count { break }
+        }
+    }
+
     @Test("A hung route fills only its own slots: the healthy route sends everything; then the hung requests time out and are retried")
     func hungRouteDoesNotDelayAHealthyOne() async throws {
         let directory = try makeTemporaryDirectory(prefix: "herald-routes")
         defer { removeTemporaryDirectory(directory) }
         let store = try SQLiteStore(path: "\(directory)/herald.sqlite")
         let logger = Logger(label: "test")
-        let apnsClock = ManualAPNsClock(start: Timestamp(timeIntervalSince1970: Double(Self.due) / 1000))
-
-        let key = try PrivateKey.generateP256()
-        var simulatorConfiguration = APNsSimulatorConfiguration()
-        simulatorConfiguration.publicKeyPEM = try key.publicKeyPEM()
-        simulatorConfiguration.faults.hang = [Self.hung]  // answers nothing for this topic
-        let simulator = try await APNsSimulator.start(simulatorConfiguration)
-        func client(team: String) throws -> APNsClient {
-            var configuration = APNsClientConfiguration(
-                endpoint: APNsEndpoint(host: simulator.host, port: simulator.port),
-                credentials: .token(keyID: "KEY\(team)", teamID: team, privateKeyPEM: try key.privateKeyPEM()))
-            configuration.trustedCAPEM = simulator.caCertificatePEM
-            configuration.clock = apnsClock
-            configuration.responseTimeout = .seconds(30)
-            return try APNsClient(configuration: configuration, logger: logger)
-        }
-        let gateway = APNsGateway(routes: [
-            .init(bundleIDs: [Self.hung], environment: nil, client: try client(team: "TEAMHUNG01")),
-            .init(bundleIDs: [Self.healthy], environment: nil, client: try client(team: "TEAMOKAY01")),
-        ])
+        let routes = try await Routes.start([(Self.hung, "TEAMHUNG01"), (Self.healthy, "TEAMOKAY01")], hung: [Self.hung], logger: logger)
+        let simulator = routes.simulator
         let clock = ManualClock(now: Self.due)
         let scheduler = Scheduler(clock: clock, maxInFlight: 8, logger: logger)
         let dispatcher = Dispatcher(
-            store: store, providers: gateway.providers, clock: clock, scheduler: scheduler, logger: logger,
+            store: store, providers: routes.gateway.providers, clock: clock, scheduler: scheduler, logger: logger,
             routeLimits: .init(inFlight: 4, queue: 2), decode: StoredRequest.decode)
 
-        var entries: [(id: String, dueAt: Int64, slot: DueSlot)] = []
-        for (bundle, count, dueAt) in [(Self.hung, 30, Self.due - 1_000), (Self.healthy, 20, Self.due)] {
-            _ = try await store.registerDevice(Device(
-                bundleID: bundle, platform: .ios, userID: "u1", deviceToken: String(repeating: bundle == Self.hung ? "a1" : "b2", count: 32),
-                locale: "en", timezone: "UTC", environment: .production, registeredAt: Self.due - 10_000))
-            for index in 0..<count {
-                let key = "\(bundle)-\(index)"
-                let message = StoredMessage(
-                    id: UUIDv7.make(now: Self.due), bundleID: bundle, platform: .ios, userID: "u1", campaignID: "c1",
-                    idempotencyKey: key, deliveryMethod: .traditional, abTest: false, windowStart: dueAt,
-                    windowEnd: dueAt + 3_600_000, dueAt: dueAt, request: DispatcherTests.requestBytes(bundle: bundle, key: key, ttl: nil),
-                    createdAt: dueAt - 1000)
-                _ = try await store.schedule(message)
-                entries.append((message.id, dueAt, DueSlot(lane: bundle)))  // the hung route's messages come first
-            }
-        }
+        // The hung route's messages come first.
+        let entries = try await Self.store(30, of: Self.hung, token: "a1", dueAt: Self.due - 1_000, in: store)
+            + Self.store(20, of: Self.healthy, token: "b2", dueAt: Self.due, in: store)
         let events = simulator.events()
         await scheduler.load(entries)
         let handOvers = Task { await dispatcher.run() }
@@ -145,19 +203,11 @@ struct RouteIsolationTests {
         await simulator.waitForDeliveries(count: 20)
         #expect(simulator.delivered.allSatisfy { $0.header("apns-topic") == Self.healthy })
         try await Self.waitForState(store, .sent, count: 20)
-        var held = 0
-        for await event in events {
-            if case .requestHeld = event { held += 1 }
-            if held == 4 { break }
-        }
+        await Self.waitForHeld(4, events)
         #expect(try await store.countsByState()[.failed] == nil)
 
         // 30 s without an answer: the 4 streams are reset and retried after a backoff pause.
-        await apnsClock.waitForTimers(4)
-        apnsClock.advance(by: .seconds(30))
-        await apnsClock.waitForSleepers(4)
-        simulator.updateFaults { $0.hang = [] }  // the endpoint recovers
-        apnsClock.advance(by: .seconds(1))  // full jitter: each pause is at most 1 s
+        await routes.recover(held: 4)
         await simulator.waitForDeliveries(count: 50)
         try await Self.waitForState(store, .sent, count: 50)
         let ids = simulator.delivered.map(\.apnsID)
@@ -166,8 +216,52 @@ struct RouteIsolationTests {
         await run.value
         dispatcher.finish()
         await handOvers.value
-        await gateway.shutdown()
-        try await simulator.stop()
+        try await routes.stop()
+        await store.close()
+    }
+
+    @Test("A burst on a route that has not answered yet is claimed about a batch at a time: its lane waits for the route's first answer")
+    func aRouteWithoutAnAnswerPausesItsLaneInsteadOfChurningClaims() async throws {
+        let directory = try makeTemporaryDirectory(prefix: "herald-routes")
+        defer { removeTemporaryDirectory(directory) }
+        let store = try SQLiteStore(path: "\(directory)/herald.sqlite")
+        let logger = Logger(label: "test")
+        let routes = try await Routes.start([(Self.hung, "TEAMHUNG01")], hung: [Self.hung], logger: logger)
+        let simulator = routes.simulator
+        let clock = ManualClock(now: Self.due)  // never moves: a lane's pause ends only by its route's answer
+        let scheduler = Scheduler(clock: clock, maxInFlight: 8, logger: logger)
+        let dispatcher = Dispatcher(
+            store: store, providers: routes.gateway.providers, clock: clock, scheduler: scheduler, logger: logger,
+            routeLimits: .init(inFlight: 4, queue: 2), decode: StoredRequest.decode)
+        let count = 40
+        let entries = try await Self.store(count, of: Self.hung, token: "a1", dueAt: Self.due, in: store)
+        let events = simulator.events()
+        await scheduler.load(entries)
+        let handOvers = Task { await dispatcher.run() }
+        let run = Task { await scheduler.run(batches: { ids, leases in await dispatcher.dispatch(batch: ids, leases: leases) }) }
+
+        // A batch of 8: 4 sending (held), 2 waiting, the rest turned away
+        // and given back; the lane is paused, so the scheduler stops
+        // claiming (before the fix it claimed all 40 and gave 34 back).
+        await Self.waitForHeld(4, events)
+        while await scheduler.pendingCount > 0, await scheduler.earliestDue() ?? .max <= clock.now() { await Task.yield() }
+        let pending = await scheduler.pendingCount
+        #expect(pending >= count - 2 * 8, "the lane went on being claimed: \(count - pending) popped")
+
+        // The route answers: the lane resumes (the scheduler's clock never
+        // moved) and everything is delivered once.
+        await routes.recover(held: 4)
+        await simulator.waitForDeliveries(count: count)
+        try await Self.waitForState(store, .sent, count: count)
+        #expect(Set(simulator.delivered.map(\.apnsID)).count == count)
+        var claims = 0
+        for entry in entries { claims += try await store.message(id: entry.id)?.attempts ?? 0 }
+        #expect(claims <= count + 2 * 8, "\(claims - count) messages claimed again")
+        await scheduler.stop()
+        await run.value
+        dispatcher.finish()
+        await handOvers.value
+        try await routes.stop()
         await store.close()
     }
 

@@ -186,6 +186,22 @@ struct FairDueIndexTests {
         #expect(index.popDue(now: 600, limit: .max) == ["t1"])
     }
 
+    @Test func aResumedLaneGoesAtOnceAndAnUnpausedOneKeepsItsTurn() {
+        var index = DueIndex()
+        for i in 0..<2 { index.insert(id: "r\(i)", dueAt: 0, slot: DueSlot(lane: "route")) }
+        index.insert(id: "o0", dueAt: 0, slot: DueSlot(lane: "other"))
+        index.pause(lane: "route", until: 1_000)
+        #expect(index.popDue(now: 10, limit: .max) == ["o0"])
+        #expect(index.peekDueAt() == 1_000)
+        index.resume(lane: "route", now: 20)  // its route answered before the pause ran out
+        #expect(index.peekDueAt() == 0)
+        #expect(index.popDue(now: 20, limit: 1) == ["r0"])
+        index.resume(lane: "route", now: 21)  // not paused: nothing changes
+        index.resume(lane: "gone", now: 21)  // no such lane: nothing happens
+        #expect(index.popDue(now: 21, limit: .max) == ["r1"])
+        #expect(index.laneCount == 0)
+    }
+
     @Test func movingAnIDBetweenLanesLeavesNoGhost() {
         var index = DueIndex()
         index.insert(id: "m", dueAt: 5, slot: DueSlot(lane: "a"))

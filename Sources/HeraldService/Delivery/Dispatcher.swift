@@ -211,7 +211,7 @@ public final class Dispatcher: Sendable {
         // the claim is still held — given back after, another replica could
         // claim the message, find the reservation, send, and then lose its
         // count to this late release (a cap leak across replicas).
-        guard let entered = await admit(claimed.id, to: Array(routes.keys), beforeDeferring: {
+        guard let entered = await admit(claimed.id, lane: claimed.dueSlot.lane, to: Array(routes.keys), beforeDeferring: {
             if ruling.reserved { await self.releaseReservation(claimed, records: prior) }
         }) else { return }
         await lease.release()  // admitted: the send holds only its routes' slots
@@ -263,27 +263,31 @@ public final class Dispatcher: Sendable {
                            otherwise: policy.noDevices(facts, bundleID: claimed.bundleID), ends: ends)
     }
 
-    /// Admits message `id` on each of its routes. When one is saturated,
-    /// runs `beforeDeferring`, gives the claim back, parks the message on
-    /// that route (it is rescheduled when the route has room) and returns nil. A message on
-    /// several routes never waits (holding one route's slot while waiting
-    /// for another's could deadlock two such messages).
+    /// Admits message `id` (of due lane `lane`) on each of its routes. When
+    /// one is saturated, pauses the lane when the route says so (until the
+    /// route answers: the scheduler stops claiming what it would turn
+    /// away), runs `beforeDeferring`, gives the claim back, parks the
+    /// message on that route (it is rescheduled when the route has room)
+    /// and returns nil. A message on several routes never waits (holding
+    /// one route's slot while waiting for another's could deadlock two
+    /// such messages).
     private func admit(
-        _ id: String, to routes: [ObjectIdentifier], beforeDeferring: () async -> Void
+        _ id: String, lane: String, to routes: [ObjectIdentifier], beforeDeferring: () async -> Void
     ) async -> [RouteGate]? {
         var entered: [(gate: RouteGate, ticket: Int?)] = []
         var saturated: RouteGate?
         for route in routes {
             let gate = self.gate(route)
-            switch gate.enter(now: clock.now()) {
+            switch gate.enter(lane: lane, now: clock.now()) {
             case .go:
                 entered.append((gate, nil))
             case .wait(let ticket) where routes.count == 1:
                 entered.append((gate, ticket))
             case .wait(let ticket):
-                _ = gate.leave(ticket: ticket, now: clock.now())
+                await reschedule(gate.leave(ticket: ticket, now: clock.now()))
                 saturated = gate
-            case .full:
+            case .full(let pauseLane):
+                if let until = pauseLane { await scheduler.pause(lane: lane, until: until) }
                 saturated = gate
             }
             if saturated != nil { break }
@@ -320,10 +324,13 @@ public final class Dispatcher: Sendable {
         }
     }
 
-    private func reschedule(_ ids: [String]) async {
-        guard !ids.isEmpty else { return }
+    /// Carries out what a route's freed slot hands on: its parked messages
+    /// due now, its paused lanes resumed.
+    private func reschedule(_ resumed: RouteGate.Resumed) async {
+        guard !resumed.ids.isEmpty || !resumed.lanes.isEmpty else { return }
         let now = clock.now()
-        for id in ids { await scheduler.schedule(id: id, dueAt: now) }
+        for id in resumed.ids { await scheduler.schedule(id: id, dueAt: now) }
+        if !resumed.lanes.isEmpty { await scheduler.resume(lanes: resumed.lanes) }
     }
 
     /// Holds message `id` unsent until `until` (``DeliveryDecision/defer(until:reason:)``):

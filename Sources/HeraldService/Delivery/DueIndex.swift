@@ -229,13 +229,27 @@ struct DueIndex {
         release(lane: old.lane)
     }
 
-    /// Holds `lane` back until `until` (its throttle): nothing of it is
-    /// popped before then.
+    /// Holds `lane` back until `until` (its throttle, or a route that
+    /// turned its messages away): nothing of it is popped before then.
     mutating func pause(lane name: String, until: Int64) {
         guard var lane = lanes.removeValue(forKey: name) else { return }
         lane.pausedUntil = until
         lane.isReady = false
         queueHead(name, &lane)
+        lanes[name] = lane
+    }
+
+    /// Ends `lane`'s pause now, if one runs (a route that turned its
+    /// messages away answered): its due messages may be popped again. A
+    /// throttled lane's rate is checked at each pop, so this never lets
+    /// it exceed its rate.
+    mutating func resume(lane name: String, now: Int64) {
+        guard var lane = lanes.removeValue(forKey: name) else { return }
+        if lane.pausedUntil > now {
+            lane.pausedUntil = .min
+            lane.isReady = false
+            queueHead(name, &lane)
+        }
         lanes[name] = lane
     }
 

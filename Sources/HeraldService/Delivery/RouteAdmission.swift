@@ -15,6 +15,13 @@ import Synchronization
 /// never holds the slots other routes need. When a busy route stalls, its
 /// waiters beyond `queueLimit` are sent back the same way.
 ///
+/// A turned-away message's due lane (its bundle) is paused too, until the
+/// route's next finished send or `pauseFor` at most (``pauseLane(_:now:)``):
+/// otherwise, while a route has no answer yet (every burst after an idle
+/// spell), the scheduler keeps claiming the lane's messages only for this
+/// to give them back — on a provider answering in 100 ms, 11–25 % of a
+/// burst was claimed twice (bench/RESULTS.md, "Session 46").
+///
 /// A pure state machine: every event returns what to do.
 struct RouteAdmission {
     /// Messages sending on the route at once.
@@ -24,6 +31,10 @@ struct RouteAdmission {
     let queueLimit: Int
     /// A route with no send finished for this long (ms) is not progressing.
     let stallAfter: Int64
+    /// Longest a lane is paused for a turned-away message (ms): a route
+    /// that never answers holds its lanes back this long at a time, so
+    /// their messages for other routes still go (a batch per pause).
+    let pauseFor: Int64
 
     private(set) var sending = 0
     /// When a send last finished (nil: never).
@@ -31,11 +42,14 @@ struct RouteAdmission {
     private var waiting: [Int] = []
     private var waitingHead = 0
     private(set) var parked: [String] = []
+    /// The lanes paused for this route, until when.
+    private(set) var pausedLanes: [String: Int64] = [:]
 
-    init(limit: Int, queueLimit: Int, stallAfter: Int64 = 5_000) {
+    init(limit: Int, queueLimit: Int, stallAfter: Int64 = 5_000, pauseFor: Int64 = 1_000) {
         self.limit = max(1, limit)
         self.queueLimit = max(0, queueLimit)
         self.stallAfter = stallAfter
+        self.pauseFor = max(1, pauseFor)
     }
 
     func progressing(now: Int64) -> Bool {
@@ -49,9 +63,27 @@ struct RouteAdmission {
         case go
         /// Wait for ``Released/wake(_:)`` of this ticket.
         case wait
-        /// Route saturated: give the claim back and ``park(_:)`` the message.
+        /// Route saturated: give the claim back and ``park(_:)`` the message
+        /// (after ``pauseLane(_:now:)`` for its lane).
         case full
     }
+
+    /// A message of `lane` was turned away (`.full`) at `now`: until when
+    /// to pause the lane — nil when this route paused it already and that
+    /// pause runs still (the scheduler has it). The pause ends at the
+    /// route's next finished send (``Released``'s `lanes`) or at the
+    /// returned instant, whichever comes first.
+    mutating func pauseLane(_ lane: String, now: Int64) -> Int64? {
+        if let until = pausedLanes[lane], until > now { return nil }
+        if pausedLanes.count >= Self.pausedLaneLimit { pausedLanes = pausedLanes.filter { $0.value > now } }
+        guard pausedLanes.count < Self.pausedLaneLimit else { return nil }  // bounded: the release still parks
+        let until = now + pauseFor
+        pausedLanes[lane] = until
+        return until
+    }
+
+    /// Most lanes one route keeps paused at once.
+    static let pausedLaneLimit = 4_096
 
     mutating func admit(ticket: Int, now: Int64) -> Admission {
         if sending < limit && waitingCount == 0 {
@@ -78,10 +110,12 @@ struct RouteAdmission {
     enum Released: Equatable {
         /// Hand the slot to this waiting ticket (it now counts as sending),
         /// and reschedule these parked messages now: the route progresses,
-        /// so they may queue with the others (``release(now:)``).
-        case wake(Int, resume: [String] = [])
-        /// Nothing waits: reschedule these parked messages now (up to the room there is).
-        case resume([String])
+        /// so they may queue with the others (``release(now:)``); resume
+        /// these paused lanes.
+        case wake(Int, resume: [String] = [], lanes: [String] = [])
+        /// Nothing waits: reschedule these parked messages now (up to the
+        /// room there is); resume these paused lanes.
+        case resume([String], lanes: [String] = [])
     }
 
     /// A slot came free at `now` (the route progresses). A parked message
@@ -91,14 +125,23 @@ struct RouteAdmission {
     /// would keep it parked until the whole backlog had gone.
     mutating func release(now: Int64) -> Released {
         lastProgress = now
+        let lanes = takePausedLanes(now: now)
         if waitingCount > 0 {
             let next = waiting[waitingHead]
             waitingHead += 1
             compact()
-            return .wake(next, resume: takeParked(upTo: max(1, queueLimit)))
+            return .wake(next, resume: takeParked(upTo: max(1, queueLimit)), lanes: lanes)
         }
         sending -= 1
-        return .resume(takeParked())
+        return .resume(takeParked(), lanes: lanes)
+    }
+
+    /// The lanes whose pause for this route still runs, forgetting all:
+    /// the route progresses, so their messages may wait for it again.
+    private mutating func takePausedLanes(now: Int64) -> [String] {
+        guard !pausedLanes.isEmpty else { return [] }
+        defer { pausedLanes = [:] }
+        return pausedLanes.compactMap { $0.value > now ? $0.key : nil }.sorted()
     }
 
     /// A waiting ticket gave up (its message went elsewhere); true if it was waiting.
@@ -149,24 +192,34 @@ final class RouteGate: Sendable {
 
     private let state: Mutex<State>
 
-    init(limit: Int, queueLimit: Int, stallAfter: Int64 = 5_000) {
-        state = Mutex(State(admission: RouteAdmission(limit: limit, queueLimit: queueLimit, stallAfter: stallAfter)))
+    init(limit: Int, queueLimit: Int, stallAfter: Int64 = 5_000, pauseFor: Int64 = 1_000) {
+        state = Mutex(State(admission: RouteAdmission(limit: limit, queueLimit: queueLimit, stallAfter: stallAfter, pauseFor: pauseFor)))
     }
 
     enum Entry {
         case go
         case wait(ticket: Int)
-        case full
+        /// Saturated: give the claim back and park; with `pauseLane`,
+        /// pause the message's lane until then first.
+        case full(pauseLane: Int64?)
     }
 
-    func enter(now: Int64) -> Entry {
+    /// What a slot coming free hands on: parked messages to reschedule now,
+    /// paused lanes to resume.
+    struct Resumed {
+        var ids: [String] = []
+        var lanes: [String] = []
+    }
+
+    /// Admits a message of `lane` (its due lane, paused when it is turned away).
+    func enter(lane: String, now: Int64) -> Entry {
         let (entry, evicted) = state.withLock { state -> (Entry, [CheckedContinuation<Bool, Never>]) in
             state.nextTicket += 1
             let ticket = state.nextTicket
             let entry: Entry = switch state.admission.admit(ticket: ticket, now: now) {
             case .go: .go
             case .wait: .wait(ticket: ticket)
-            case .full: .full
+            case .full: .full(pauseLane: state.admission.pauseLane(lane, now: now))
             }
             let evicted = state.admission.evictIfStalled(now: now).compactMap { Self.take($0, answer: false, from: &state) }
             return (entry, evicted)
@@ -189,19 +242,19 @@ final class RouteGate: Sendable {
     }
 
     /// Frees a slot (or a `.wait` ticket that will not be used); returns
-    /// parked messages to reschedule now.
-    func leave(ticket: Int? = nil, now: Int64) -> [String] {
-        let (wake, resume) = state.withLock { state -> (CheckedContinuation<Bool, Never>?, [String]) in
+    /// parked messages to reschedule now and paused lanes to resume.
+    func leave(ticket: Int? = nil, now: Int64) -> Resumed {
+        let (wake, resume) = state.withLock { state -> (CheckedContinuation<Bool, Never>?, Resumed) in
             if let ticket {
-                if state.admission.withdraw(ticket: ticket) { return (nil, []) }
+                if state.admission.withdraw(ticket: ticket) { return (nil, Resumed()) }
                 // Evicted: it holds nothing. Otherwise it was given a slot it will not use.
-                if state.woken.removeValue(forKey: ticket) == false { return (nil, []) }
+                if state.woken.removeValue(forKey: ticket) == false { return (nil, Resumed()) }
             }
             switch state.admission.release(now: now) {
-            case .wake(let next, let parked):
-                return (Self.take(next, answer: true, from: &state), parked)
-            case .resume(let ids):
-                return (nil, ids)
+            case .wake(let next, let parked, let lanes):
+                return (Self.take(next, answer: true, from: &state), Resumed(ids: parked, lanes: lanes))
+            case .resume(let ids, let lanes):
+                return (nil, Resumed(ids: ids, lanes: lanes))
             }
         }
         wake?.resume(returning: true)
@@ -209,8 +262,8 @@ final class RouteGate: Sendable {
     }
 
     /// Parks a message whose claim was given back; returns those to reschedule now.
-    func park(_ id: String) -> [String] {
-        state.withLock { $0.admission.park(id) }
+    func park(_ id: String) -> Resumed {
+        Resumed(ids: state.withLock { $0.admission.park(id) })
     }
 
     /// The waiter of `ticket`, or (when the slot came free between its

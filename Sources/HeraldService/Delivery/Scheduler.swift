@@ -156,6 +156,23 @@ public actor Scheduler {
         deferred = true
     }
 
+    /// Pauses `lane` until `until` (a saturated route turned one of its
+    /// messages away; the due index only: polling claims fewer instead,
+    /// `noteDeferred()`). Nothing of the lane is handed out before then,
+    /// or before `resume(lanes:)`.
+    public func pause(lane: String, until: Int64) {
+        drainInbox()
+        index.pause(lane: lane, until: until)
+    }
+
+    /// Ends these lanes' pauses now (their route answered again).
+    public func resume(lanes: [String]) {
+        drainInbox()
+        let now = clock.now()
+        for lane in lanes { index.resume(lane: lane, now: now) }
+        wakeups.signal()
+    }
+
     /// Drops `id` (cancelled, superseded).
     public func unschedule(id: String) {
         drainInbox()  // a Cancel must not be overtaken by the Schedule it cancels

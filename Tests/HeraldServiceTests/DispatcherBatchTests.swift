@@ -15,7 +15,7 @@ struct DispatcherBatchTests {
         let count = Atomic<Int>(0)
 
         func leases(_ n: Int) -> [DispatchLease] {
-            (0..<n).map { _ in DispatchLease(scheduler: nil) { self.count.add(1, ordering: .relaxed) } }
+            (0..<n).map { _ in DispatchLease(slots: nil) { self.count.add(1, ordering: .relaxed) } }
         }
     }
 

@@ -320,6 +320,52 @@ actor Gate {
     }
 }
 
+@Suite("Dispatch slots", .timeLimit(.minutes(1)))
+struct DispatchSlotsTests {
+    @Test func aFullLoopWaitsForABatchOfFreedSlotsNotForEachOne() async {
+        let slots = DispatchSlots(limit: 4, freed: nil)
+        for _ in 0..<4 { #expect(slots.tryAcquire()) }
+        #expect(!slots.tryAcquire())
+        let loop = Task { await slots.acquire(refill: 2) }
+        while slots.waiting == false { await Task.yield() }
+        slots.release()
+        #expect(slots.inFlight == 3)  // one free: not handed to the loop
+        slots.release()
+        #expect(slots.inFlight == 3)  // two free: the loop took one
+        await loop.value
+        slots.release()
+        #expect(slots.inFlight == 2 && slots.free == 2)
+    }
+
+    @Test func relaxingHandsTheLoopASingleFreeSlot() async {
+        let slots = DispatchSlots(limit: 4, freed: nil)
+        for _ in 0..<4 { #expect(slots.tryAcquire()) }
+        let loop = Task { await slots.acquire(refill: 4) }
+        while slots.waiting == false { await Task.yield() }
+        slots.relax()  // none free yet: it keeps waiting, for one slot now
+        #expect(slots.inFlight == 4 && slots.waiting)
+        slots.release()
+        #expect(slots.inFlight == 4)  // handed over at once
+        await loop.value
+        #expect(!slots.waiting)
+    }
+
+    @Test func aRefillAboveTheLimitIsTheLimit() async {
+        let slots = DispatchSlots(limit: 2, freed: nil)
+        await slots.acquire(refill: 64)  // all free: taken at once
+        #expect(slots.inFlight == 1)
+    }
+
+    @Test func aSlotFreedWhileAllWereTakenWakesThePoll() async {
+        let freed = WakeSignal()
+        let slots = DispatchSlots(limit: 1, freed: freed)
+        #expect(slots.tryAcquire())
+        slots.release()
+        await freed.wait()  // signalled (kept for this wait)
+        #expect(slots.free == 1)
+    }
+}
+
 @Suite("Scheduler", .timeLimit(.minutes(1)))
 struct SchedulerTests {
     /// Collects dispatched ids and lets the test await a count.

@@ -31,7 +31,7 @@ extension Dispatcher {
         var claimedLeases: [DispatchLease] = []
         claimedLeases.reserveCapacity(claimed.count)
         for message in claimed { claimedLeases.append(leaseOf.removeValue(forKey: message.id) ?? .none) }
-        for lease in leaseOf.values { await lease.finish() }  // cancelled, superseded, claimed elsewhere…
+        for lease in leaseOf.values { lease.finish() }  // cancelled, superseded, claimed elsewhere…
         await dispatch(claimed: claimed, leases: claimedLeases)
     }
 
@@ -62,7 +62,7 @@ extension Dispatcher {
                     } catch {
                         self.logger.error("dispatch failed", metadata: ["message_id": "\(message.id)", "error": "\(error)"])
                     }
-                    await lease.finish()
+                    lease.finish()
                 }
             }
         }

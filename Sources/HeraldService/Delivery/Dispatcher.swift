@@ -214,7 +214,7 @@ public final class Dispatcher: Sendable {
         guard let entered = await admit(claimed.id, lane: claimed.dueSlot.lane, to: Array(routes.keys), beforeDeferring: {
             if ruling.reserved { await self.releaseReservation(claimed, records: prior) }
         }) else { return }
-        await lease.release()  // admitted: the send holds only its routes' slots
+        lease.release()  // admitted: the send holds only its routes' slots
 
         // Rendered by each route's provider before the sends (once per locale where it can).
         let clock = clock

@@ -39,7 +39,7 @@ extension Scheduler {
                     let wasDeferred = deferred
                     pollLimit = wasDeferred ? max(1, pollLimit / 2) : min(Self.pollBatch, pollLimit * 2)
                     deferred = false
-                    let limit = min(maxInFlight - inFlight, pollLimit)
+                    let limit = min(slots.free, pollLimit)
                     let rates = throttle.rates()
                     let quota = sharedThrottle.quota(rates: rates, nowMicros: ThrottleSchedule.micros(clock.now()), limit: limit)
                     let claimed = limit > 0 ? await poll(shared, limit: limit, quota: quota, after: rotation) : []
@@ -52,19 +52,19 @@ extension Scheduler {
                     await giveBack(plan.excess, to: shared)
                     let lease = { (message: StoredMessage) -> DispatchLease in
                         held.insert(message.id)
-                        return DispatchLease(scheduler: self) { held.remove(message.id) }
+                        return DispatchLease(slots: self.slots) { held.remove(message.id) }
                     }
                     if !plan.free.isEmpty {
                         let free = plan.free
-                        inFlight += free.count
+                        slots.take(free.count)
                         let leases = free.map(lease)
                         group.addTask {
                             await dispatch(free, leases)
-                            for lease in leases { await lease.finish() }
+                            for lease in leases { lease.finish() }
                         }
                     }
                     if !plan.paced.isEmpty {
-                        inFlight += plan.paced.count
+                        slots.take(plan.paced.count)
                         let paced = plan.paced.map { (at: $0.at, message: $0.message, lease: lease($0.message)) }
                         throttle.waited(paced.map { max(0, $0.at - $0.message.dueAt) })
                         group.addTask { await Self.dispatchAtSlots(paced, clock: clock, shared: shared, dispatch) }
@@ -145,13 +145,13 @@ extension Scheduler {
                 } catch {
                     for item in paced[start...] {
                         _ = try? await shared.releaseClaim(id: item.message.id, now: clock.now())
-                        await item.lease.finish()
+                        item.lease.finish()
                     }
                     return
                 }
                 group.addTask {
                     await dispatch(chunk.map(\.message), chunk.map(\.lease))
-                    for item in chunk { await item.lease.finish() }
+                    for item in chunk { item.lease.finish() }
                 }
                 start = end
             }

@@ -5,33 +5,133 @@ import Synchronization
 /// A dispatch's global slot. The dispatcher gives it back as soon as its
 /// message's route admitted it, so a send waiting on a slow route never holds
 /// a slot other routes need; the scheduler gives it back (once) otherwise.
+/// Giving it back is a lock, not a hop onto the scheduler's actor: the push
+/// carries on on its own thread.
 public final class DispatchLease: Sendable {
-    private let scheduler: Scheduler?
+    private let slots: DispatchSlots?
     private let held = Atomic<Bool>(true)
     private let open = Atomic<Bool>(true)
     private let onFinish: (@Sendable () -> Void)?
 
-    init(scheduler: Scheduler?, onFinish: (@Sendable () -> Void)? = nil) {
-        self.scheduler = scheduler
+    init(slots: DispatchSlots?, onFinish: (@Sendable () -> Void)? = nil) {
+        self.slots = slots
         self.onFinish = onFinish
     }
 
     /// A lease that frees nothing (direct calls, tests).
-    public static let none = DispatchLease(scheduler: nil)
+    public static let none = DispatchLease(slots: nil)
 
     /// Frees the slot; later calls do nothing.
-    public func release() async {
-        guard let scheduler, held.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        await scheduler.releaseSlot()
+    public func release() {
+        guard let slots, held.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        slots.release()
     }
 
     /// The message's dispatch has returned: frees the slot if still held
     /// and tells the scheduler (a polled claim is no longer renewed); later
     /// calls do nothing.
-    public func finish() async {
-        await release()
+    public func finish() {
+        release()
         guard open.exchange(false, ordering: .acquiringAndReleasing) else { return }
         onFinish?()
+    }
+}
+
+/// The scheduler's global dispatch slots: taken by its loop (the only one
+/// that waits for one), given back by leases from any thread.
+///
+/// When all are taken, the loop waits for a batch's worth (`refill`) to
+/// come free, or for `relax()` (a few milliseconds later), whichever comes
+/// first: while a slow route's waiters hold the slots they come free one at
+/// a time, and a loop woken by each would claim, read devices and write
+/// one message per transaction (bench/RESULTS.md, "Session 47").
+final class DispatchSlots: Sendable {
+    private struct State {
+        var inFlight = 0
+        var waiter: CheckedContinuation<Void, Never>?
+        /// Free slots the waiter waits for.
+        var needed = 1
+    }
+
+    let limit: Int
+    private let state = Mutex(State())
+    /// Signalled when a slot frees while all were taken and the loop is not
+    /// waiting for one (polling: a poll claims only as many as are free).
+    private let freed: WakeSignal?
+
+    init(limit: Int, freed: WakeSignal?) {
+        self.limit = limit
+        self.freed = freed
+    }
+
+    /// Slots taken now.
+    var inFlight: Int { state.withLock { $0.inFlight } }
+
+    /// Slots free now.
+    var free: Int { state.withLock { max(0, limit - $0.inFlight) } }
+
+    /// Whether the loop waits for slots (tests).
+    var waiting: Bool { state.withLock { $0.waiter != nil } }
+
+    /// Takes one slot if one is free.
+    func tryAcquire() -> Bool {
+        state.withLock { state in
+            guard state.inFlight < limit else { return false }
+            state.inFlight += 1
+            return true
+        }
+    }
+
+    /// Takes one slot once `refill` are free (at most `limit`) or one is
+    /// and `relax()` was called (one caller at a time).
+    func acquire(refill: Int = 1) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                state.needed = min(max(1, refill), limit)
+                if limit - state.inFlight >= state.needed {
+                    state.inFlight += 1
+                    return true
+                }
+                precondition(state.waiter == nil, "one slot waiter at a time")
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// The waiter takes a single free slot from now on.
+    func relax() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.needed = 1
+            guard state.inFlight < limit, let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            state.inFlight += 1
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Takes `count` more slots (counted free by the caller before).
+    func take(_ count: Int) {
+        state.withLock { $0.inFlight += count }
+    }
+
+    /// Gives one slot back: to the waiting loop (it stays taken) when
+    /// enough are free, or free.
+    func release() {
+        let (waiter, wasFull) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
+            let wasFull = state.inFlight == limit
+            state.inFlight -= 1
+            if let waiter = state.waiter, limit - state.inFlight >= state.needed {
+                state.waiter = nil
+                state.inFlight += 1
+                return (waiter, false)
+            }
+            return (nil, wasFull && state.waiter == nil)
+        }
+        waiter?.resume()
+        if wasFull { freed?.signal() }
     }
 }
 
@@ -81,12 +181,12 @@ public actor Scheduler {
     /// Changes from `enqueue` (any thread), folded in by `drainInbox`.
     nonisolated let inbox = ScheduleInbox()
     var stopped = false
-    var inFlight = 0
+    /// The global dispatch slots (`maxInFlight`).
+    let slots: DispatchSlots
     /// The clock sleeps `waitForWork` started that have not rung, by
     /// deadline (see `armAlarm(at:)`); only the run loop arms them, and it
     /// cancels those left when it ends (stopped or cancelled).
     private var alarms: [Int64: Task<Void, Never>] = [:]
-    private var slotWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// A scheduler of the due index, or (`shared`) of a shared store's due
     /// messages, polled every `pollMilliseconds` at most.
@@ -99,6 +199,7 @@ public actor Scheduler {
         self.logger = logger
         self.shared = shared
         self.pollMilliseconds = pollMilliseconds
+        self.slots = DispatchSlots(limit: maxInFlight, freed: shared != nil ? wakeups : nil)
     }
 
     /// How many messages wait for an action.
@@ -217,7 +318,7 @@ public actor Scheduler {
                 for (item, lease) in zip(items, leases) {
                     group.addTask {
                         await dispatch(item, lease)
-                        await lease.finish()
+                        lease.finish()
                     }
                 }
             }
@@ -235,27 +336,46 @@ public actor Scheduler {
                     await waitForWork()
                     continue
                 }
-                await acquireSlot()
+                if !slots.tryAcquire() { await acquireBatchOfSlots() }
                 // The free slots are taken at once: one batch for all that is due and may run.
-                let more = max(0, min(maxInFlight - inFlight, Self.dueBatch - 1))
+                let more = min(slots.free, Self.dueBatch - 1)
                 applyRates()
                 let due = stopped || Task.isCancelled ? [] : index.popDue(now: clock.now(), limit: 1 + more)
                 let waits = index.takeThrottleWaits()
                 if !waits.isEmpty { throttle.waited(waits) }
                 guard !due.isEmpty else {
-                    releaseSlot()  // stopped (what is due stays due for the next start), or unscheduled meanwhile
+                    slots.release()  // stopped (what is due stays due for the next start), or unscheduled meanwhile
                     continue
                 }
-                inFlight += due.count - 1
-                let leases = due.map { _ in DispatchLease(scheduler: self) }
+                slots.take(due.count - 1)
+                let leases = due.map { _ in DispatchLease(slots: slots) }
                 group.addTask {
                     await dispatch(due, leases)
-                    for lease in leases { await lease.finish() }
+                    for lease in leases { lease.finish() }
                 }
             }
             cancelAlarms()
         }
     }
+
+    /// Takes a slot when none is free: once a batch's worth is
+    /// (`maxInFlight / 16`), or `refillMilliseconds` after the wait began
+    /// once one is ("DispatchSlots").
+    private func acquireBatchOfSlots() async {
+        let (slots, clock) = (slots, clock)
+        let deadline = clock.now() + Self.refillMilliseconds
+        let relax = Task {
+            do {
+                try await clock.sleep(until: deadline)
+                slots.relax()
+            } catch {}  // cancelled: the slots came free first
+        }
+        await slots.acquire(refill: maxInFlight / 16)
+        relax.cancel()
+    }
+
+    /// Longest the loop waits for a batch's worth of slots once one is free.
+    static let refillMilliseconds: Int64 = 10
 
     /// Returns at the earliest due time (or sooner: the loop looks again),
     /// at a wake-up, or when cancelled.
@@ -335,23 +455,6 @@ public actor Scheduler {
         index.setRates(current)
     }
 
-    private func acquireSlot() async {
-        if inFlight < maxInFlight {
-            inFlight += 1
-            return
-        }
-        await withCheckedContinuation { slotWaiters.append($0) }
-    }
-
-    func releaseSlot() {
-        if slotWaiters.isEmpty {
-            // Polling claims only as many as there are free slots.
-            if shared != nil && inFlight == maxInFlight { wakeups.signal() }
-            inFlight -= 1
-        } else {
-            slotWaiters.removeFirst().resume()
-        }
-    }
 }
 
 /// A one-slot wake-up: `signal()` resumes the one waiter, or is kept for the

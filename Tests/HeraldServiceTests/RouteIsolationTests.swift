@@ -86,6 +86,20 @@ struct RouteAdmissionTests {
         #expect(route.release(now: 2_400) == .wake(4))  // that pause ran out already: nothing to resume
     }
 
+    @Test func aRouteBusyWithoutAnAnswerPastStallAfterPausesNoLane() {
+        var route = RouteAdmission(limit: 1, queueLimit: 0, stallAfter: 5_000, pauseFor: 1_000)
+        #expect(route.admit(ticket: 1, now: 0) == .go)
+        #expect(route.admit(ticket: 2, now: 4_000) == .full)
+        #expect(route.pauseLane("a", now: 4_000) == 5_000)  // unanswered for 4 s: maybe slow, paused
+        #expect(route.pauseLane("a", now: 5_000) == 6_000)
+        #expect(route.pauseLane("a", now: 6_000) == nil)  // 6 s: hung; the lane's other routes go on
+        #expect(route.pauseLane("b", now: 6_000) == nil)
+        #expect(route.release(now: 7_000) == .resume([], lanes: []))  // it answers (the pauses ran out)
+        #expect(route.admit(ticket: 3, now: 20_000) == .go)  // idle since: a new busy spell
+        #expect(route.admit(ticket: 4, now: 20_000) == .full)
+        #expect(route.pauseLane("a", now: 20_000) == 21_000)
+    }
+
     @Test func parkingWhenRoomCameMeanwhileReturnsItAtOnce() {
         var route = RouteAdmission(limit: 1, queueLimit: 0)
         #expect(route.admit(ticket: 1, now: 0) == .go)

@@ -39,6 +39,8 @@ struct RouteAdmission {
     private(set) var sending = 0
     /// When a send last finished (nil: never).
     private var lastProgress: Int64?
+    /// When `sending` last went from none to one (nil: nothing sending).
+    private var busySince: Int64?
     private var waiting: [Int] = []
     private var waitingHead = 0
     private(set) var parked: [String] = []
@@ -70,11 +72,15 @@ struct RouteAdmission {
 
     /// A message of `lane` was turned away (`.full`) at `now`: until when
     /// to pause the lane — nil when this route paused it already and that
-    /// pause runs still (the scheduler has it). The pause ends at the
-    /// route's next finished send (``Released``'s `lanes`) or at the
-    /// returned instant, whichever comes first.
+    /// pause runs still (the scheduler has it), or when the route has been
+    /// busy without an answer for longer than `stallAfter` (hung: its
+    /// messages are parked, and the lane's messages for other routes go
+    /// at their pace). The pause ends at the route's next finished send
+    /// (``Released``'s `lanes`) or at the returned instant, whichever
+    /// comes first.
     mutating func pauseLane(_ lane: String, now: Int64) -> Int64? {
         if let until = pausedLanes[lane], until > now { return nil }
+        guard let busySince, now - max(busySince, lastProgress ?? .min) <= stallAfter else { return nil }
         if pausedLanes.count >= Self.pausedLaneLimit { pausedLanes = pausedLanes.filter { $0.value > now } }
         guard pausedLanes.count < Self.pausedLaneLimit else { return nil }  // bounded: the release still parks
         let until = now + pauseFor
@@ -87,6 +93,7 @@ struct RouteAdmission {
 
     mutating func admit(ticket: Int, now: Int64) -> Admission {
         if sending < limit && waitingCount == 0 {
+            if sending == 0 { busySince = now }
             sending += 1
             return .go
         }
@@ -133,6 +140,7 @@ struct RouteAdmission {
             return .wake(next, resume: takeParked(upTo: max(1, queueLimit)), lanes: lanes)
         }
         sending -= 1
+        if sending == 0 { busySince = nil }
         return .resume(takeParked(), lanes: lanes)
     }
 

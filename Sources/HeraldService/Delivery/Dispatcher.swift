@@ -158,16 +158,22 @@ public final class Dispatcher: Sendable {
         // The policy's word per device: send, skip (done), finish unsent, hold.
         var decided: [DeviceOutcome] = []
         var heldUntil: (at: Int64, reason: HoldReason)?
-        devices.removeAll { device in
-            switch policy.action(for: device, in: plan) {
-            case .send: return false
-            case .skip: return true
-            case .finish(let kind, let reason):
-                decided.append(device.decidedOutcome(messageID: claimed.id, kind: kind, reason: reason, at: now))
-                return true
-            case .defer(let until, let reason):
-                if heldUntil.map({ until < $0.at }) ?? true { heldUntil = (until, reason) }
-                return true
+        // Filtered only when some device is not sent: the batch's device
+        // array is shared, and filtering copies every device (their strings'
+        // counts, touched by every push of the user at once).
+        let allSent = devices.allSatisfy { if case .send = policy.action(for: $0, in: plan) { true } else { false } }
+        if !allSent {
+            devices.removeAll { device in
+                switch policy.action(for: device, in: plan) {
+                case .send: return false
+                case .skip: return true
+                case .finish(let kind, let reason):
+                    decided.append(device.decidedOutcome(messageID: claimed.id, kind: kind, reason: reason, at: now))
+                    return true
+                case .defer(let until, let reason):
+                    if heldUntil.map({ until < $0.at }) ?? true { heldUntil = (until, reason) }
+                    return true
+                }
             }
         }
         if let heldUntil {

@@ -279,6 +279,72 @@ struct RouteIsolationTests {
         await store.close()
     }
 
+    @Test("A route busy for stallAfter without an answer counts as hung: it pauses its bundle no more, and the bundle's Android pushes go on")
+    func aHungRouteStopsPausingItsLane() async throws {
+        let iosToken = String(repeating: "c3", count: 32)
+        let fcm = FakeFCMSender()
+        let gateway = FakeAPNsGateway(fcm: fcm)
+        gateway.hold(iosToken)  // the APNs route answers nothing
+        let store = InMemoryStore()
+        let logger = Logger(label: "test")
+        let clock = ManualClock(now: Self.due)
+        let scheduler = Scheduler(clock: clock, maxInFlight: 8, logger: logger)
+        let dispatcher = Dispatcher(
+            store: store, providers: gateway.providers, clock: clock, scheduler: scheduler, logger: logger,
+            routeLimits: .init(inFlight: 2, queue: 0), decode: StoredRequest.decode)
+        let bundle = FCMDispatchTests.bundle
+        for (platform, token) in [(Platform.ios, iosToken), (.android, FCMDispatchTests.token)] {
+            _ = try await store.registerDevice(Device(
+                bundleID: bundle, platform: platform, userID: "u1", deviceToken: token, locale: "en", timezone: "UTC",
+                environment: platform == .ios ? .production : nil, registeredAt: Self.due - 10_000))
+        }
+        // 60 iOS pushes first in the bundle's lane (8 a batch: more than 5 s of pauses' worth), then 2 Android
+        // (within the FCM route's limit: a burst beyond it would pause the lane until FCM's first answer).
+        var entries: [(id: String, dueAt: Int64, slot: DueSlot)] = []
+        for (platform, count, dueAt) in [(Platform.ios, 60, Self.due), (.android, 2, Self.due + 1)] {
+            for index in 0..<count {
+                let key = "\(platform)-\(index)"
+                let message = StoredMessage(
+                    id: UUIDv7.make(now: Self.due), bundleID: bundle, platform: platform, userID: "u1", campaignID: "c1",
+                    idempotencyKey: key, deliveryMethod: .traditional, abTest: false, windowStart: dueAt,
+                    windowEnd: dueAt + 3_600_000, dueAt: dueAt, request: FCMDispatchTests.requestBytes(key: key, platform: platform),
+                    createdAt: dueAt - 1000)
+                _ = try await store.schedule(message)
+                entries.append((message.id, dueAt, DueSlot(lane: bundle)))
+            }
+        }
+        await scheduler.load(entries)
+        let handOvers = Task { await dispatcher.run() }
+        let run = Task { await scheduler.run(batches: { ids, leases in await dispatcher.dispatch(batch: ids, leases: leases) }) }
+
+        // The first batch: 2 sending (held), 6 turned away; the lane pauses (the route may be slow).
+        while true {
+            let (pending, earliest) = (await scheduler.pendingCount, await scheduler.earliestDue() ?? .max)
+            if pending <= 56 && earliest > clock.now() { break }
+            await Task.yield()
+        }
+        // 6 s on, still no answer: hung. Its refusals pause nothing, and
+        // the Android pushes behind them go without the clock moving again.
+        clock.advance(to: Self.due + 6_000)
+        while true {
+            let (pending, earliest) = (await scheduler.pendingCount, await scheduler.earliestDue() ?? .max)
+            if pending == 0 || earliest > clock.now() { break }
+            await Task.yield()
+        }
+        try #require(await scheduler.pendingCount == 0, "the lane was paused again by a hung route")
+        _ = await fcm.next(2)
+        while try await store.countsByState()[.sent] ?? 0 < 2 { await Task.yield() }
+
+        // The route recovers: everything is delivered once.
+        for _ in 0..<60 { gateway.releaseOne() }
+        while try await store.countsByState()[.sent] ?? 0 < 62 { await Task.yield() }
+        #expect(Set(gateway.sent.map { $0.header("apns-id") }).count == 60)
+        await scheduler.stop()
+        await run.value
+        dispatcher.finish()
+        await handOvers.value
+    }
+
     /// Waits (yielding, never sleeping) until `count` messages are in `state`.
     static func waitForState(_ store: SQLiteStore, _ state: MessageState, count: Int) async throws {
         while try await store.countsByState()[state] ?? 0 < count { await Task.yield() }

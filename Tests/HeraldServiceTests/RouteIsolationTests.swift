@@ -226,10 +226,7 @@ struct RouteIsolationTests {
         try await Self.waitForState(store, .sent, count: 50)
         let ids = simulator.delivered.map(\.apnsID)
         #expect(Set(ids).count == 50)  // each message delivered once
-        await scheduler.stop()
-        await run.value
-        dispatcher.finish()
-        await handOvers.value
+        await Self.stop(scheduler, run, dispatcher, handOvers)
         try await routes.stop()
         await store.close()
     }
@@ -271,10 +268,7 @@ struct RouteIsolationTests {
         var claims = 0
         for entry in entries { claims += try await store.message(id: entry.id)?.attempts ?? 0 }
         #expect(claims <= count + 2 * 8, "\(claims - count) messages claimed again")
-        await scheduler.stop()
-        await run.value
-        dispatcher.finish()
-        await handOvers.value
+        await Self.stop(scheduler, run, dispatcher, handOvers)
         try await routes.stop()
         await store.close()
     }
@@ -339,6 +333,11 @@ struct RouteIsolationTests {
         for _ in 0..<60 { gateway.releaseOne() }
         while try await store.countsByState()[.sent] ?? 0 < 62 { await Task.yield() }
         #expect(Set(gateway.sent.map { $0.header("apns-id") }).count == 60)
+        await Self.stop(scheduler, run, dispatcher, handOvers)
+    }
+
+    /// Stops a test's delivery: the scheduler (its dispatches in flight finish), then the hand-over log.
+    static func stop(_ scheduler: Scheduler, _ run: Task<Void, Never>, _ dispatcher: Dispatcher, _ handOvers: Task<Void, Never>) async {
         await scheduler.stop()
         await run.value
         dispatcher.finish()

@@ -244,13 +244,8 @@ struct DueIndex {
     /// throttled lane's rate is checked at each pop, so this never lets
     /// it exceed its rate.
     mutating func resume(lane name: String, now: Int64) {
-        guard var lane = lanes.removeValue(forKey: name) else { return }
-        if lane.pausedUntil > now {
-            lane.pausedUntil = .min
-            lane.isReady = false
-            queueHead(name, &lane)
-        }
-        lanes[name] = lane
+        guard let lane = lanes[name], lane.pausedUntil > now else { return }
+        pause(lane: name, until: .min)
     }
 
     /// The earliest time anything may be popped (a lane's due time, not

@@ -84,7 +84,7 @@ final class DispatchSlots: Sendable {
 
     /// Takes one slot once `refill` are free (at most `limit`) or one is
     /// and `relax()` was called (one caller at a time).
-    func acquire(refill: Int = 1) async {
+    func acquire(refill: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = state.withLock { state -> Bool in
                 state.needed = min(max(1, refill), limit)
